@@ -39,6 +39,12 @@ typedef struct mf_client_auth mf_client_auth_t; /* cmd_auth.c */
 typedef struct mf_client {
     int64_t id;
     char remote[80];  /* "127.0.0.1:53211" (an IPv6 address of up to 63 characters and a port fit) */
+    /*
+     * The server's side of the connection, "ip:port" as remote (getsockname
+     * when accepted): authenticationRestrictions' serverAddress. "" when
+     * not a socket the network layer accepted (HTTP, embedding API).
+     */
+    char local[80];
     bool helloed;     /* has done the handshake */
     bool internal;    /* replication's own writes (the applier): not subject to the member's state or to access control */
     bool net;         /* a network connection: subject to access control when it is on */

@@ -8,6 +8,10 @@
  * a user has, as mongod's. A connection's state (mf_client_auth_t) holds
  * the conversation in progress and, once it succeeds, the user; one user
  * per connection, as MongoDB 6.0+ (a new authentication replaces the old).
+ * A login completes only if the user's authenticationRestrictions and those
+ * of every role it holds are met by the connection's addresses
+ * (auth/restrictions.h; checked in load_privs, also whenever the user's
+ * privileges are reloaded).
  *
  * Authorization. With access control on (--auth), mf_cmd_authorize runs
  * before every command of a network client (replication's internal client
@@ -45,6 +49,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "auth/restrictions.h"
 #include "auth/roles.h"
 #include "auth/scram.h"
 #include "auth/users.h"
@@ -69,6 +74,16 @@ struct mf_client_auth {
     bool conv_skip_empty;
     char conv_db[128];
     char conv_user[256];
+    /*
+     * authenticationRestrictions: whether they apply (a network client;
+     * replication's and the embedding API's are trusted, as mongod's clients
+     * without a transport session), the connection's IPs ("" not an IP
+     * connection), and why the last check failed (load_privs).
+     */
+    bool restricted;
+    char client_ip[64];
+    char server_ip[64];
+    char why[1024];
 };
 
 static mf_client_auth_t *
@@ -78,6 +93,10 @@ client_auth(mf_client_t *c)
         c->auth = mf_calloc(1, sizeof(*c->auth));
         bson_init(&c->auth->roles);
         c->auth->gen = -1;
+        /* A connection's addresses do not change: taken once. */
+        c->auth->restricted = c->net && !c->internal;
+        mf_restrictions_ip_of(c->remote, c->auth->client_ip, sizeof(c->auth->client_ip));
+        mf_restrictions_ip_of(c->local, c->auth->server_ip, sizeof(c->auth->server_ip));
     }
     return c->auth;
 }
@@ -229,19 +248,70 @@ privilege_of(const bson_iter_t *pit, mf_privilege_t *pv)
     return has_res && valid;
 }
 
-/* Adds role@db's privileges to p: a built-in role's, or a user-defined role's and those of the roles it inherits. */
+/*
+ * The authenticationRestrictions check a privilege computation makes on the
+ * way (load_privs): the connection's addresses, and the first unmet list's
+ * reason. Off (on false) for trusted clients.
+ */
+typedef struct restr_check {
+    bool on;
+    const char *client_ip, *server_ip;
+    bool met;
+    char *why;
+    size_t cap;
+} restr_check_t;
+
+/*
+ * Whether a user or role document's authenticationRestrictions (absent or
+ * empty: none) are met by the connection; on false rc->why says why,
+ * prefixed with whose list it was (mongod's "direct" for the user's own,
+ * "indirect" for a role's).
+ */
+static bool
+doc_restrictions_met(restr_check_t *rc, const bson_t *doc, const char *whose)
+{
+    bson_iter_t it;
+    bson_t list;
+    const uint8_t *data;
+    uint32_t len;
+    char reason[768];
+    if (rc == NULL || !rc->on || !rc->met || !bson_iter_init_find(&it, doc, "authenticationRestrictions"))
+        return true;
+    if (!BSON_ITER_HOLDS_ARRAY(&it)) {
+        snprintf(reason, sizeof(reason), "malformed authenticationRestrictions"); /* fail closed */
+    } else {
+        bson_iter_array(&it, &len, &data);
+        if (bson_init_static(&list, data, len) &&
+            mf_restrictions_met(&list, rc->client_ip, rc->server_ip, reason, sizeof(reason)))
+            return true;
+    }
+    rc->met = false;
+    snprintf(rc->why, rc->cap, "Evaluation of %s authentication restrictions failed: %s", whose, reason);
+    return false;
+}
+
+/*
+ * Adds role@db's privileges to p: a built-in role's, or a user-defined
+ * role's and those of the roles it inherits; rc (NULL: none) checks each
+ * user-defined role's authenticationRestrictions on the way.
+ */
 static void
-add_role(mf_engine_t *eng, mf_privs_t *p, const char *role, const char *db, role_seen_t *seen)
+add_role(mf_engine_t *eng, mf_privs_t *p, const char *role, const char *db, role_seen_t *seen, restr_check_t *rc)
 {
     bson_t doc;
     bson_iter_t it, e;
     mf_error_t err;
     if (mf_role_exists(role, db)) {
-        mf_privs_add_role(p, role, db);
+        mf_privs_add_role(p, role, db); /* built-in roles have no restrictions */
         return;
     }
     if (seen_once(seen, role, db) || mf_roles_get(eng->cat, db, role, &doc, &err) != 0)
         return;
+    if (rc != NULL && rc->on && rc->met) {
+        char whose[420];
+        snprintf(whose, sizeof(whose), "indirect (role %s@%s)", role, db);
+        (void)doc_restrictions_met(rc, &doc, whose);
+    }
     if (bson_iter_init_find(&it, &doc, "privileges") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &e)) {
         while (bson_iter_next(&e)) {
             mf_privilege_t pv;
@@ -253,32 +323,43 @@ add_role(mf_engine_t *eng, mf_privs_t *p, const char *role, const char *db, role
         while (bson_iter_next(&e)) {
             const char *r, *d;
             if (BSON_ITER_HOLDS_DOCUMENT(&e) && name_of(&e, "role", NULL, &r, &d, NULL) && d != NULL)
-                add_role(eng, p, r, d, seen);
+                add_role(eng, p, r, d, seen, rc);
         }
     }
     bson_destroy(&doc);
 }
 
-/* (Re)computes the connection's privileges from its user's roles. */
-static void
+/*
+ * (Re)computes the connection's privileges from its user's roles, checking
+ * on the way that the user's authenticationRestrictions and those of every
+ * user-defined role it holds, directly or inherited, are met by the
+ * connection (mongod's User::validateRestrictions, at authentication and
+ * whenever its user cache reloads the user). False when one is not: the
+ * user is taken off the connection (no user, no privileges) and a->why
+ * says why; true otherwise.
+ */
+static bool
 load_privs(mf_engine_t *eng, mf_client_auth_t *a)
 {
     bson_t user;
     bson_iter_t it, r;
     mf_error_t err;
     int64_t gen = atomic_load(&eng->users_gen);
+    restr_check_t rc = {a->restricted, a->client_ip, a->server_ip, true, a->why, sizeof(a->why)};
 
     memset(&a->privs, 0, sizeof(a->privs));
     bson_reinit(&a->roles);
     a->gen = gen;
+    a->why[0] = '\0';
     if (!a->authed)
-        return;
+        return true;
     if (is_system_user(a->db, a->user)) {
         mf_privs_add_role(&a->privs, "__system", "admin");
-        return;
+        return true;
     }
     if (mf_users_get(eng->cat, a->db, a->user, &user, &err) != 0)
-        return; /* dropped: authenticated, but with no privileges left */
+        return true; /* dropped: authenticated, but with no privileges left */
+    (void)doc_restrictions_met(&rc, &user, "direct");
     if (bson_iter_init_find(&it, &user, "roles") && BSON_ITER_HOLDS_ARRAY(&it)) {
         const uint8_t *data;
         uint32_t len;
@@ -290,12 +371,36 @@ load_privs(mf_engine_t *eng, mf_client_auth_t *a)
         role_seen_t *seen = mf_calloc(1, sizeof(*seen));
         while (bson_iter_next(&r)) {
             const char *role, *db;
-            if (BSON_ITER_HOLDS_DOCUMENT(&r) && name_of(&r, "role", NULL, &role, &db, NULL) && db != NULL)
-                add_role(eng, &a->privs, role, db, seen);
+            if (rc.met && BSON_ITER_HOLDS_DOCUMENT(&r) && name_of(&r, "role", NULL, &role, &db, NULL) && db != NULL)
+                add_role(eng, &a->privs, role, db, seen, &rc);
         }
         free(seen);
     }
     bson_destroy(&user);
+    if (rc.met)
+        return true;
+    memset(&a->privs, 0, sizeof(a->privs));
+    bson_reinit(&a->roles);
+    a->authed = false;
+    a->user[0] = a->db[0] = '\0';
+    return false;
+}
+
+/*
+ * load_privs for a logged-in connection whose users or roles changed: a
+ * user whose restrictions are no longer met is logged out (its next
+ * commands answer 13), as mongod drops it from the session when it
+ * reloads it.
+ */
+static void
+reload_privs(mf_engine_t *eng, mf_client_t *client)
+{
+    mf_client_auth_t *a = client->auth;
+    char who[400];
+    snprintf(who, sizeof(who), "%s@%s", a->user, a->db);
+    if (!load_privs(eng, a))
+        mf_log(MF_LOG_INFO, "ACCESS", "conn%lld: removed user %s from the connection, its authentication "
+               "restrictions are no longer met from %s: %s", (long long)client->id, who, client->remote, a->why);
 }
 
 /*
@@ -313,7 +418,7 @@ privs_of(mf_op_t *op)
     if (a == NULL || !a->authed)
         return NULL;
     if (a->gen != atomic_load(&op->eng->users_gen) && !mf_txn_user(mf_storage_session(op->eng->st)))
-        load_privs(op->eng, a);
+        reload_privs(op->eng, op->client);
     return &a->privs;
 }
 
@@ -322,7 +427,7 @@ mf_cmd_auth_refresh(mf_engine_t *eng, mf_client_t *client)
 {
     mf_client_auth_t *a = client != NULL ? client->auth : NULL;
     if (a != NULL && a->authed && a->gen != atomic_load(&eng->users_gen))
-        load_privs(eng, a);
+        reload_privs(eng, client);
 }
 
 bool
@@ -1298,7 +1403,16 @@ cmd_sasl_continue(mf_op_t *op)
     /* A user document exists (a member's __system@local comes from the key file, not from one). */
     if (!(strcmp(a->user, "__system") == 0 && strcmp(a->db, "local") == 0))
         atomic_store(&op->eng->auth_docs_seen, true);
-    load_privs(op->eng, a);
+    /*
+     * The password was right; the user's and its roles' authenticationRestrictions
+     * decide now (load_privs): unmet, the client gets mongod's plain 18 and
+     * the log the reason. The check is here, where every SASL login ends
+     * (hello's speculativeAuthenticate only starts a conversation).
+     */
+    if (!load_privs(op->eng, a)) {
+        free(server_final);
+        return auth_failed(op, a, a->why);
+    }
     mf_log(MF_LOG_INFO, "ACCESS", "conn%lld: successfully authenticated as %s@%s (%s) from %s",
            (long long)op->client->id, a->user, a->db, a->conv_mech == MF_SCRAM_SHA1 ? "SCRAM-SHA-1" : "SCRAM-SHA-256",
            op->client->remote);
@@ -1374,7 +1488,7 @@ cmd_logout(mf_op_t *op)
         mf_log(MF_LOG_INFO, "ACCESS", "conn%lld: %s@%s logged out", (long long)op->client->id, a->user, a->db);
         a->authed = false;
         a->user[0] = a->db[0] = '\0';
-        load_privs(op->eng, a);
+        (void)load_privs(op->eng, a); /* no user: nothing to check */
     }
     return 0;
 }
@@ -1385,7 +1499,7 @@ cmd_connection_status(mf_op_t *op)
     bson_t ai, arr, u;
     mf_client_auth_t *a = op->client != NULL ? op->client->auth : NULL;
     if (a != NULL && a->authed && a->gen != atomic_load(&op->eng->users_gen))
-        load_privs(op->eng, a);
+        reload_privs(op->eng, op->client);
     BSON_APPEND_DOCUMENT_BEGIN(op->reply, "authInfo", &ai);
     BSON_APPEND_ARRAY_BEGIN(&ai, "authenticatedUsers", &arr);
     if (a != NULL && a->authed) {
@@ -1538,10 +1652,14 @@ password_arg(mf_op_t *op, const char **pwd, size_t *pwd_len, bool *present)
     return 0;
 }
 
-/* Builds a user document from parts: _id, userId, user, db, credentials, customData, roles. */
+/*
+ * Builds a user document from parts: _id, userId, user, db, credentials,
+ * customData, roles, authenticationRestrictions (only when there are some,
+ * as mongod's createUser).
+ */
 static void
 build_user(bson_t *doc, const char *db, const char *name, const uint8_t uuid[16], const bson_t *creds,
-           const bson_t *custom, const bson_t *roles)
+           const bson_t *custom, const bson_t *roles, const bson_t *restrictions)
 {
     char id[512];
     snprintf(id, sizeof(id), "%s.%s", db, name);
@@ -1554,9 +1672,11 @@ build_user(bson_t *doc, const char *db, const char *name, const uint8_t uuid[16]
     if (custom != NULL)
         BSON_APPEND_DOCUMENT(doc, "customData", custom);
     BSON_APPEND_ARRAY(doc, "roles", roles);
+    if (restrictions != NULL && !bson_empty(restrictions))
+        BSON_APPEND_ARRAY(doc, "authenticationRestrictions", restrictions);
 }
 
-static int no_restrictions(mf_op_t *op);
+static int restrictions_arg(mf_op_t *op, bson_t *out, bool *present);
 
 static int
 cmd_create_user(mf_op_t *op)
@@ -1566,11 +1686,14 @@ cmd_create_user(mf_op_t *op)
     bool has_pwd, has_custom;
     bson_iter_t it;
     bson_t roles = BSON_INITIALIZER, doc = BSON_INITIALIZER, creds_holder = BSON_INITIALIZER, custom, creds;
+    bson_t restr = BSON_INITIALIZER;
+    bool has_restr;
     unsigned mechs;
     uint8_t uuid[16];
     int rc = -1;
 
-    if (user_name_arg(op, &name) != 0 || no_restrictions(op) != 0 || password_arg(op, &pwd, &pwd_len, &has_pwd) != 0 ||
+    if (user_name_arg(op, &name) != 0 || restrictions_arg(op, &restr, &has_restr) != 0 ||
+        password_arg(op, &pwd, &pwd_len, &has_pwd) != 0 ||
         parse_mechs(op, &mechs) != 0 || mf_op_get_doc(op, "customData", &custom, &has_custom) != 0)
         goto done;
     if (!has_pwd && strcmp(op->db, "$external") != 0) {
@@ -1599,7 +1722,7 @@ cmd_create_user(mf_op_t *op)
         bson_iter_document(&it, &len, &data);
         bson_init_static(&creds, data, len);
     }
-    build_user(&doc, op->db, name, uuid, have_creds ? &creds : NULL, has_custom ? &custom : NULL, &roles);
+    build_user(&doc, op->db, name, uuid, have_creds ? &creds : NULL, has_custom ? &custom : NULL, &roles, &restr);
     if (mf_users_insert(op->eng->cat, &doc, &op->err) != 0)
         goto done;
     mf_log(MF_LOG_INFO, "ACCESS", "created user %s@%s", name, op->db);
@@ -1608,6 +1731,7 @@ done:
     bson_destroy(&roles);
     bson_destroy(&doc);
     bson_destroy(&creds_holder);
+    bson_destroy(&restr);
     return rc;
 }
 
@@ -1655,10 +1779,15 @@ keep_field(const bson_t *old, bson_t *out, const char *k)
         bson_append_value(out, k, -1, bson_iter_value(&it));
 }
 
-/* updateUser's change: the user's name, and its new roles parsed before the rewrite (NULL: kept). */
+/*
+ * updateUser's change: the user's name, and its new roles and
+ * authenticationRestrictions parsed before the rewrite (NULL: kept; an
+ * empty restrictions list removes the field, as mongod's $unset).
+ */
 typedef struct update_args {
     const char *name;
     const bson_t *roles;
+    const bson_t *restrictions;
 } update_args_t;
 
 static int
@@ -1706,6 +1835,10 @@ update_change(mf_op_t *op, const bson_t *old, bson_t *out, void *arg)
         BSON_APPEND_ARRAY(out, "roles", ua->roles);
     else
         keep_field(old, out, "roles");
+    if (ua->restrictions == NULL)
+        keep_field(old, out, "authenticationRestrictions");
+    else if (!bson_empty(ua->restrictions))
+        BSON_APPEND_ARRAY(out, "authenticationRestrictions", ua->restrictions);
     rc = 0;
 done:
     return rc;
@@ -1716,13 +1849,16 @@ cmd_update_user(mf_op_t *op)
 {
     const char *name;
     bson_iter_t it;
-    bson_t roles = BSON_INITIALIZER;
-    update_args_t ua = {NULL, NULL};
+    bson_t roles = BSON_INITIALIZER, restr = BSON_INITIALIZER;
+    bool has_restr;
+    update_args_t ua = {NULL, NULL, NULL};
     int rc = -1;
-    if (user_name_arg(op, &name) != 0 || no_restrictions(op) != 0)
+    if (user_name_arg(op, &name) != 0 || restrictions_arg(op, &restr, &has_restr) != 0)
         goto done;
+    if (has_restr)
+        ua.restrictions = &restr;
     if (!mf_op_has(op, "pwd") && !mf_op_has(op, "roles") && !mf_op_has(op, "customData") &&
-        !mf_op_has(op, "mechanisms")) {
+        !mf_op_has(op, "mechanisms") && !has_restr) {
         mf_err_set(&op->err, MF_E_BadValue, "Must specify at least one field to update in updateUser");
         goto done;
     }
@@ -1736,6 +1872,7 @@ cmd_update_user(mf_op_t *op)
     rc = rewrite_user(op, name, update_change, &ua);
 done:
     bson_destroy(&roles);
+    bson_destroy(&restr);
     return rc;
 }
 
@@ -1881,39 +2018,89 @@ cmd_drop_all_users(mf_op_t *op)
     return 0;
 }
 
-/* usersInfo's view of a user document: without credentials unless asked, with mechanisms. */
+/*
+ * usersInfo's view of a user document: without credentials unless asked,
+ * with mechanisms. With showPrivileges or showAuthenticationRestrictions
+ * (detail), mongod's getUserDescription shape: the mechanisms where the
+ * credentials were, the user's own authenticationRestrictions (as stored,
+ * [] without; only when asked for), then inheritedRoles,
+ * inheritedPrivileges and inheritedAuthenticationRestrictions (its roles'
+ * lists, resolved). Without detail the stored list is never shown, as
+ * mongod's.
+ */
 typedef struct users_out {
     bson_t *arr;
     uint32_t n;
     bool show_credentials, show_custom;
     bool by_name;
+    bool detail, show_restrictions;
+    mf_op_t *op;
 } users_out_t;
 
+static void inherit_walk(mf_op_t *op, const bson_t *role_doc, bson_t *names, uint32_t *n, bson_t *privs,
+                         role_seen_t *seen, bson_t *restr, uint32_t *nr);
+
 static void
-append_user_info(users_out_t *uo, const bson_t *user)
+append_mechanisms(bson_t *one, const bson_t *user)
 {
-    bson_t one, mechs;
+    bson_t mechs;
     bson_iter_t it, c;
     char key[16];
     const char *kp;
-    bson_uint32_to_string(uo->n++, &kp, key, sizeof(key));
-    BSON_APPEND_DOCUMENT_BEGIN(uo->arr, kp, &one);
-    bson_iter_init(&it, user);
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        if ((strcmp(k, "credentials") == 0 && !uo->show_credentials) || (strcmp(k, "customData") == 0 && !uo->show_custom))
-            continue;
-        bson_append_value(&one, k, -1, bson_iter_value(&it));
-    }
-    BSON_APPEND_ARRAY_BEGIN(&one, "mechanisms", &mechs);
     uint32_t m = 0;
+    BSON_APPEND_ARRAY_BEGIN(one, "mechanisms", &mechs);
     if (bson_iter_init_find(&it, user, "credentials") && bson_iter_recurse(&it, &c)) {
         while (bson_iter_next(&c)) {
             bson_uint32_to_string(m++, &kp, key, sizeof(key));
             BSON_APPEND_UTF8(&mechs, kp, bson_iter_key(&c));
         }
     }
-    bson_append_array_end(&one, &mechs);
+    bson_append_array_end(one, &mechs);
+}
+
+static void
+append_user_info(users_out_t *uo, const bson_t *user)
+{
+    bson_t one;
+    bson_iter_t it;
+    char key[16];
+    const char *kp;
+    bool had_restr = false;
+    bson_uint32_to_string(uo->n++, &kp, key, sizeof(key));
+    BSON_APPEND_DOCUMENT_BEGIN(uo->arr, kp, &one);
+    bson_iter_init(&it, user);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (uo->detail && strcmp(k, "credentials") == 0)
+            append_mechanisms(&one, user);
+        if (strcmp(k, "authenticationRestrictions") == 0) {
+            had_restr = true;
+            if (!uo->show_restrictions)
+                continue;
+        }
+        if ((strcmp(k, "credentials") == 0 && !uo->show_credentials) || (strcmp(k, "customData") == 0 && !uo->show_custom))
+            continue;
+        bson_append_value(&one, k, -1, bson_iter_value(&it));
+    }
+    if (!uo->detail) {
+        append_mechanisms(&one, user);
+    } else {
+        bson_t names, privs = BSON_INITIALIZER, restr = BSON_INITIALIZER, empty;
+        uint32_t nn = 0, nr = 0;
+        role_seen_t *seen = mf_calloc(1, sizeof(*seen));
+        if (uo->show_restrictions && !had_restr) {
+            BSON_APPEND_ARRAY_BEGIN(&one, "authenticationRestrictions", &empty);
+            bson_append_array_end(&one, &empty);
+        }
+        BSON_APPEND_ARRAY_BEGIN(&one, "inheritedRoles", &names);
+        inherit_walk(uo->op, user, &names, &nn, &privs, seen, &restr, &nr);
+        bson_append_array_end(&one, &names);
+        BSON_APPEND_ARRAY(&one, "inheritedPrivileges", &privs);
+        BSON_APPEND_ARRAY(&one, "inheritedAuthenticationRestrictions", &restr);
+        bson_destroy(&privs);
+        bson_destroy(&restr);
+        free(seen);
+    }
     bson_append_document_end(uo->arr, &one);
 }
 
@@ -1940,14 +2127,22 @@ cmd_users_info(mf_op_t *op)
 {
     bson_iter_t it, a;
     bson_t arr;
-    users_out_t uo = {&arr, 0, false, true, false};
-    bool present;
+    users_out_t uo = {&arr, 0, false, true, false, false, false, op};
+    bool present, show_privs = false;
     int rc = 0;
 
-    if (mf_op_get_bool(op, "showCredentials", &uo.show_credentials, &present) != 0)
+    if (mf_op_get_bool(op, "showCredentials", &uo.show_credentials, &present) != 0 ||
+        mf_op_get_bool(op, "showPrivileges", &show_privs, &present) != 0 ||
+        mf_op_get_bool(op, "showAuthenticationRestrictions", &uo.show_restrictions, &present) != 0)
         return -1;
+    uo.detail = show_privs || uo.show_restrictions;
     bson_iter_init(&it, op->cmd);
     bson_iter_next(&it);
+    /* Details are resolved per user: mongod takes them only for users named exactly. */
+    if (uo.detail && (BSON_ITER_HOLDS_NUMBER(&it) || mf_op_has(op, "filter") ||
+                      (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &a) && bson_iter_find(&a, "forAllDBs"))))
+        return mf_err_set(&op->err, MF_E_IllegalOperation,
+                          "Privilege or restriction details require exact-match usersInfo queries");
     bson_init(&arr);
     if (BSON_ITER_HOLDS_NUMBER(&it)) {
         rc = mf_users_each(op->eng->cat, op->db, each_user_info, &uo, &op->err);
@@ -1989,20 +2184,20 @@ cmd_users_info(mf_op_t *op)
 /* ---------- user-defined roles ---------- */
 
 /*
- * authenticationRestrictions (createUser, updateUser, createRole,
- * updateRole): not enforced, so a non-empty list is refused rather than
- * accepted and ignored (a restriction that silently does nothing would let
- * the user in from anywhere). An empty list restricts nothing.
+ * authenticationRestrictions of createUser, updateUser, createRole and
+ * updateRole: *present tells whether the command has the field; when it
+ * does, out (an empty bson_t) receives its sanitized array
+ * (mf_restrictions_parse: mongod's checks, codes and messages). They are
+ * enforced at authentication (load_privs). 0, or -1 with op->err.
  */
 static int
-no_restrictions(mf_op_t *op)
+restrictions_arg(mf_op_t *op, bson_t *out, bool *present)
 {
-    bson_iter_t it, a;
-    if (!mf_op_find(op, "authenticationRestrictions", &it))
+    bson_iter_t it;
+    *present = mf_op_find(op, "authenticationRestrictions", &it);
+    if (!*present)
         return 0;
-    if (BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &a) && !bson_iter_next(&a))
-        return 0;
-    return mf_err_set(&op->err, MF_E_NotImplemented, "authenticationRestrictions are not supported by mayfly");
+    return mf_restrictions_parse(&it, op->name, out, &op->err);
 }
 
 /* The role named by the command's first field (createRole: "name" ...), on op->db. */
@@ -2497,10 +2692,11 @@ cmd_create_role(mf_op_t *op)
 {
     const char *name;
     bson_iter_t it;
-    bson_t privileges = BSON_INITIALIZER, roles = BSON_INITIALIZER, doc = BSON_INITIALIZER;
+    bson_t privileges = BSON_INITIALIZER, roles = BSON_INITIALIZER, doc = BSON_INITIALIZER, restr = BSON_INITIALIZER;
+    bool has_restr;
     int rc = -1;
 
-    if (role_name_arg(op, &name) != 0 || no_restrictions(op) != 0)
+    if (role_name_arg(op, &name) != 0 || restrictions_arg(op, &restr, &has_restr) != 0)
         goto done;
     if (mf_role_exists(name, op->db) || mf_builtin_role_name(name, op->db)) {
         mf_err_set(&op->err, MF_E_BadValue, "Cannot create roles with the same name as a built-in role");
@@ -2518,7 +2714,7 @@ cmd_create_role(mf_op_t *op)
     }
     if (parse_granted_roles(op, name, &it, &roles) != 0)
         goto done;
-    build_role(&doc, op->db, name, &privileges, &roles, NULL);
+    build_role(&doc, op->db, name, &privileges, &roles, &restr);
     if (mf_roles_insert(op->eng->cat, &doc, &op->err) != 0)
         goto done;
     mf_log(MF_LOG_INFO, "ACCESS", "created role %s@%s", name, op->db);
@@ -2527,12 +2723,14 @@ done:
     bson_destroy(&privileges);
     bson_destroy(&roles);
     bson_destroy(&doc);
+    bson_destroy(&restr);
     return rc;
 }
 
 /* What a role command changes: NULL fields are kept from the stored role. */
 typedef struct role_change {
     const bson_t *privileges, *roles; /* replace */
+    const bson_t *restrictions;       /* replace (empty: the field goes, as mongod's $unset) */
     const bson_t *grant_privs, *revoke_privs, *grant_roles, *revoke_roles;
 } role_change_t;
 
@@ -2588,7 +2786,7 @@ role_rewrite_fn(void *arg, const bson_t *old, bson_t *out, mf_error_t *err)
             }
         }
     }
-    build_role(out, rw->op->db, rw->name, &privs, &roles, &restr);
+    build_role(out, rw->op->db, rw->name, &privs, &roles, ch->restrictions != NULL ? ch->restrictions : &restr);
     bson_destroy(&oprivs);
     bson_destroy(&oroles);
     bson_destroy(&restr);
@@ -2619,12 +2817,15 @@ cmd_update_role(mf_op_t *op)
 {
     const char *name;
     bson_iter_t it;
-    bson_t privileges = BSON_INITIALIZER, roles = BSON_INITIALIZER;
+    bson_t privileges = BSON_INITIALIZER, roles = BSON_INITIALIZER, restr = BSON_INITIALIZER;
+    bool has_restr;
     role_change_t ch = {0};
     int rc = -1;
-    if (role_name_arg(op, &name) != 0 || no_restrictions(op) != 0)
+    if (role_name_arg(op, &name) != 0 || restrictions_arg(op, &restr, &has_restr) != 0)
         goto done;
-    if (!mf_op_has(op, "privileges") && !mf_op_has(op, "roles") && !mf_op_has(op, "authenticationRestrictions")) {
+    if (has_restr)
+        ch.restrictions = &restr;
+    if (!mf_op_has(op, "privileges") && !mf_op_has(op, "roles") && !has_restr) {
         mf_err_set(&op->err, MF_E_BadValue, "Must specify at least one field to update in updateRole");
         goto done;
     }
@@ -2642,6 +2843,7 @@ cmd_update_role(mf_op_t *op)
 done:
     bson_destroy(&privileges);
     bson_destroy(&roles);
+    bson_destroy(&restr);
     return rc;
 }
 
@@ -2729,6 +2931,7 @@ typedef struct roles_out {
     bson_t arr;
     uint32_t n;
     bool show_privileges;
+    bool show_restrictions; /* showAuthenticationRestrictions */
 } roles_out_t;
 
 static const char *const builtin_names[] = {"read", "readWrite", "dbAdmin", "userAdmin", "dbOwner", "clusterMonitor",
@@ -2788,14 +2991,19 @@ queue_roles(const bson_t *role_doc, bson_t *names, uint32_t *n, role_seen_t *see
 }
 
 /*
- * Walks the roles a role document inherits level by level, as mongod's
- * resolveRoles: each named once into *names (a {role, db} array), and, when
- * privs is not NULL, every one's privileges (a built-in role's from its
- * definition) merged into *privs per resource in the order they are met.
- * seen holds the described role already; its ids past that are the queue.
+ * Walks the roles a role (or user) document inherits level by level, as
+ * mongod's resolveRoles: each named once into *names (a {role, db} array),
+ * and, when privs is not NULL, every one's privileges (a built-in role's
+ * from its definition) merged into *privs per resource in the order they
+ * are met; when restr is not NULL, every user-defined role's non-empty
+ * authenticationRestrictions appended to the array being built at *restr
+ * (*nr its count) as mongod serializes parsed ones (ranges as
+ * "address/length"). seen holds the described role already (nothing for a
+ * user); its ids past that are the queue.
  */
 static void
-inherit_walk(mf_op_t *op, const bson_t *role_doc, bson_t *names, uint32_t *n, bson_t *privs, role_seen_t *seen)
+inherit_walk(mf_op_t *op, const bson_t *role_doc, bson_t *names, uint32_t *n, bson_t *privs, role_seen_t *seen,
+             bson_t *restr, uint32_t *nr)
 {
     int head = seen->n;
     queue_roles(role_doc, names, n, seen);
@@ -2820,6 +3028,16 @@ inherit_walk(mf_op_t *op, const bson_t *role_doc, bson_t *names, uint32_t *n, bs
         if (privs != NULL) {
             array_field(&doc, "privileges", &mine);
             merge_into(privs, &mine);
+            bson_destroy(&mine);
+        }
+        if (restr != NULL) {
+            array_field(&doc, "authenticationRestrictions", &mine);
+            if (!bson_empty(&mine)) {
+                char key[16];
+                const char *kp;
+                bson_uint32_to_string((*nr)++, &kp, key, sizeof(key));
+                mf_restrictions_append_resolved(restr, kp, &mine);
+            }
             bson_destroy(&mine);
         }
         queue_roles(&doc, names, n, seen);
@@ -2856,8 +3074,8 @@ static int
 append_role_info(roles_out_t *ro, mf_op_t *op, const bson_t *doc, bool listing)
 {
     bson_iter_t it;
-    bson_t one, roles, inherited, privs, from_roles = BSON_INITIALIZER;
-    uint32_t ni = 0;
+    bson_t one, roles, inherited, privs, own_restr, from_roles = BSON_INITIALIZER, from_restr = BSON_INITIALIZER;
+    uint32_t ni = 0, nr = 0;
     char key[16];
     const char *kp;
     role_seen_t *seen = mf_calloc(1, sizeof(*seen));
@@ -2875,10 +3093,25 @@ append_role_info(roles_out_t *ro, mf_op_t *op, const bson_t *doc, bool listing)
     if (ro->show_privileges)
         BSON_APPEND_ARRAY(&one, "privileges", &privs);
     BSON_APPEND_ARRAY(&one, "roles", &roles);
+    array_field(doc, "authenticationRestrictions", &own_restr);
+    if (ro->show_restrictions) {
+        /* mongod's filterAndMapRole lifts a role's list into an array of lists: [[...]], or [] without one. */
+        bson_t lifted;
+        BSON_APPEND_ARRAY_BEGIN(&one, "authenticationRestrictions", &lifted);
+        if (!bson_empty(&own_restr))
+            BSON_APPEND_ARRAY(&lifted, "0", &own_restr);
+        bson_append_array_end(&one, &lifted);
+    }
     if (listing)
         BSON_APPEND_BOOL(&one, "isBuiltin", false);
+    /* inheritedAuthenticationRestrictions: its own list as stored, then its inherited roles' resolved. */
+    if (!bson_empty(&own_restr)) {
+        bson_uint32_to_string(nr++, &kp, key, sizeof(key));
+        BSON_APPEND_ARRAY(&from_restr, kp, &own_restr);
+    }
     BSON_APPEND_ARRAY_BEGIN(&one, "inheritedRoles", &inherited);
-    inherit_walk(op, doc, &inherited, &ni, ro->show_privileges ? &from_roles : NULL, seen);
+    inherit_walk(op, doc, &inherited, &ni, ro->show_privileges ? &from_roles : NULL, seen,
+                 ro->show_restrictions ? &from_restr : NULL, &nr);
     bson_append_array_end(&one, &inherited);
     if (ro->show_privileges) {
         /* Its own privileges as stored, then its inherited roles' merged per resource (mongod's serializeResolvedRoles). */
@@ -2887,12 +3120,16 @@ append_role_info(roles_out_t *ro, mf_op_t *op, const bson_t *doc, bool listing)
         append_concat(&all, &privs, &from_roles);
         bson_append_array_end(&one, &all);
     }
+    if (ro->show_restrictions)
+        BSON_APPEND_ARRAY(&one, "inheritedAuthenticationRestrictions", &from_restr);
     if (!listing)
         BSON_APPEND_BOOL(&one, "isBuiltin", false);
     bson_append_document_end(&ro->arr, &one);
     bson_destroy(&roles);
     bson_destroy(&privs);
     bson_destroy(&from_roles);
+    bson_destroy(&own_restr);
+    bson_destroy(&from_restr);
     free(seen);
     return 0;
 }
@@ -2927,12 +3164,25 @@ append_builtin_info(roles_out_t *ro, const char *role, const char *db, bool list
     bson_append_array_end(&one, &empty);
     if (!listing && ro->show_privileges)
         BSON_APPEND_ARRAY(&one, "privileges", &privs);
+    if (!listing && ro->show_restrictions) {
+        BSON_APPEND_ARRAY_BEGIN(&one, "authenticationRestrictions", &empty);
+        bson_append_array_end(&one, &empty);
+    }
     BSON_APPEND_ARRAY_BEGIN(&one, "inheritedRoles", &empty);
     bson_append_array_end(&one, &empty);
     if (listing && ro->show_privileges)
         BSON_APPEND_ARRAY(&one, "privileges", &privs);
     if (ro->show_privileges)
         BSON_APPEND_ARRAY(&one, "inheritedPrivileges", &privs);
+    /* A built-in role has no restrictions: both lists empty (after privileges, in either builder). */
+    if (listing && ro->show_restrictions) {
+        BSON_APPEND_ARRAY_BEGIN(&one, "authenticationRestrictions", &empty);
+        bson_append_array_end(&one, &empty);
+    }
+    if (ro->show_restrictions) {
+        BSON_APPEND_ARRAY_BEGIN(&one, "inheritedAuthenticationRestrictions", &empty);
+        bson_append_array_end(&one, &empty);
+    }
     if (!listing)
         BSON_APPEND_BOOL(&one, "isBuiltin", true);
     bson_append_document_end(&ro->arr, &one);
@@ -2994,6 +3244,7 @@ cmd_roles_info(mf_op_t *op)
     const mf_privs_t *p = checked(op) ? privs_of(op) : NULL;
     int rc = 0;
     ro.show_privileges = mf_op_find(op, "showPrivileges", &it) && bson_iter_as_bool(&it);
+    ro.show_restrictions = mf_op_find(op, "showAuthenticationRestrictions", &it) && bson_iter_as_bool(&it);
 
     bson_iter_init(&it, op->cmd);
     bson_iter_next(&it);

@@ -89,6 +89,7 @@
     X(51002, Location51002)                                                    \
     X(51300, Location51300)                                                    \
     X(51003, UserAlreadyExists)                                                \
+    X(162, CollectionIsEmpty)                                                  \
     X(165, ViewDepthLimitExceeded)                                             \
     X(166, CommandNotSupportedOnView)                                          \
     X(168, InvalidPipelineOperator)                                            \

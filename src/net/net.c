@@ -1453,8 +1453,13 @@ on_connection(uv_stream_t *listener, int status)
     mf_fmt_sockaddr(uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sslen) == 0 ? &ss : NULL, ip, sizeof(ip),
                     &port);
     snprintf(c->client.remote, sizeof(c->client.remote), "%s:%d", ip, port);
-    c->client.net = true;
     c->client.loopback = strncmp(ip, "127.", 4) == 0 || strcmp(ip, "::1") == 0 || strncmp(ip, "::ffff:127.", 11) == 0;
+    sslen = sizeof(ss);
+    if (uv_tcp_getsockname(&c->tcp, (struct sockaddr *)&ss, &sslen) == 0) {
+        mf_fmt_sockaddr(&ss, ip, sizeof(ip), &port);
+        snprintf(c->client.local, sizeof(c->client.local), "%s:%d", ip, port);
+    }
+    c->client.net = true;
     c->client.conn = mf_curops_conn_open(srv->eng->curops, c->client.id, c->client.remote);
     atomic_fetch_add(&srv->eng->conn_current, 1);
     atomic_fetch_add(&srv->eng->conn_total, 1);

@@ -313,12 +313,13 @@ h.test('long names are kept whole: a privilege on a 200-character collection doe
   await h.expectCode(r.db('lng').command({ createRole: 'x'.repeat(300), privileges: [], roles: [] }), 2);
 });
 
-h.test('authenticationRestrictions are refused (238), not accepted and ignored; anyAction is stored alone', async () => {
+h.test('authenticationRestrictions are stored when given (enforced: auth_restrictions.test.js), not when empty; anyAction is stored alone', async () => {
   const r = await root();
   const restr = [{ clientSource: ['10.0.0.1'] }];
-  await h.expectCode(r.db('ar').command({ createRole: 'x', privileges: [], roles: [], authenticationRestrictions: restr }), 238);
-  await h.expectCode(r.db('ar').command({ createUser: 'x', pwd: 'x', roles: [], authenticationRestrictions: restr }), 238);
+  await r.db('ar').command({ createRole: 'restricted', privileges: [], roles: [], authenticationRestrictions: restr });
+  assert.deepEqual((await r.db('admin').collection('system.roles').findOne({ _id: 'ar.restricted' })).authenticationRestrictions, restr);
   assert.equal((await r.db('ar').command({ createRole: 'x', privileges: [], roles: [], authenticationRestrictions: [] })).ok, 1);
+  assert.ok(!('authenticationRestrictions' in await r.db('admin').collection('system.roles').findOne({ _id: 'ar.x' })));
   await r.db('ar').command({ createRole: 'all', privileges: [{ resource: { db: 'ar', collection: '' }, actions: ['find', 'anyAction', 'insert'] }], roles: [] });
   assert.deepEqual((await r.db('admin').collection('system.roles').findOne({ _id: 'ar.all' })).privileges[0].actions, ['anyAction']);
 });
