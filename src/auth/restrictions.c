@@ -184,6 +184,17 @@ mf_restrictions_parse(const bson_iter_t *it, const char *cmd, bson_t *out, mf_er
     return 0;
 }
 
+/* A stored range as mongod prints its parsed form ("address/length"); one that does not parse, as given. */
+static void
+range_text(const char *s, char *out, size_t cap)
+{
+    cidr_t c;
+    if (cidr_parse(s, &c) == NULL)
+        cidr_format(&c, out, cap);
+    else
+        snprintf(out, cap, "%s", s);
+}
+
 /* Appends `{"<field>": ["r1", "r2"]}` (ranges as address/length) to why, as mongod's AddressRestriction prints. */
 static void
 describe_field(const bson_iter_t *field, char *why, size_t cap)
@@ -195,13 +206,9 @@ describe_field(const bson_iter_t *field, char *why, size_t cap)
     if (bson_iter_recurse(field, &s)) {
         while (bson_iter_next(&s)) {
             char r[INET6_ADDRSTRLEN + 8];
-            cidr_t c;
             if (!BSON_ITER_HOLDS_UTF8(&s))
                 continue;
-            if (cidr_parse(bson_iter_utf8(&s, NULL), &c) == NULL)
-                cidr_format(&c, r, sizeof(r));
-            else
-                snprintf(r, sizeof(r), "%s", bson_iter_utf8(&s, NULL));
+            range_text(bson_iter_utf8(&s, NULL), r, sizeof(r));
             len = strlen(why);
             snprintf(why + len, cap - len, "%s\"%s\"", first ? "" : ", ", r);
             first = false;
@@ -300,13 +307,9 @@ mf_restrictions_append_resolved(bson_t *out, const char *key, const bson_t *list
                 while (bson_iter_next(&s)) {
                     char r[INET6_ADDRSTRLEN + 8], rkey[16];
                     const char *rkp;
-                    cidr_t c;
                     if (!BSON_ITER_HOLDS_UTF8(&s))
                         continue;
-                    if (cidr_parse(bson_iter_utf8(&s, NULL), &c) == NULL)
-                        cidr_format(&c, r, sizeof(r));
-                    else
-                        snprintf(r, sizeof(r), "%s", bson_iter_utf8(&s, NULL));
+                    range_text(bson_iter_utf8(&s, NULL), r, sizeof(r));
                     bson_uint32_to_string(nr++, &rkp, rkey, sizeof(rkey));
                     BSON_APPEND_UTF8(&ranges, rkp, r);
                 }
