@@ -116,6 +116,13 @@ typedef struct mf_op {
     bool has_lsid;
     uint8_t lsid_id[16];
     uint8_t lsid_uid[32];
+    /*
+     * A retried insert, update or delete whose first attempt did part of
+     * its statements (the repl hook's command_begin returned 2): the
+     * handler skips the done ones (mf_crud_stmt_done) and adds their
+     * counts. NULL otherwise; valid for the command's run.
+     */
+    const mf_stmt_resume_t *resume;
     /* write-error details for write commands that fail as a whole */
     /*
      * mf_op_find's index of cmd's fields, built on its first call: valid

@@ -158,6 +158,26 @@ mf_crud_get_ordered(mf_op_t *op, bool *ordered)
     return 0;
 }
 
+void
+mf_crud_stmt_note(mf_op_t *op, size_t i, mf_stmt_event_t what)
+{
+    mf_engine_t *eng = op->eng;
+    if (eng->repl != NULL && eng->repl->stmt != NULL)
+        eng->repl->stmt(eng->repl_arg, (int64_t)i, what);
+}
+
+bool
+mf_crud_stmt_done(const mf_op_t *op, size_t i)
+{
+    const mf_stmt_resume_t *r = op->resume;
+    if (r == NULL || (int64_t)i >= r->s)
+        return false;
+    for (int k = 0; k < r->ne; k++)
+        if (r->e[k] == (int64_t)i)
+            return false;
+    return true;
+}
+
 /* bypassDocumentValidation: true skips the collection's validator for this command. */
 bool
 mf_crud_bypass_validation(mf_op_t *op)

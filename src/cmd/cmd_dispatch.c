@@ -1442,6 +1442,34 @@ count_write_errors(mf_engine_t *eng, const bson_t *reply)
     atomic_fetch_add_explicit(&eng->asserts_user, n, memory_order_relaxed);
 }
 
+/*
+ * An insert's, update's or delete's statements: its documents, updates or
+ * deletes, in its body or a document sequence (0 when it has none or they
+ * are not an array: the handler refuses it); 1 for any other command.
+ */
+static int64_t
+stmt_count(mf_op_t *op, const char *name)
+{
+    const char *field = strcmp(name, "insert") == 0   ? "documents"
+                        : strcmp(name, "update") == 0 ? "updates"
+                        : strcmp(name, "delete") == 0 ? "deletes"
+                                                      : NULL;
+    bson_iter_t it, a;
+    int64_t n = 0;
+    if (field == NULL)
+        return 1;
+    if (mf_op_find(op, field, &it)) {
+        if (BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &a))
+            while (bson_iter_next(&a))
+                n++;
+        return n;
+    }
+    for (size_t i = 0; i < op->nseqs; i++)
+        if (strcmp(op->seqs[i].identifier, field) == 0)
+            return (int64_t)op->seqs[i].ndocs;
+    return 0;
+}
+
 void
 mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, const mf_docseq_t *seqs,
            size_t nseqs, bool legacy, bson_t *reply)
@@ -1456,6 +1484,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     int64_t started_ms = -1, paused_ms = 0; /* paused: waited, not worked (mf_curop_add_paused) */
     let_frame_t lf;
     bson_t fp_labels; /* failCommand's errorLabels, if it gave any (an array) */
+    mf_stmt_resume_t resume; /* filled by command_begin when it returns 2 */
     mf_collation_t *coll = NULL; /* the command's collation, installed while the handler runs */
 
     /* A multi-document transaction's command runs on the transaction's thread (cmd_txn.c). */
@@ -1545,9 +1574,13 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     int brc = wait_after_cluster_time(&op) != 0 ? -1
               : atomic_load_explicit(&eng->fsync_locked, memory_order_relaxed) && gated_by_fsync_lock(def) &&
                         mf_engine_write_gate(eng, &op.err) != 0 ? -1
-              : eng->repl != NULL ? eng->repl->command_begin(eng->repl_arg, def->name, cmd, wtimeout_of(cmd), reply,
-                                                             &op.err)
+              : eng->repl != NULL ? eng->repl->command_begin(eng->repl_arg, def->name, cmd, stmt_count(&op, def->name),
+                                                             wtimeout_of(cmd), reply, &resume, &op.err)
                                   : 0;
+    if (brc == 2) {
+        op.resume = &resume; /* a retry that runs the statements its first attempt did not */
+        brc = 0;
+    }
     bool txn_done = false; /* a transaction's create, run outside it */
     txn_ran = brc == 0; /* a refusal of the preparation is the command's own failure: it aborts the transaction */
     if (brc == 0 && in_txn && mf_cmd_txn_prepare(&op, &txn_done) != 0)

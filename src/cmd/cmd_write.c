@@ -13,6 +13,8 @@
 #include "cmd/crud.h"
 #include "common/params.h"
 #include "doc/value.h"
+#include "common/alloc.h"
+#include "query/ts_write.h"
 #include "query/write.h"
 
 /* ---------- statement checks (update, delete) ---------- */
@@ -100,22 +102,50 @@ typedef struct write_errors {
     int n;
 } write_errors_t;
 
-/* append_insert_error: an mf_write_error_fn adding a writeError to the write_errors_t in arg. */
+/* A writeError's context: the reply's array, and the statement numbering (a retry runs only some documents). */
+typedef struct insert_errors {
+    write_errors_t we;
+    mf_op_t *op;
+    const size_t *orig; /* the command's index of each document run; NULL: the same */
+} insert_errors_t;
+
+/* append_insert_error: an mf_write_error_fn adding a writeError to the insert_errors_t in arg. */
 static void
 append_insert_error(void *arg, size_t index, const mf_error_t *err)
 {
-    write_errors_t *we = arg;
-    mf_crud_append_write_error(&we->arr, &we->n, index, err);
+    insert_errors_t *ie = arg;
+    size_t i = ie->orig != NULL ? ie->orig[index] : index;
+    mf_crud_stmt_note(ie->op, i, MF_STMT_FAILED);
+    mf_crud_append_write_error(&ie->we.arr, &ie->we.n, i, err);
+}
+
+/*
+ * A retry's documents: those of docs its first attempt did not insert
+ * (op->resume), into *run (pointing into docs' data; the caller frees the
+ * array, not the documents) with each one's index in docs in *orig.
+ */
+static void
+insert_remaining(const mf_op_t *op, const bson_t *docs, size_t ndocs, bson_t **run, size_t **orig, size_t *nrun)
+{
+    *run = aligned_alloc(128, (ndocs ? ndocs : 1) * sizeof(**run)); /* libbson declares bson_t 128-byte aligned */
+    *orig = mf_malloc((ndocs ? ndocs : 1) * sizeof(**orig));
+    *nrun = 0;
+    for (size_t i = 0; i < ndocs; i++) {
+        if (mf_crud_stmt_done(op, i))
+            continue;
+        bson_init_static(&(*run)[*nrun], bson_get_data(&docs[i]), docs[i].len);
+        (*orig)[(*nrun)++] = i;
+    }
 }
 
 int
 mf_cmd_insert(mf_op_t *op)
 {
     const char *name;
-    bson_t *docs;
-    size_t ndocs;
+    bson_t *docs, *run = NULL;
+    size_t ndocs, nrun, *orig = NULL;
     bool ordered;
-    write_errors_t we;
+    insert_errors_t ie = {.op = op};
     int64_t inserted = 0;
     int rc;
 
@@ -128,17 +158,25 @@ mf_cmd_insert(mf_op_t *op)
         free(docs);
         return -1;
     }
-    bson_init(&we.arr);
-    we.n = 0;
+    bson_init(&ie.we.arr);
+    /* A time-series insert writes buckets, not one op per document: its session row keeps counts only. */
+    if (op->eng->repl != NULL && mf_ts_is_timeseries(op->eng->cat, op->db, name))
+        mf_crud_stmt_note(op, 0, MF_STMT_UNTRACKED);
+    else if (op->resume != NULL)
+        insert_remaining(op, docs, ndocs, &run, &orig, &nrun);
+    ie.orig = orig;
     rc = mf_write_insert(op->eng->cat, op->sess, mf_crud_want_durable(op), !mf_crud_bypass_validation(op), op->db,
-                         name, docs, ndocs, ordered, append_insert_error, &we, &inserted, &op->err);
+                         name, run != NULL ? run : docs, run != NULL ? nrun : ndocs, ordered, append_insert_error, &ie,
+                         &inserted, &op->err);
     free(docs);
+    free(run);
+    free(orig);
     if (rc == 0) {
-        BSON_APPEND_INT32(op->reply, "n", (int32_t)inserted);
-        if (we.n > 0)
-            BSON_APPEND_ARRAY(op->reply, "writeErrors", &we.arr);
+        BSON_APPEND_INT32(op->reply, "n", (int32_t)(inserted + (op->resume != NULL ? op->resume->counts[0] : 0)));
+        if (ie.we.n > 0)
+            BSON_APPEND_ARRAY(op->reply, "writeErrors", &ie.we.arr);
     }
-    bson_destroy(&we.arr);
+    bson_destroy(&ie.we.arr);
     return rc;
 }
 
@@ -165,14 +203,23 @@ mf_cmd_update(mf_op_t *op)
     }
     bson_init(&errs);
     bson_init(&ups);
+    if (op->resume != NULL) {
+        /* A retry: what the statements its first attempt did wrote (matches without a change were not kept). */
+        n_total = op->resume->counts[1] + op->resume->counts[0];
+        nmod_total = op->resume->counts[1];
+    }
     for (size_t i = 0; i < nstmts; i++) {
         mf_write_update_result_t res;
         mf_error_t e;
+        if (mf_crud_stmt_done(op, i))
+            continue;
         mf_err_clear(&e);
+        mf_crud_stmt_note(op, i, MF_STMT_BEGIN);
         int r = mf_write_update(op->eng->cat, op->sess, durable, validate, op->db, name, &stmts[i], &res, &e);
         n_total += res.matched;
         nmod_total += res.modified;
         if (r != 0) {
+            mf_crud_stmt_note(op, i, MF_STMT_FAILED);
             mf_crud_append_write_error(&errs, &nerr, i, &e);
             if (ordered)
                 break;
@@ -223,10 +270,15 @@ mf_cmd_delete(mf_op_t *op)
         return -1;
     }
     bson_init(&errs);
+    if (op->resume != NULL)
+        total = op->resume->counts[2]; /* a retry: what the statements its first attempt did deleted */
     for (size_t i = 0; i < nstmts; i++) {
         mf_write_delete_result_t res;
         mf_error_t e;
+        if (mf_crud_stmt_done(op, i))
+            continue;
         mf_err_clear(&e);
+        mf_crud_stmt_note(op, i, MF_STMT_BEGIN);
         int64_t batch_docs = mf_param_get(op->eng->params, "batchedDeletesTargetBatchDocs");
         int r = mf_write_delete(op->eng->cat, op->sess, durable, op->db, name, &stmts[i], batch_docs, &res, &e);
         total += res.deleted;
@@ -235,6 +287,7 @@ mf_cmd_delete(mf_op_t *op)
             atomic_fetch_add(&op->eng->batched_deletes_batches, res.batches);
         }
         if (r != 0) {
+            mf_crud_stmt_note(op, i, MF_STMT_FAILED);
             mf_crud_append_write_error(&errs, &nerr, i, &e);
             if (ordered)
                 break;

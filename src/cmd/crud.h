@@ -45,6 +45,17 @@ void mf_crud_append_write_error(bson_t *arr, int *nerr, size_t index, const mf_e
 int mf_crud_check_batch_size(mf_op_t *op, size_t n);
 
 int mf_crud_get_ordered(mf_op_t *op, bool *ordered);
+
+/*
+ * Statement tracking for retryable writes (engine.h's stmt hook):
+ * mf_crud_stmt_note tells replication that statement i (an index into the
+ * command's array) begins or failed, or that the command cannot say
+ * (MF_STMT_UNTRACKED); nothing without replication. mf_crud_stmt_done: a
+ * retried command's statement i was done by its first attempt (op->resume),
+ * so the handler skips it.
+ */
+void mf_crud_stmt_note(mf_op_t *op, size_t i, mf_stmt_event_t what);
+bool mf_crud_stmt_done(const mf_op_t *op, size_t i);
 /*
  * mf_crud_check_write_ns: mongod's userAllowedWriteNS / userAllowedCreateNS
  * for a system.* collection of op->db: 73 InvalidNamespace "Invalid system

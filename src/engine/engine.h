@@ -36,6 +36,27 @@ typedef struct mf_cursors mf_cursors_t;
 /* What a command does, for replication's admission check (mf_repl_hooks_t.admit). */
 typedef enum { MF_REPL_OTHER = 0, MF_REPL_READ, MF_REPL_WRITE } mf_repl_kind_t;
 
+typedef enum { MF_STMT_BEGIN = 0, MF_STMT_FAILED, MF_STMT_UNTRACKED } mf_stmt_event_t;
+
+/* The most failed statements a session row lists; a retry of a write with more answers 217. */
+#define MF_STMT_RESUME_MAX 64
+
+/*
+ * A retried insert, update or delete whose first attempt did part of its
+ * statements (mongod re-runs the statements its oplog does not show, so a
+ * retried ordered insert stopped by a duplicate key fails again instead of
+ * reporting success): statements below s are done except the ne listed in
+ * e (ascending), which failed without writing and run again with every
+ * statement from s on; counts are the inserts, updates and deletes the
+ * done ones made, added to the reply's.
+ */
+typedef struct mf_stmt_resume {
+    int64_t s;
+    int64_t e[MF_STMT_RESUME_MAX];
+    int ne;
+    int64_t counts[3];
+} mf_stmt_resume_t;
+
 /*
  * Replication's figures for serverStatus (mf_repl_hooks_t.stats), counted
  * since the member started: applied holds the operations the applier
@@ -74,11 +95,26 @@ typedef struct mf_repl_hooks {
      */
     /*
      * begin may answer the command itself (a retried retryable write): it
-     * then fills reply and returns 1; -1 fails the command with err; 0 runs it.
+     * then fills reply and returns 1; -1 fails the command with err; 0 runs
+     * it; 2 runs it as the retry of an insert, update or delete that did
+     * part of its statements, described in *resume (see mf_stmt_resume_t).
+     * nstmts: an insert's, update's or delete's statements (in its body or
+     * a document sequence), 1 for any other command.
      */
-    int (*command_begin)(void *arg, const char *name, const bson_t *cmd, int64_t wtimeout_ms, bson_t *reply,
-                         mf_error_t *err);
+    int (*command_begin)(void *arg, const char *name, const bson_t *cmd, int64_t nstmts, int64_t wtimeout_ms,
+                         bson_t *reply, mf_stmt_resume_t *resume, mf_error_t *err);
     void (*command_end)(void *arg);
+    /*
+     * A retryable insert, update or delete reports its statements (indices
+     * into the command's array, ascending), so its session row can say
+     * which ones a retry must run again: MF_STMT_BEGIN before an update's
+     * or delete's statement runs, MF_STMT_FAILED when one (an insert's
+     * document too) fails without writing, MF_STMT_UNTRACKED (index
+     * ignored) when the command cannot say which ones it wrote (an insert
+     * into a time-series collection): its retry is answered from counts.
+     * NULL allowed.
+     */
+    void (*stmt)(void *arg, int64_t index, mf_stmt_event_t what);
     /*
      * After a command failed with 64 WriteConcernFailed (its wtimeout ran
      * out): the inserts, updates and deletes it had written (counts[0..2]),

@@ -287,6 +287,25 @@ typedef struct {
     uint8_t id[16];
     int64_t txn;
     int64_t ops[3]; /* inserts, updates, deletes logged so far (count_ops) */
+    /*
+     * Statement tracking of an insert, update or delete (stmt_track), so a
+     * retry re-runs what did not write (mongod re-runs the statements its
+     * oplog does not show). The row keeps s and e: every statement below s
+     * was done (wrote, or ran and had nothing to write) except those in e,
+     * which failed without writing; eo: more failed than e can list.
+     * kind: 'i', 'u' or 'd' (0: untracked, the row keeps counts only).
+     * A retry runs e's statements and those from s on (resume), so its
+     * statements go in that order: prior_e, then prior_s onwards.
+     */
+    char kind;
+    int64_t cur;       /* an update's or delete's statement running now (MF_STMT_BEGIN), -1 none */
+    int64_t prior_s;   /* a retry: its first attempts' s, e and inserts; 0 / none / 0 otherwise */
+    int64_t prior_e[MF_STMT_RESUME_MAX];
+    int nprior_e;
+    int64_t prior_i;
+    int64_t failed[MF_STMT_RESUME_MAX]; /* statements this run found failed (MF_STMT_FAILED) */
+    int nfailed;
+    int64_t nfailed_all; /* all of them, past the list's room too */
 } sess_t;
 static _Thread_local sess_t tls_sess;
 /* The ops (inserts, updates, deletes) of this thread's command whose replication outlived its wtimeout. */
@@ -1016,6 +1035,56 @@ sess_row_fam(const bson_t *entry, const bson_t *pre, bson_t *x)
  * The retryable-write row for this thread's command after entry (pre: see
  * mf_oplog_prepare_fn): counts its ops into tls_sess; x initialised here.
  */
+/*
+ * The k-th statement (from 0) this thread's tracked command runs, as an
+ * index into its array: a retry runs its first attempts' failed ones, then
+ * those from their s on (see sess_t).
+ */
+static int64_t
+stmt_kth(int64_t k)
+{
+    return k < tls_sess.nprior_e ? tls_sess.prior_e[k] : tls_sess.prior_s + (k - tls_sess.nprior_e);
+}
+
+/*
+ * A tracked command's s, e and eo into x (see sess_t), as of the entry
+ * being logged: the statement it is at (an update's or delete's from
+ * MF_STMT_BEGIN; an insert's from its documents inserted and failed so far,
+ * each document one op) and everything before it are done, but for the
+ * failed ones and the first attempts' failed ones it has not reached.
+ */
+static void
+sess_row_stmts(bson_t *x)
+{
+    int64_t done = tls_sess.ops[0] - tls_sess.prior_i + tls_sess.nfailed_all; /* an insert's statements run */
+    int64_t cur = tls_sess.kind != 'i' ? tls_sess.cur : done > 0 ? stmt_kth(done - 1) : -1;
+    int64_t s = cur + 1 > tls_sess.prior_s ? cur + 1 : tls_sess.prior_s;
+    int64_t e[2 * MF_STMT_RESUME_MAX];
+    int ne = 0;
+    bool over = tls_sess.nfailed_all > tls_sess.nfailed;
+    for (int k = 0; k < tls_sess.nfailed; k++)
+        e[ne++] = tls_sess.failed[k];
+    for (int k = 0; k < tls_sess.nprior_e; k++)
+        if (tls_sess.prior_e[k] > cur)
+            e[ne++] = tls_sess.prior_e[k];
+    BSON_APPEND_INT64(x, "s", s);
+    if (ne > MF_STMT_RESUME_MAX)
+        over = true;
+    if (over) {
+        BSON_APPEND_BOOL(x, "eo", true);
+    } else if (ne > 0) {
+        bson_t arr;
+        char key[16];
+        const char *k;
+        BSON_APPEND_ARRAY_BEGIN(x, "e", &arr);
+        for (int j = 0; j < ne; j++) {
+            bson_uint32_to_string((uint32_t)j, &k, key, sizeof(key));
+            BSON_APPEND_INT64(&arr, k, e[j]);
+        }
+        bson_append_array_end(x, &arr);
+    }
+}
+
 static void
 sess_row(const bson_t *entry, const bson_t *pre, bson_t *x)
 {
@@ -1026,6 +1095,8 @@ sess_row(const bson_t *entry, const bson_t *pre, bson_t *x)
     BSON_APPEND_INT64(x, "i", tls_sess.ops[0]);
     BSON_APPEND_INT64(x, "u", tls_sess.ops[1]);
     BSON_APPEND_INT64(x, "d", tls_sess.ops[2]);
+    if (tls_sess.kind != 0)
+        sess_row_stmts(x);
     if (tls_sess.commit)
         BSON_APPEND_BOOL(x, "c", true);
     if (tls_sess.fam)
@@ -3528,25 +3599,14 @@ sess_lookup(mf_repl_t *r, const uint8_t id[16], bson_t *row)
 }
 
 /*
- * A retried retryable write answered from its session row: one retried
- * command, and its statements (the documents of an insert, the statements
- * of an update or delete, one for findAndModify), as mongod counts each
- * statement it finds executed already.
+ * A retried retryable write: one retried command, and stmts of its
+ * statements (of an insert, update or delete, those found done already;
+ * one for findAndModify), as mongod counts each statement it finds
+ * executed already.
  */
 static void
-count_retried(mf_repl_t *r, const char *name, const bson_t *cmd)
+count_retried(mf_repl_t *r, int64_t stmts)
 {
-    static const char *const arrays[][2] = {{"insert", "documents"}, {"update", "updates"}, {"delete", "deletes"}};
-    bson_iter_t it, a;
-    int64_t stmts = 1;
-    for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) {
-        if (strcmp(name, arrays[i][0]) != 0)
-            continue;
-        stmts = 0;
-        if (bson_iter_init_find(&it, cmd, arrays[i][1]) && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &a))
-            while (bson_iter_next(&a))
-                stmts++;
-    }
     atomic_fetch_add_explicit(&r->st_retried_cmds, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&r->st_retried_stmts, stmts, memory_order_relaxed);
 }
@@ -3558,14 +3618,44 @@ txn_commit_of(const bson_t *cmd, uint8_t id[16], int64_t *txn)
     return bson_has_field(cmd, "autocommit") && session_txn_of(cmd, id, txn);
 }
 
+/*
+ * Whether a retry of name (insert, update or delete) whose session row is
+ * row must run some statements: those its row does not show done (see
+ * sess_t); they and the counts of the done ones go into *resume. A row
+ * without s (a time-series insert, or written before rows kept s) is
+ * answered from its counts.
+ */
+static bool
+resume_of(const char *name, int64_t nstmts, const bson_t *row, mf_stmt_resume_t *resume)
+{
+    bson_iter_t it, a;
+    if (strcmp(name, "insert") != 0 && strcmp(name, "update") != 0 && strcmp(name, "delete") != 0)
+        return false;
+    if (!bson_iter_init_find(&it, row, "s"))
+        return false;
+    memset(resume, 0, sizeof(*resume));
+    resume->s = bson_iter_as_int64(&it);
+    if (bson_iter_init_find(&it, row, "e") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &a))
+        while (bson_iter_next(&a) && resume->ne < MF_STMT_RESUME_MAX)
+            resume->e[resume->ne++] = bson_iter_as_int64(&a);
+    if (resume->ne == 0 && resume->s >= nstmts)
+        return false;
+    static const char *const keys[3] = {"i", "u", "d"};
+    for (int k = 0; k < 3; k++)
+        resume->counts[k] = bson_iter_init_find(&it, row, keys[k]) ? bson_iter_as_int64(&it) : 0;
+    return true;
+}
+
 static int
-hook_command_begin(void *arg, const char *name, const bson_t *cmd, int64_t wtimeout_ms, bson_t *reply, mf_error_t *err)
+hook_command_begin(void *arg, const char *name, const bson_t *cmd, int64_t nstmts, int64_t wtimeout_ms,
+                   bson_t *reply, mf_stmt_resume_t *resume, mf_error_t *err)
 {
     mf_repl_t *r = arg;
     uint8_t id[16];
     int64_t txn;
     bson_t row;
     bson_iter_t it;
+    bool resumed = false;
     tls_wtimeout = wtimeout_ms > 0 ? wtimeout_ms : 0;
     tls_last_index = 0;
     memset(&tls_sess, 0, sizeof(tls_sess));
@@ -3620,7 +3710,7 @@ hook_command_begin(void *arg, const char *name, const bson_t *cmd, int64_t wtime
                                                                "the session's findAndModify record is damaged");
             bson_destroy(&row);
             if (rc == 0)
-                count_retried(r, name, cmd);
+                count_retried(r, nstmts);
             return rc == 0 ? 1 : -1;
         }
         if (stored == txn && answered_by_error(name)) {
@@ -3630,7 +3720,25 @@ hook_command_begin(void *arg, const char *name, const bson_t *cmd, int64_t wtime
                               "applied already, and its reply cannot be rebuilt",
                               (long long)txn, name);
         }
-        if (stored == txn) {
+        if (stored == txn && bson_iter_init_find(&it, &row, "eo")) {
+            bson_destroy(&row);
+            return mf_err_set(err, MF_E_IncompleteTransactionHistory,
+                              "Incomplete history detected for transaction %lld on session: more than %d of the "
+                              "%s's statements failed, and which ones is not kept",
+                              (long long)txn, MF_STMT_RESUME_MAX, name);
+        }
+        if (stored == txn && resume_of(name, nstmts, &row, resume)) {
+            /* Part done (a retry): the statements that did not write run now, the others are not run again. */
+            bson_destroy(&row);
+            count_retried(r, resume->s - resume->ne);
+            tls_sess.prior_s = resume->s;
+            tls_sess.nprior_e = resume->ne;
+            memcpy(tls_sess.prior_e, resume->e, (size_t)resume->ne * sizeof(resume->e[0]));
+            memcpy(tls_sess.ops, resume->counts, sizeof(tls_sess.ops));
+            tls_sess.prior_i = resume->counts[0];
+            resumed = true;
+        }
+        if (stored == txn && !resumed) {
             /* Done already (a retry): answer with what it did, without running it again. */
             int64_t i = bson_iter_init_find(&it, &row, "i") ? bson_iter_as_int64(&it) : 0;
             int64_t u = bson_iter_init_find(&it, &row, "u") ? bson_iter_as_int64(&it) : 0;
@@ -3658,14 +3766,18 @@ hook_command_begin(void *arg, const char *name, const bson_t *cmd, int64_t wtime
                 }
             }
             bson_value_destroy(&uid);
-            count_retried(r, name, cmd);
+            count_retried(r, nstmts);
             return 1;
         }
-        bson_destroy(&row);
+        if (!resumed)
+            bson_destroy(&row);
     }
     tls_sess.active = true;
     memcpy(tls_sess.id, id, 16);
     tls_sess.txn = txn;
+    tls_sess.cur = -1;
+    if (strcmp(name, "insert") == 0 || strcmp(name, "update") == 0 || strcmp(name, "delete") == 0)
+        tls_sess.kind = name[0];
     if (strcmp(name, "update") == 0 && bson_iter_init_find(&it, cmd, "updates") && BSON_ITER_HOLDS_ARRAY(&it)) {
         bson_iter_t a;
         int n = 0;
@@ -3681,7 +3793,25 @@ hook_command_begin(void *arg, const char *name, const bson_t *cmd, int64_t wtime
         if (!tls_sess.fam_new)
             mf_oplog_keep_preimage(true);
     }
-    return 0;
+    return resumed ? 2 : 0;
+}
+
+/* engine.h's stmt: notes this thread's tracked command's statement (see sess_t). */
+static void
+hook_stmt(void *arg, int64_t index, mf_stmt_event_t what)
+{
+    (void)arg;
+    if (!tls_sess.active || tls_sess.kind == 0)
+        return;
+    if (what == MF_STMT_UNTRACKED) {
+        tls_sess.kind = 0;
+    } else if (what == MF_STMT_BEGIN) {
+        tls_sess.cur = index;
+    } else {
+        if (tls_sess.nfailed < MF_STMT_RESUME_MAX)
+            tls_sess.failed[tls_sess.nfailed++] = index;
+        tls_sess.nfailed_all++;
+    }
 }
 
 /* engine.h's txn_committed: session id's row says its transaction txn committed. */
@@ -3931,6 +4061,7 @@ static const mf_repl_hooks_t hooks = {
     .command = hook_command,
     .command_begin = hook_command_begin,
     .command_end = hook_command_end,
+    .stmt = hook_stmt,
 };
 
 /* ---------- open and close ---------- */

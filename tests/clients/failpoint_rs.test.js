@@ -7,7 +7,7 @@
  * document is written exactly once.
  */
 const assert = require('node:assert/strict');
-const { MongoClient } = require('mongodb');
+const { MongoClient, Long, UUID } = require('mongodb');
 const { useReplSet, test } = require('./rs_harness');
 
 const set = useReplSet(1, { args: ['--setParameter', 'enableTestCommands=1'] });
@@ -126,6 +126,116 @@ test('a findOneAndUpdate whose reply carried a retryable writeConcernError: the 
     assert.deepEqual(await coll.findOne({ _id: 'n' }), { _id: 'n', v: 2 }, 'each findOneAndUpdate ran once');
   } finally {
     await c.db('admin').command({ configureFailPoint: 'failCommand', mode: 'off' });
+    await c.close();
+  }
+});
+
+/* failCommand: the next `cmd` runs, then its reply carries a retryable writeConcernError (the driver retries it). */
+async function wceOnce(c, cmd) {
+  await c.db('admin').command({
+    configureFailPoint: 'failCommand',
+    mode: { times: 1 },
+    data: { failCommands: [cmd], writeConcernError: { code: 91, errmsg: 'Replication is being shut down' } },
+  });
+}
+
+test('an ordered insertMany stopped by a duplicate key, retried by the driver: the retry fails at the same document again instead of reporting success, and nothing is inserted twice', async () => {
+  const c = new MongoClient(set.uri, { monitorCommands: true, retryWrites: true });
+  const started = [];
+  c.on('commandStarted', (e) => { if (e.commandName === 'insert') started.push(e.command); });
+  await c.connect();
+  try {
+    const coll = c.db('fprs').collection('partial');
+    await coll.insertOne({ _id: 'taken' });
+    started.length = 0;
+    await wceOnce(c, 'insert');
+    const err = await coll.insertMany([{ _id: 'a' }, { _id: 'b' }, { _id: 'taken' }, { _id: 'c' }]).then(() => null, (e) => e);
+    assert.equal(started.length, 2, 'the insert and its retry');
+    assert.equal(String(started[0].txnNumber), String(started[1].txnNumber));
+    assert.ok(err, 'the driver reports the duplicate key, not success');
+    assert.equal(err.code, 11000, String(err));
+    assert.equal(err.writeErrors.length, 1);
+    assert.equal(err.writeErrors[0].index, 2);
+    assert.equal(err.result.insertedCount, 2);
+    assert.deepEqual((await coll.find({}).sort({ _id: 1 }).toArray()).map((d) => d._id), ['a', 'b', 'taken'],
+      'ordered: the statement after the failed one never ran');
+
+    // Unordered: every failed statement fails again on the retry, the others are answered, not run twice.
+    await coll.insertOne({ _id: 'taken2' });
+    started.length = 0;
+    await wceOnce(c, 'insert');
+    const err2 = await coll.insertMany([{ _id: 'x1' }, { _id: 'taken' }, { _id: 'x2' }, { _id: 'taken2' }, { _id: 'x3' }],
+      { ordered: false }).then(() => null, (e) => e);
+    assert.equal(started.length, 2);
+    assert.ok(err2, 'the retry reports both duplicate keys');
+    assert.deepEqual(err2.writeErrors.map((w) => [w.index, w.code]), [[1, 11000], [3, 11000]]);
+    assert.equal(err2.result.insertedCount, 3);
+    assert.equal(await coll.countDocuments({ _id: { $in: ['x1', 'x2', 'x3'] } }), 3);
+  } finally {
+    await c.db('admin').command({ configureFailPoint: 'failCommand', mode: 'off' });
+    await c.close();
+  }
+});
+
+test('a retried write that stopped part-way runs again only the statements that did not write (raw protocol: insert, update, delete), as mongod re-runs the statements its oplog does not show', async () => {
+  const c = new MongoClient(set.uri);
+  await c.connect();
+  try {
+    const db = c.db('fprs');
+    const coll = db.collection('resume');
+    await coll.insertMany([{ _id: 'taken' }, { _id: 'u1', n: 0 }, { _id: 'u2', a: 5 }, { _id: 'u3', n: 0 }, { _id: 'd1' }, { _id: 'd2' }]);
+    const lsid = { id: new UUID() };
+    const run = (cmd) => set.raw(0, 'fprs', cmd);
+
+    // Insert: the first attempt stops at 'taken'; a retry with the conflict still there fails at it again.
+    const ins = { insert: 'resume', documents: [{ _id: 'i1' }, { _id: 'taken' }, { _id: 'i2' }], lsid, txnNumber: Long.fromNumber(1) };
+    const first = await run(ins);
+    assert.equal(first.n, 1, JSON.stringify(first));
+    assert.deepEqual(first.writeErrors.map((w) => w.index), [1]);
+    const retry = await run(ins);
+    assert.equal(retry.n, 1, JSON.stringify(retry));
+    assert.deepEqual(retry.writeErrors.map((w) => [w.index, w.code]), [[1, 11000]]);
+    // Once the conflict is gone, a retry runs the rest: the remaining documents are inserted, i1 is not inserted again.
+    await coll.deleteOne({ _id: 'taken' });
+    const last = await run(ins);
+    assert.equal(last.n, 3, JSON.stringify(last));
+    assert.equal(last.writeErrors, undefined);
+    assert.equal(await coll.countDocuments({ _id: { $in: ['i1', 'taken', 'i2'] } }), 3);
+    const done = await run(ins);
+    assert.equal(done.n, 3, 'a retry of the finished command is answered from its session row');
+    assert.equal(done.writeErrors, undefined);
+
+    // Update: u1 modified, a statement that matches nothing, then u2 fails (28: a field under a number).
+    const upd = {
+      update: 'resume', lsid, txnNumber: Long.fromNumber(2),
+      updates: [{ q: { _id: 'u1' }, u: { $inc: { n: 1 } } }, { q: { _id: 'none' }, u: { $set: { z: 1 } } },
+        { q: { _id: 'u2' }, u: { $set: { 'a.b': 1 } } }, { q: { _id: 'u3' }, u: { $inc: { n: 1 } } }],
+    };
+    const u1 = await run(upd);
+    assert.equal(u1.nModified, 1, JSON.stringify(u1));
+    assert.deepEqual(u1.writeErrors.map((w) => [w.index, w.code]), [[2, 28]]);
+    const u2 = await run(upd);
+    assert.equal(u2.nModified, 1, JSON.stringify(u2));
+    assert.equal(u2.n, 1);
+    assert.deepEqual(u2.writeErrors.map((w) => [w.index, w.code]), [[2, 28]], 'the failed statement fails again');
+    assert.deepEqual(await coll.find({ _id: { $in: ['u1', 'u3'] } }).sort({ _id: 1 }).toArray(),
+      [{ _id: 'u1', n: 1 }, { _id: 'u3', n: 0 }], 'u1 incremented once, u3 never (ordered)');
+
+    // Delete, unordered: d1 deleted, a bad filter fails, d2 deleted.
+    const del = {
+      delete: 'resume', ordered: false, lsid, txnNumber: Long.fromNumber(3),
+      deletes: [{ q: { _id: 'd1' }, limit: 1 }, { q: { _id: { $bogus: 1 } }, limit: 1 }, { q: { _id: 'd2' }, limit: 1 }],
+    };
+    const d1 = await run(del);
+    assert.equal(d1.n, 2, JSON.stringify(d1));
+    assert.deepEqual(d1.writeErrors.map((w) => w.index), [1]);
+    const d2 = await run(del);
+    assert.equal(d2.n, 2, JSON.stringify(d2));
+    assert.deepEqual(d2.writeErrors.map((w) => [w.index, w.code]), [[1, d1.writeErrors[0].code]]);
+
+    const st = (await db.admin().command({ serverStatus: 1 })).transactions;
+    assert.ok(Number(st.retriedCommandsCount) >= 5, JSON.stringify(st));
+  } finally {
     await c.close();
   }
 });

@@ -53,6 +53,12 @@ R.test('retryable writes: the same lsid and txnNumber sent again, even to a new 
 
   const i1 = await rs.raw(p, dbName, ins);
   assert.equal(i1.n, 1, JSON.stringify(i1));
+  // An ordered insert stopped by a duplicate key part-way: its row says which statements ran (s), on every member.
+  const part = { insert: 'c', documents: [{ _id: 'p1' }, { _id: 'once' }, { _id: 'p2' }], lsid, txnNumber: Long.fromNumber(6) };
+  const lsidPart = { id: new UUID() };
+  const pr = await rs.raw(p, dbName, { ...part, lsid: lsidPart });
+  assert.equal(pr.n, 1, JSON.stringify(pr));
+  assert.deepEqual(pr.writeErrors.map((w) => w.index), [1]);
 
   // The primary changes; the driver would resend the same txnNumber to the new one.
   await rs.adminCommand(p, { replSetStepDown: 30 }).catch(() => {});
@@ -60,6 +66,11 @@ R.test('retryable writes: the same lsid and txnNumber sent again, even to a new 
   const i2 = await rs.raw(np, dbName, ins);
   assert.equal(i2.ok, 1, `the new primary answers the retried insert without E11000: ${JSON.stringify(i2)}`);
   assert.equal(i2.n, 1);
+  // The part-way insert retried on the new primary: p1 is not inserted again, 'once' fails again, p2 never runs (ordered).
+  const pr2 = await rs.raw(np, dbName, { ...part, lsid: lsidPart });
+  assert.equal(pr2.n, 1, JSON.stringify(pr2));
+  assert.deepEqual(pr2.writeErrors.map((w) => [w.index, w.code]), [[1, 11000]]);
+  await rs.client.db(dbName).collection('c').deleteOne({ _id: 'p1' }, MAJ);
 
   // An older txnNumber on the session is refused (225, as mongod once a newer one started), a newer one runs.
   const old = await rs.raw(np, dbName, inc);
