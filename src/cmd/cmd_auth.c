@@ -176,11 +176,18 @@ static bool role_in(const bson_t *arr, const char *role, const char *db);
 
 /* ---------- privileges ---------- */
 
-/* The user-defined roles a privilege computation has visited (a role granted twice, or a cycle, is read once). */
-#define ROLE_GRAPH_MAX 64
+/*
+ * The user-defined roles a privilege computation has visited (a role granted
+ * twice, or a cycle, is read once). The list grows with the graph, up to
+ * ROLE_GRAPH_MAX roles; past that nothing more is read and over is set, so
+ * privileges fail closed (not granted) and so do authenticationRestrictions
+ * (load_privs: unmet). Allocated with mf_calloc, freed by seen_free.
+ */
+#define ROLE_GRAPH_MAX 4096
 typedef struct role_seen {
-    int n;
-    char ids[ROLE_GRAPH_MAX][400]; /* "db.role" (a db is under 64 bytes, a role under 256) */
+    int n, cap;
+    bool over;
+    char (*ids)[400]; /* "db.role" (a db is under 64 bytes, a role under 256) */
 } role_seen_t;
 
 static bool
@@ -191,10 +198,24 @@ seen_once(role_seen_t *seen, const char *role, const char *db)
     for (int i = 0; i < seen->n; i++)
         if (strcmp(seen->ids[i], id) == 0)
             return true;
-    if (seen->n == ROLE_GRAPH_MAX)
+    if (seen->n == ROLE_GRAPH_MAX) {
+        seen->over = true;
         return true; /* past the bound: read no more */
+    }
+    if (seen->n == seen->cap) {
+        seen->cap = seen->cap ? seen->cap * 2 : 16;
+        seen->ids = mf_realloc(seen->ids, (size_t)seen->cap * sizeof(*seen->ids));
+    }
     memcpy(seen->ids[seen->n++], id, sizeof(id));
     return false;
+}
+
+static void
+seen_free(role_seen_t *seen)
+{
+    if (seen != NULL)
+        free(seen->ids);
+    free(seen);
 }
 
 /*
@@ -374,7 +395,13 @@ load_privs(mf_engine_t *eng, mf_client_auth_t *a)
             if (rc.met && BSON_ITER_HOLDS_DOCUMENT(&r) && name_of(&r, "role", NULL, &role, &db, NULL) && db != NULL)
                 add_role(eng, &a->privs, role, db, seen, &rc);
         }
-        free(seen);
+        if (rc.on && rc.met && seen->over) {
+            /* Roles left unread may carry restrictions: not met (fail closed). */
+            rc.met = false;
+            snprintf(a->why, sizeof(a->why), "Evaluation of indirect authentication restrictions failed: the user "
+                     "holds more than %d user-defined roles", ROLE_GRAPH_MAX);
+        }
+        seen_free(seen);
     }
     bson_destroy(&user);
     if (rc.met)
@@ -2099,7 +2126,7 @@ append_user_info(users_out_t *uo, const bson_t *user)
         BSON_APPEND_ARRAY(&one, "inheritedAuthenticationRestrictions", &restr);
         bson_destroy(&privs);
         bson_destroy(&restr);
-        free(seen);
+        seen_free(seen);
     }
     bson_append_document_end(uo->arr, &one);
 }
@@ -2607,7 +2634,7 @@ check_no_cycle(mf_op_t *op, const char *role, const bson_t *roles)
             continue;
         role_seen_t *seen = mf_calloc(1, sizeof(*seen));
         bool cycle = role_reaches(op, r, d, role, op->db, seen);
-        free(seen);
+        seen_free(seen);
         if (cycle)
             return mf_err_set(&op->err, MF_E_InvalidRoleModification,
                               "Granting roles to %s@%s would introduce a cycle in the role graph", role, op->db);
@@ -3130,7 +3157,7 @@ append_role_info(roles_out_t *ro, mf_op_t *op, const bson_t *doc, bool listing)
     bson_destroy(&from_roles);
     bson_destroy(&own_restr);
     bson_destroy(&from_restr);
-    free(seen);
+    seen_free(seen);
     return 0;
 }
 

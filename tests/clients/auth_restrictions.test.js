@@ -6,8 +6,8 @@
  * failed." to the client, the reason in the server's log), a role's list
  * inherited by its holders, updateUser/updateRole replacing the list, the
  * validation errors of createUser/createRole with mongod's codes, usersInfo
- * and rolesInfo with showAuthenticationRestrictions, and restrictions kept
- * across a restart.
+ * and rolesInfo with showAuthenticationRestrictions, restrictions kept
+ * across a restart (clean and kill -9), and a role graph deeper than 64.
  *
  * The server listens on 127.0.0.1 and every client connects from
  * 127.0.0.1, so "127.0.0.1" (or 127.0.0.0/8) is met and 10.0.0.0/8 or
@@ -20,16 +20,8 @@ const h = require('./harness');
 const srv = h.useServer({ args: ['--auth'] });
 const ROOT = ['root', 'r00t-Restr!pw'];
 
-function uri(user, pwd, source = 'admin') {
-  return `mongodb://${encodeURIComponent(user)}:${encodeURIComponent(pwd)}@127.0.0.1:${srv.port}/?directConnection=true&authSource=${source}&serverSelectionTimeoutMS=5000`;
-}
-async function login(user, pwd, source) {
-  const c = new MongoClient(uri(user, pwd, source), { maxPoolSize: 1 });
-  srv.clients.push(c);
-  await c.connect();
-  await c.db(source || 'admin').command({ connectionStatus: 1 });
-  return c;
-}
+const uri = (...a) => srv.authUri(...a);
+const login = (...a) => srv.login(...a);
 let rootC = null;
 async function root() {
   if (!rootC) rootC = await login(...ROOT);
@@ -198,13 +190,32 @@ h.test('usersInfo and rolesInfo with showAuthenticationRestrictions, in mongod\'
   assert.deepEqual(listing.find((x) => x.role === 'rR').inheritedAuthenticationRestrictions, [[{ clientSource: ['127.0.0.2'] }]]);
 });
 
-h.test('restrictions survive a restart', async () => {
+h.test('restrictions survive a restart, clean and with kill -9 right after they were changed', async () => {
   await srv.server.restart();
   rootC = null;
   await refused('net8');
   await canLogin('local');
   const [u] = (await (await root()).db('admin').command({ usersInfo: 'net8', showAuthenticationRestrictions: true })).users;
   assert.deepEqual(u.authenticationRestrictions, [{ clientSource: ['10.0.0.0/8'] }]);
+  // Changed (one lifted, one imposed), then killed: both changes are kept, as acknowledged.
+  const a = (await root()).db('admin');
+  await a.command({ updateUser: 'net8', authenticationRestrictions: [{ clientSource: ['127.0.0.1'] }] });
+  await a.command({ updateUser: 'local', authenticationRestrictions: [{ clientSource: ['198.51.100.0/24'] }] });
+  await srv.server.restart({ kill9: true });
+  rootC = null;
+  await canLogin('net8');
+  await refused('local');
+});
+
+h.test('a restriction on a role reached past the 64th user-defined role is still checked (the walk is not cut short)', async () => {
+  const a = (await root()).db('admin');
+  // A chain of 80 roles: many0 inherits many1, ..., many79, which alone is restricted.
+  await a.command({ createRole: 'many79', privileges: [], roles: [], authenticationRestrictions: [{ clientSource: ['10.0.0.0/8'] }] });
+  for (let i = 78; i >= 0; i--) await a.command({ createRole: `many${i}`, privileges: [], roles: [`many${i + 1}`] });
+  await mkUser('manyRoles', { roles: ['many0'] });
+  await refused('manyRoles');
+  await a.command({ updateRole: 'many79', authenticationRestrictions: [] });
+  await canLogin('manyRoles');
 });
 
 h.test('mongosh: db.createUser with authenticationRestrictions, then logging in', async () => {

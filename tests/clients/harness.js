@@ -225,6 +225,19 @@ function useServer(opts = {}) {
       this.clients.push(c);
       return c;
     },
+    /* A connection string logging in as user (password pwd, authSource source) on this server (--auth suites). */
+    authUri(user, pwd, source = 'admin') {
+      return `mongodb://${encodeURIComponent(user)}:${encodeURIComponent(pwd)}@127.0.0.1:${this.port}/` +
+        `?directConnection=true&authSource=${source}&serverSelectionTimeoutMS=5000`;
+    },
+    /* A one-connection client logged in as user (rejects with the server's error, e.g. 18); closed after the suite. */
+    async login(user, pwd, source = 'admin') {
+      const c = new MongoClient(this.authUri(user, pwd, source), { maxPoolSize: 1 });
+      this.clients.push(c);
+      await c.connect();
+      await c.db(source).command({ connectionStatus: 1 });
+      return c;
+    },
     async reconnect() {
       if (this.client) await this.client.close(true).catch(() => {});
       this.client = await this.newClient();

@@ -19,15 +19,7 @@ const h = require('./harness');
 const srv = h.useServer({ args: ['--auth', '--setParameter', 'enableTestCommands=1'] });
 const ROOT = ['root', 'r00t-Roles!pw'];
 
-function uri(user, pwd, source = 'admin') {
-  return `mongodb://${encodeURIComponent(user)}:${encodeURIComponent(pwd)}@127.0.0.1:${srv.port}/?directConnection=true&authSource=${source}&serverSelectionTimeoutMS=5000`;
-}
-async function login(user, pwd, source) {
-  const c = new MongoClient(uri(user, pwd, source), { maxPoolSize: 1 });
-  srv.clients.push(c);
-  await c.connect();
-  return c;
-}
+const login = (...a) => srv.login(...a);
 let rootC = null;
 async function root() {
   if (!rootC) rootC = await login(...ROOT);
