@@ -397,19 +397,12 @@ txn_main(void *arg)
         }
         if (e->state != T_ACTIVE)
             break;
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
         int64_t wait_ms = e->deadline_ms - mf_mono_ms();
         if (wait_ms > 1000)
             wait_ms = 1000;
         if (wait_ms < 1)
             wait_ms = 1;
-        ts.tv_sec += wait_ms / 1000;
-        ts.tv_nsec += (wait_ms % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = mf_real_deadline(wait_ms);
         pthread_cond_timedwait(&e->cv, &t->mu, &ts);
     }
     bool undo = e->state == T_ABORTED && !t->stop; /* at shutdown DDL might wait on replication: left */

@@ -56,4 +56,21 @@ mf_mono_deadline(int64_t ms)
     return ts;
 }
 
+/*
+ * mf_real_deadline: the same on the wall clock, for the waits that can only
+ * take one: pthread_mutex_timedlock, and condition variables left on the
+ * default clock. Used for short slices (a wall-clock jump ends one early
+ * or late by the jump, and the waiter then checks its own deadline).
+ */
+static inline struct timespec
+mf_real_deadline(int64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t ns = ts.tv_nsec + (ms % 1000) * 1000000;
+    ts.tv_sec += (time_t)(ms / 1000 + ns / 1000000000);
+    ts.tv_nsec = (long)(ns % 1000000000);
+    return ts;
+}
+
 #endif /* MF_CLOCK_H */

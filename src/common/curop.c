@@ -366,13 +366,7 @@ mf_curop_lock(pthread_mutex_t *mu, mf_error_t *err)
     for (;;) {
         if ((rc = mf_curop_check(op, err)) != 0)
             break;
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += LOCK_SLICE_MS * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = mf_real_deadline(LOCK_SLICE_MS);
         if (pthread_mutex_timedlock(mu, &ts) == 0)
             break;
     }

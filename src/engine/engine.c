@@ -373,13 +373,7 @@ gate_wait(mf_engine_t *eng, mf_error_t *err)
     while (eng->fsync_count > 0) {
         if ((rc = mf_curop_check(op, err)) != 0)
             break;
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 20 * 1000000L; /* a slice: killOp, maxTimeMS and shutdown are seen within it */
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = mf_real_deadline(20); /* a slice: killOp, maxTimeMS and shutdown are seen within it */
         pthread_cond_timedwait(&eng->fsync_cv, &eng->fsync_mu, &ts);
     }
     pthread_mutex_unlock(&eng->fsync_mu);

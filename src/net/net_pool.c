@@ -169,14 +169,7 @@ worker_main(void *arg)
         int rc = 0;
         p->nidle++;
         if (p->nthreads > p->cfg.warm) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            ts.tv_sec += p->cfg.idle_ms / 1000;
-            ts.tv_nsec += (long)(p->cfg.idle_ms % 1000) * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
+            struct timespec ts = mf_mono_deadline(p->cfg.idle_ms);
             rc = pthread_cond_timedwait(&p->cond, &p->lock, &ts);
         } else {
             pthread_cond_wait(&p->cond, &p->lock);

@@ -1164,14 +1164,7 @@ wait_until(mf_repl_t *r, pthread_cond_t *cv, int64_t deadline_ms)
     int64_t left = deadline_ms - mf_mono_ms();
     if (left <= 0)
         return false;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += left / 1000;
-    ts.tv_nsec += (left % 1000) * 1000000;
-    if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-    }
+    struct timespec ts = mf_mono_deadline(left);
     pthread_cond_timedwait(cv, &r->mu, &ts);
     return true;
 }
