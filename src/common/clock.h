@@ -39,21 +39,28 @@ mf_mono_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* The time on clock clk ms milliseconds from now, as an absolute timespec (mf_mono_deadline, mf_real_deadline). */
+static inline struct timespec
+mf_deadline_on(clockid_t clk, int64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(clk, &ts);
+    int64_t ns = ts.tv_nsec + (ms % 1000) * 1000000;
+    ts.tv_sec += (time_t)(ms / 1000 + ns / 1000000000);
+    ts.tv_nsec = (long)(ns % 1000000000);
+    return ts;
+}
+
 /*
  * mf_mono_deadline: the monotonic time ms milliseconds from now, as the
  * absolute timespec pthread_cond_timedwait wants from a condition variable
- * whose clock is CLOCK_MONOTONIC (every waiting thread in mayfly uses such
+ * whose clock is CLOCK_MONOTONIC (most waiting threads in mayfly use such
  * condvars, so wall-clock jumps never stall a wait).
  */
 static inline struct timespec
 mf_mono_deadline(int64_t ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    int64_t ns = ts.tv_nsec + (ms % 1000) * 1000000;
-    ts.tv_sec += (time_t)(ms / 1000 + ns / 1000000000);
-    ts.tv_nsec = (long)(ns % 1000000000);
-    return ts;
+    return mf_deadline_on(CLOCK_MONOTONIC, ms);
 }
 
 /*
@@ -65,12 +72,7 @@ mf_mono_deadline(int64_t ms)
 static inline struct timespec
 mf_real_deadline(int64_t ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t ns = ts.tv_nsec + (ms % 1000) * 1000000;
-    ts.tv_sec += (time_t)(ms / 1000 + ns / 1000000000);
-    ts.tv_nsec = (long)(ns % 1000000000);
-    return ts;
+    return mf_deadline_on(CLOCK_REALTIME, ms);
 }
 
 #endif /* MF_CLOCK_H */
