@@ -145,7 +145,7 @@ mf_cmd_insert(mf_op_t *op)
     bson_t *docs, *run = NULL;
     size_t ndocs, nrun, *orig = NULL;
     bool ordered;
-    insert_errors_t ie = {.op = op};
+    insert_errors_t ie; /* fields set below: zeroing its bson_t would cost every insert */
     int64_t inserted = 0;
     int rc;
 
@@ -159,6 +159,8 @@ mf_cmd_insert(mf_op_t *op)
         return -1;
     }
     bson_init(&ie.we.arr);
+    ie.we.n = 0;
+    ie.op = op;
     /* A time-series insert writes buckets, not one op per document: its session row keeps counts only. */
     if (op->eng->repl != NULL && mf_ts_is_timeseries(op->eng->cat, op->db, name))
         mf_crud_stmt_note(op, 0, MF_STMT_UNTRACKED);
@@ -169,8 +171,10 @@ mf_cmd_insert(mf_op_t *op)
                          name, run != NULL ? run : docs, run != NULL ? nrun : ndocs, ordered, append_insert_error, &ie,
                          &inserted, &op->err);
     free(docs);
-    free(run);
-    free(orig);
+    if (run != NULL) {
+        free(run);
+        free(orig);
+    }
     if (rc == 0) {
         BSON_APPEND_INT32(op->reply, "n", (int32_t)(inserted + (op->resume != NULL ? op->resume->counts[0] : 0)));
         if (ie.we.n > 0)
