@@ -24,6 +24,7 @@
 #include "common/curop.h"
 #include "common/docvec.h"
 #include "common/error.h"
+#include "common/fmt.h"
 #include "common/limits.h"
 #include "doc/check.h"
 #include "engine/engine.h"
@@ -373,12 +374,6 @@ int mf_cmd_check_inner_fields(mf_op_t *op, const bson_t *cmd) MF_WUR;
  * op->err.
  */
 int mf_cmd_pre_images_option(mf_op_t *op, const char *cmd_name, const bson_iter_t *it, bool *enabled) MF_WUR;
-/*
- * mf_append_number: MongoDB's BSONObjBuilder::appendNumber(long long), which
- * its statistics use: an int when |v| < 2^30, else a long (so mongosh shows
- * small sizes as plain numbers, not Long).
- */
-void mf_append_number(bson_t *out, const char *key, int64_t v);
 /*
  * mf_cmd_append_command_metrics: serverStatus metrics.commands into out:
  * {"<UNKNOWN>": n, <name>: {failed, total}} for each command, by name.

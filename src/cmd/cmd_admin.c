@@ -264,7 +264,7 @@ cmd_hello(mf_op_t *op)
     BSON_APPEND_DATE_TIME(r, "localTime", mf_now_ms());
     BSON_APPEND_INT32(r, "logicalSessionTimeoutMinutes", 30);
     if (op->client != NULL)
-        BSON_APPEND_INT64(r, "connectionId", op->client->id);
+        mf_append_number(r, "connectionId", op->client->id); /* an int, as mongod's appendNumber */
     BSON_APPEND_INT32(r, "minWireVersion", 0);
     BSON_APPEND_INT32(r, "maxWireVersion", MF_MAX_WIRE_VERSION);
     BSON_APPEND_BOOL(r, "readOnly", false);

@@ -1386,7 +1386,7 @@ idle_doc(const mf_txns_t *t, const utxn_t *e, int64_t now_us, bson_t *out)
     if (e->remote[0])
         BSON_APPEND_UTF8(out, "client", e->remote);
     if (e->conn_id > 0)
-        BSON_APPEND_INT64(out, "connectionId", e->conn_id);
+        mf_append_number(out, "connectionId", e->conn_id);
     if (e->app[0])
         BSON_APPEND_UTF8(out, "appName", e->app);
     if (e->meta != NULL)

@@ -544,11 +544,3 @@ mf_cmd_pre_images_option(mf_op_t *op, const char *cmd_name, const bson_iter_t *i
     return 0;
 }
 
-void
-mf_append_number(bson_t *out, const char *key, int64_t v)
-{
-    if (v > -(1LL << 30) && v < (1LL << 30))
-        BSON_APPEND_INT32(out, key, (int32_t)v);
-    else
-        BSON_APPEND_INT64(out, key, v);
-}

@@ -17,6 +17,7 @@
 #include "common/alloc.h"
 #include "common/curop.h"
 #include "common/clock.h"
+#include "common/fmt.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -742,7 +743,7 @@ client_head(bson_t *out, const char *host, const char *desc, int64_t client_id, 
         BSON_APPEND_UTF8(out, "host", host);
     BSON_APPEND_UTF8(out, "desc", desc);
     if (client_id > 0)
-        BSON_APPEND_INT64(out, "connectionId", client_id);
+        mf_append_number(out, "connectionId", client_id); /* as mongod: an int */
     if (remote[0])
         BSON_APPEND_UTF8(out, "client", remote);
     if (app[0])

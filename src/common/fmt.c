@@ -168,3 +168,12 @@ mf_fmt_uuid(const uint8_t u[16], char out[37])
     snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4],
              u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
 }
+
+void
+mf_append_number(bson_t *out, const char *key, int64_t v)
+{
+    if (v > -(1LL << 30) && v < (1LL << 30))
+        BSON_APPEND_INT32(out, key, (int32_t)v);
+    else
+        BSON_APPEND_INT64(out, key, v);
+}

@@ -2,6 +2,7 @@
  * fmt.h: values and documents printed the way mongod prints them in messages
  * ("{ _id: 1, name: \"x\" }", "ObjectId('...')"), for error text such as
  * duplicate key errors. Output is truncated to the buffer; always NUL-terminated.
+ * Also mf_append_number, a number appended as mongod's appendNumber does.
  */
 #ifndef MF_FMT_H
 #define MF_FMT_H
@@ -19,6 +20,13 @@ struct sockaddr_storage;
  * when ss is NULL or of another family.
  */
 void mf_fmt_sockaddr(const struct sockaddr_storage *ss, char *ip, size_t cap, int *port);
+
+/*
+ * mf_append_number: MongoDB's BSONObjBuilder::appendNumber(long long), which
+ * its statistics and connection ids use: an int when |v| < 2^30, else a long
+ * (so mongosh shows small values as plain numbers, not Long).
+ */
+void mf_append_number(bson_t *out, const char *key, int64_t v);
 
 /* mf_fmt_uuid: a 16-byte UUID as mongod prints it in messages: "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (36 characters and the NUL). */
 void mf_fmt_uuid(const uint8_t uuid[16], char out[37]);

@@ -26,6 +26,12 @@ h.test('hello returns the standalone handshake fields', async () => {
   assert.ok(r.localTime instanceof Date, 'localTime is a Date');
   assert.ok(Math.abs(r.localTime.getTime() - Date.now()) < 60000, 'localTime is now');
   assert.ok(Number.isInteger(num(r.connectionId)) && num(r.connectionId) > 0, 'connectionId');
+  // An int, as mongod's appendNumber writes it (a long would reach mongosh and promoteLongs: false clients as Long).
+  const raw = await srv.client.db('admin').command({ hello: 1 }, { promoteLongs: false });
+  assert.equal(typeof raw.connectionId, 'number', `connectionId is an int32: ${JSON.stringify(raw.connectionId)}`);
+  const op = (await srv.client.db('admin').command({ currentOp: 1, $all: true }, { promoteLongs: false })).inprog
+    .find((o) => o.connectionId !== undefined);
+  assert.equal(typeof op.connectionId, 'number', 'currentOp\'s connectionId too');
   assert.equal(num(r.logicalSessionTimeoutMinutes), 30);
   assert.equal(r.readOnly, false);
   assert.ok(r.topologyVersion, 'topologyVersion present');
