@@ -842,7 +842,8 @@ agg_write_stream(mf_op_t *op, const char *name, mf_pipeline_t **plp, const bson_
             return 0;
     }
     /* The writer first ($out's temporary collection), copying the target names out of the pipeline. */
-    wr = mf_agg_writer_begin(op->eng->cat, op->sess, mf_crud_want_durable(op), tdb, tcoll, mspec, &op->err);
+    wr = mf_agg_writer_begin(op->eng->cat, op->sess, mf_crud_want_durable(op), !mf_crud_bypass_validation(op), tdb,
+                             tcoll, mspec, &op->err);
     if (wr == NULL)
         return -1;
     holder = mf_cursor_new(MF_CURSOR_DOCS, op->db, name);
@@ -985,8 +986,8 @@ agg_write_perform(mf_op_t *op, agg_write_t *w)
 {
     if (!w->pending)
         return 0;
-    return mf_agg_write(op->eng->cat, op->sess, mf_crud_want_durable(op), w->db, w->coll, &w->docs, w->merge_spec,
-                        &op->err);
+    return mf_agg_write(op->eng->cat, op->sess, mf_crud_want_durable(op), !mf_crud_bypass_validation(op), w->db,
+                        w->coll, &w->docs, w->merge_spec, &op->err);
 }
 
 

@@ -42,6 +42,7 @@ typedef struct out_ctx {
     mf_docvec_t *docs;
     const char *db, *coll;
     bool durable;
+    bool validate; /* documents must pass the collection's validator (no bypassDocumentValidation) */
 } out_ctx_t;
 
 /* out_insert_item: inserts document i (with _id first, generated when absent). */
@@ -53,10 +54,16 @@ out_insert_item(void *arg, size_t i, mf_error_t *err)
     bson_t fixed;
     int ret;
 
-    if (mf_doc_id_is_first(doc))
+    if (mf_doc_id_is_first(doc)) {
+        if (x->validate && mf_coll_validate(x->c, doc, NULL, err) != 0)
+            return -1;
         return mf_coll_insert(x->s, x->c, doc, NULL, err);
+    }
     mf_doc_with_id_first(doc, &fixed);
-    ret = mf_coll_insert(x->s, x->c, &fixed, NULL, err);
+    if (x->validate && mf_coll_validate(x->c, &fixed, NULL, err) != 0)
+        ret = -1;
+    else
+        ret = mf_coll_insert(x->s, x->c, &fixed, NULL, err);
     bson_destroy(&fixed);
     return ret;
 }
@@ -212,6 +219,8 @@ merge_item(void *arg, size_t i, mf_error_t *err)
         ret = mf_err_set(err, MF_E_BSONObjectTooLarge, "$merge: the resulting document is too large (%u bytes)",
                          neu.len);
     else if (mf_check_doc_for_storage(&neu, err) != 0)
+        ret = -1;
+    else if (x->validate && mf_coll_validate(x->c, &neu, &old, err) != 0)
         ret = -1;
     else if (!(neu.len == old.len && memcmp(bson_get_data(&neu), bson_get_data(&old), neu.len) == 0))
         ret = mf_coll_replace(x->s, x->c, rid, &old, &neu, err);
@@ -414,7 +423,7 @@ merge_begin(mf_agg_writer_t *wr, mf_error_t *err)
 }
 
 mf_agg_writer_t *
-mf_agg_writer_begin(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, const char *coll,
+mf_agg_writer_begin(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db, const char *coll,
                     const bson_t *merge_spec, mf_error_t *err)
 {
     mf_agg_writer_t *wr = mf_calloc(1, sizeof *wr);
@@ -424,6 +433,7 @@ mf_agg_writer_begin(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *d
     wr->merge_spec = merge_spec ? bson_copy(merge_spec) : NULL;
     wr->w.s = s;
     wr->w.durable = durable;
+    wr->w.validate = validate;
     wr->w.db = wr->db;
     wr->w.coll = wr->coll;
     if ((merge_spec ? merge_begin(wr, err) : out_begin(wr, err)) != 0) {
@@ -505,12 +515,12 @@ mf_agg_writer_free(mf_agg_writer_t *wr)
 }
 
 int
-mf_agg_write(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, const char *coll, mf_docvec_t *docs,
-             const bson_t *merge_spec, mf_error_t *err)
+mf_agg_write(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db, const char *coll,
+             mf_docvec_t *docs, const bson_t *merge_spec, mf_error_t *err)
 {
     if (check_docs(docs, err) != 0)
         return -1;
-    mf_agg_writer_t *wr = mf_agg_writer_begin(cat, s, durable, db, coll, merge_spec, err);
+    mf_agg_writer_t *wr = mf_agg_writer_begin(cat, s, durable, validate, db, coll, merge_spec, err);
     if (wr == NULL)
         return -1;
     int rc = mf_agg_writer_append(wr, docs, err);

@@ -16,11 +16,14 @@
  * mf_agg_write: writes docs (a pipeline's output) to db.coll: $out when
  * merge_spec is NULL (the target's contents replaced atomically), else
  * $merge with merge_spec ({on, whenMatched, whenNotMatched}). Commits with
- * sync when durable. Takes catalog lock sessions itself: call with none
- * held. Returns 0, or -1 with err.
+ * sync when durable. With validate (the command's bypassDocumentValidation
+ * unset), every document written must pass the target's validator ($out:
+ * the one it keeps), as mongod: 121 DocumentValidationFailure fails the
+ * stage ($out writes nothing). Takes catalog lock sessions itself: call
+ * with none held. Returns 0, or -1 with err.
  */
-int mf_agg_write(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, const char *coll, mf_docvec_t *docs,
-                 const bson_t *merge_spec, mf_error_t *err) MF_WUR;
+int mf_agg_write(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db, const char *coll,
+                 mf_docvec_t *docs, const bson_t *merge_spec, mf_error_t *err) MF_WUR;
 
 /* Collections named so are $out's work in progress: dropped at start-up (a crash left them). */
 #define MF_AGG_OUT_TMP_PREFIX "tmp.agg_out."
@@ -35,8 +38,8 @@ int mf_agg_write(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, 
  */
 typedef struct mf_agg_writer mf_agg_writer_t;
 
-mf_agg_writer_t *mf_agg_writer_begin(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, const char *coll,
-                                     const bson_t *merge_spec, mf_error_t *err);
+mf_agg_writer_t *mf_agg_writer_begin(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db,
+                                     const char *coll, const bson_t *merge_spec, mf_error_t *err);
 int mf_agg_writer_append(mf_agg_writer_t *wr, mf_docvec_t *docs, mf_error_t *err) MF_WUR;
 int mf_agg_writer_commit(mf_agg_writer_t *wr, mf_error_t *err) MF_WUR;
 void mf_agg_writer_free(mf_agg_writer_t *wr);

@@ -65,6 +65,36 @@ h.test('a failing $out leaves the old target whole and no temporary collection: 
   assert.deepEqual(await tempCollections(db), []);
 });
 
+h.test('$out and $merge write only documents the target\'s validator accepts (121 DocumentValidationFailure), unless bypassDocumentValidation: true, as mongod', async () => {
+  const db = srv.freshDb('os_valid');
+  const validator = { v: { $type: 'string' } };
+  await db.createCollection('val', { validator });
+  await db.collection('val').insertOne({ _id: 'old', v: 'kept' });
+  await db.createCollection('val2', { validator });
+  await db.collection('val2').insertOne({ _id: 1, v: 'str' });
+  const src = db.collection('vsrc');
+  await src.insertMany([{ _id: 1, v: 1 }, { _id: 2, v: 2 }]);
+  const code = (p) => p.then(() => null, (e) => e.code);
+
+  // $out: refused, the old contents stay; with bypass the documents go in.
+  assert.equal(await code(src.aggregate([{ $out: 'val' }]).toArray()), 121);
+  assert.deepEqual(await db.collection('val').find().toArray(), [{ _id: 'old', v: 'kept' }]);
+  assert.deepEqual(await tempCollections(db), []);
+  await src.aggregate([{ $out: 'val' }], { bypassDocumentValidation: true }).toArray();
+  assert.equal(await db.collection('val').countDocuments(), 2);
+  assert.deepEqual((await db.listCollections({ name: 'val' }).toArray())[0].options.validator, validator, '$out keeps the validator');
+
+  // $merge: an insert (_id 2) and a merge into a matching document (_id 1) are both checked.
+  assert.equal(await code(src.aggregate([{ $match: { _id: 2 } }, { $merge: { into: 'val2' } }]).toArray()), 121);
+  assert.equal(await code(src.aggregate([{ $match: { _id: 1 } }, { $merge: { into: 'val2' } }]).toArray()), 121);
+  assert.deepEqual(await db.collection('val2').find().toArray(), [{ _id: 1, v: 'str' }]);
+  // A document that passes goes in; bypass lets the others in.
+  await db.collection('vsrc').insertOne({ _id: 3, v: 'fine' });
+  await src.aggregate([{ $match: { _id: 3 } }, { $merge: { into: 'val2' } }]).toArray();
+  await src.aggregate([{ $match: { _id: { $lt: 3 } } }, { $merge: { into: 'val2' } }], { bypassDocumentValidation: true }).toArray();
+  assert.deepEqual(await db.collection('val2').find().sort({ _id: 1 }).toArray(), [{ _id: 1, v: 1 }, { _id: 2, v: 2 }, { _id: 3, v: 'fine' }]);
+});
+
 h.test('$merge streams into its target, and into the collection it reads (then it collects first)', async () => {
   const db = srv.freshDb('os_merge');
   const src = await filled(db, 12000, 10);
