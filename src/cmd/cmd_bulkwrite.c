@@ -158,7 +158,27 @@ typedef struct bw_state {
     bool errors_only;
     int64_t n_err, n_ins, n_match, n_mod, n_ups, n_del;
     mf_error_t first_err; /* the first failed op's error */
+    bool interrupted;     /* an op was interrupted (maxTimeMS, killOp, ...): the command fails with op->err */
 } bw_state_t;
+
+static void push_err(bw_state_t *st, size_t idx, const mf_error_t *e);
+
+/*
+ * An op's failure: an interruption fails the whole command (op->err), as
+ * mongod's handleError rethrows one; any other becomes the op's error item.
+ * Returns whether the request goes on.
+ */
+static bool
+op_failed(bw_state_t *st, size_t idx, const mf_error_t *e, bool ordered)
+{
+    if (mf_err_is_interruption(e->code)) {
+        st->op->err = *e;
+        st->interrupted = true;
+        return false;
+    }
+    push_err(st, idx, e);
+    return !ordered;
+}
 
 static void
 push_ok(bw_state_t *st, size_t idx, int64_t n, int64_t nmod, bool is_update, const bson_value_t *upserted)
@@ -253,11 +273,9 @@ run_inserts(bw_state_t *st, const bw_op_t *ops, size_t from, size_t to, const bw
     for (size_t i = 0; i < n && go_on; i++) {
         if (rc != 0 && i >= (size_t)inserted) {
             /* The whole insert failed (a view, a failed creation): what did not commit carries its error. */
-            push_err(st, from + i, &e);
-            go_on = !ordered;
+            go_on = op_failed(st, from + i, &e, ordered);
         } else if (ie.failed[i]) {
-            push_err(st, from + i, &ie.errs[i]);
-            go_on = !ordered;
+            go_on = op_failed(st, from + i, &ie.errs[i], ordered);
         } else {
             push_ok(st, from + i, 1, 0, false, NULL);
         }
@@ -301,8 +319,7 @@ run_update(bw_state_t *st, size_t idx, const bw_op_t *o, const bw_ns_t *ns, bool
     if (r != 0) {
         if (res.upserted)
             bson_value_destroy(&res.upserted_id);
-        push_err(st, idx, &e);
-        return !ordered;
+        return op_failed(st, idx, &e, ordered);
     }
     if (res.upserted)
         st->n_ups++;
@@ -335,10 +352,8 @@ run_delete(bw_state_t *st, size_t idx, const bw_op_t *o, const bw_ns_t *ns, bool
         atomic_fetch_add(&op->eng->batched_deletes_docs, res.deleted);
         atomic_fetch_add(&op->eng->batched_deletes_batches, res.batches);
     }
-    if (r != 0) {
-        push_err(st, idx, &e);
-        return !ordered;
-    }
+    if (r != 0)
+        return op_failed(st, idx, &e, ordered);
     push_ok(st, idx, res.deleted, 0, false, NULL);
     return true;
 }
@@ -423,6 +438,10 @@ mf_cmd_bulk_write(mf_op_t *op)
             go_on = run_delete(&st, i, o, &nss[o->ns], ordered, durable);
             i++;
         }
+    }
+    if (st.interrupted) {
+        mf_cursor_free(st.cur);
+        goto out;
     }
     if (txn && st.n_err > 0 && st.first_err.code == MF_E_WriteConflict) {
         op->err = st.first_err;

@@ -222,6 +222,16 @@ mf_cmd_update(mf_op_t *op)
         int r = mf_write_update(op->eng->cat, op->sess, durable, validate, op->db, name, &stmts[i], &res, &e);
         n_total += res.matched;
         nmod_total += res.modified;
+        if (r != 0 && mf_err_is_interruption(e.code)) {
+            /* As mongod: an interruption (maxTimeMS, killOp, shutdown) fails the whole command, not one statement. */
+            if (res.upserted)
+                bson_value_destroy(&res.upserted_id);
+            op->err = e;
+            free(stmts);
+            bson_destroy(&errs);
+            bson_destroy(&ups);
+            return -1;
+        }
         if (r != 0) {
             mf_crud_stmt_note(op, i, MF_STMT_FAILED);
             mf_crud_append_write_error(&errs, &nerr, i, &e);
@@ -289,6 +299,12 @@ mf_cmd_delete(mf_op_t *op)
         if (res.batched) {
             atomic_fetch_add(&op->eng->batched_deletes_docs, res.deleted);
             atomic_fetch_add(&op->eng->batched_deletes_batches, res.batches);
+        }
+        if (r != 0 && mf_err_is_interruption(e.code)) {
+            op->err = e; /* as mongod: the whole command fails (see mf_cmd_update) */
+            free(stmts);
+            bson_destroy(&errs);
+            return -1;
         }
         if (r != 0) {
             mf_crud_stmt_note(op, i, MF_STMT_FAILED);

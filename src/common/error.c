@@ -63,6 +63,25 @@ mf_err_set_info(mf_error_t *err, const uint8_t *doc, uint32_t len)
     err->info_len = len;
 }
 
+bool
+mf_err_is_interruption(int code)
+{
+    switch (code) {
+    case 24:    /* LockTimeout */
+    case 50:    /* MaxTimeMSExpired */
+    case 237:   /* CursorKilled */
+    case 262:   /* ExceededTimeLimit */
+    case 279:   /* ClientDisconnect */
+    case 11600: /* InterruptedAtShutdown */
+    case 11601: /* Interrupted */
+    case 11602: /* InterruptedDueToReplStateChange */
+    case 46841: /* ClientMarkedKilled */
+        return true;
+    default:
+        return false;
+    }
+}
+
 const char *
 mf_err_codename(int code)
 {

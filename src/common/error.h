@@ -753,6 +753,15 @@ void mf_err_set_info(mf_error_t *err, const uint8_t *doc, uint32_t len);
 void mf_err_clear(mf_error_t *err);
 
 /*
+ * mf_err_is_interruption: code is in mongod's Interruption category
+ * (error_codes.yml: LockTimeout, MaxTimeMSExpired, CursorKilled,
+ * ExceededTimeLimit, ClientDisconnect, Interrupted*, ClientMarkedKilled).
+ * A write statement failing with one fails its whole command, as mongod's
+ * write_ops_exec handleError rethrows them instead of reporting a writeError.
+ */
+bool mf_err_is_interruption(int code);
+
+/*
  * mf_err_codename: MongoDB's codeName for code ("BadValue"); codes that
  * MongoDB reports as "Location<N>" come back in that form. Never NULL; the
  * returned string is static.

@@ -1128,6 +1128,19 @@ R.test('a write outside a transaction to a document the transaction changed wait
     await h.expectCode(acc.updateOne({ _id: 'a' }, { $inc: { n: 100 } }, { maxTimeMS: 300 }), 50);
     await h.expectCode(acc.updateMany({}, { $inc: { n: 100 } }, { maxTimeMS: 300 }), 50);
     await h.expectCode(acc.deleteOne({ _id: 'b' }, { maxTimeMS: 300 }), 50);
+    // As mongod (write_ops_exec handleError), the interruption fails the whole command ({ok: 0, code: 50}),
+    // not one statement's writeErrors: db.command rejects instead of answering ok: 1.
+    for (const cmd of [{ update: 'acc', updates: [{ q: { _id: 'a' }, u: { $inc: { n: 1 } } }] },
+      { delete: 'acc', deletes: [{ q: { _id: 'b' }, limit: 1 }] }]) {
+      const e = await h.expectCode(db.command({ ...cmd, maxTimeMS: 300 }), 50);
+      assert.equal(e.codeName, 'MaxTimeMSExpired');
+      assert.equal(e.writeErrors, undefined);
+    }
+    const bw = await rs.client.db('admin').command({
+      bulkWrite: 1, ops: [{ update: 0, filter: { _id: 'a' }, updateMods: { $inc: { n: 1 } } }],
+      nsInfo: [{ ns: `${db.databaseName}.acc` }], maxTimeMS: 300,
+    }).then(() => null, (e) => e);
+    assert.equal(bw && bw.code, 50, 'bulkWrite too');
     // Unbounded ones wait, and go through once the transaction commits.
     const fam = acc.findOneAndUpdate({ _id: 'a' }, { $inc: { n: 10 } }, { returnDocument: 'after' });
     const upd = acc.updateOne({ _id: 'b' }, { $inc: { n: 10 } });
