@@ -610,6 +610,8 @@ route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, 
     utxn_t *e;
     bool looked = false, row_committed = false;
     int64_t waited = 0;
+    /* A start below (or at) the number of the session's last retryable write is refused as one below a transaction's. */
+    int64_t row_num = start && eng->repl->session_txn != NULL ? eng->repl->session_txn(eng->repl_arg, id) : -1;
     pthread_mutex_lock(&t->mu);
     for (;;) {
         /*
@@ -670,8 +672,8 @@ route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, 
         mf_err_set(&err, MF_E_InterruptedAtShutdown, "interrupted at shutdown");
         goto fail;
     }
-    if (num < e->num) {
-        int64_t newer = e->num;
+    if (num < e->num || num < row_num) {
+        int64_t newer = e->num > row_num ? e->num : row_num;
         pthread_mutex_unlock(&t->mu);
         mf_err_set(&err, MF_E_TransactionTooOld, "Cannot start transaction %lld on session because a newer "
                                                  "transaction %lld has already started.", (long long)num,
@@ -679,7 +681,7 @@ route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, 
         goto fail;
     }
     if (start) {
-        if (num == e->num) {
+        if (num == e->num || num == row_num) {
             pthread_mutex_unlock(&t->mu);
             mf_err_set(&err, MF_E_ConflictingOperationInProgress, "Only servers in a sharded cluster can start a new "
                                                                   "transaction at the active transaction number");

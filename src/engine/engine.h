@@ -36,7 +36,7 @@ typedef struct mf_cursors mf_cursors_t;
 /* What a command does, for replication's admission check (mf_repl_hooks_t.admit). */
 typedef enum { MF_REPL_OTHER = 0, MF_REPL_READ, MF_REPL_WRITE } mf_repl_kind_t;
 
-typedef enum { MF_STMT_BEGIN = 0, MF_STMT_FAILED, MF_STMT_UNTRACKED } mf_stmt_event_t;
+typedef enum { MF_STMT_BEGIN = 0, MF_STMT_BEGIN_INSERTS, MF_STMT_FAILED, MF_STMT_UNTRACKED } mf_stmt_event_t;
 
 /* The most failed statements a session row lists; a retry of a write with more answers 217. */
 #define MF_STMT_RESUME_MAX 64
@@ -48,13 +48,16 @@ typedef enum { MF_STMT_BEGIN = 0, MF_STMT_FAILED, MF_STMT_UNTRACKED } mf_stmt_ev
  * reporting success): statements below s are done except the ne listed in
  * e (ascending), which failed without writing and run again with every
  * statement from s on; counts are the inserts, updates and deletes the
- * done ones made, added to the reply's.
+ * done ones made, added to the reply's, upserts those of the inserts that
+ * a bulkWrite's updates made. A bulkWrite retry comes here even when
+ * every op is done, its reply rebuilt from these.
  */
 typedef struct mf_stmt_resume {
     int64_t s;
     int64_t e[MF_STMT_RESUME_MAX];
     int ne;
     int64_t counts[3];
+    int64_t upserts;
 } mf_stmt_resume_t;
 
 /*
@@ -105,14 +108,16 @@ typedef struct mf_repl_hooks {
                          bson_t *reply, mf_stmt_resume_t *resume, mf_error_t *err);
     void (*command_end)(void *arg);
     /*
-     * A retryable insert, update or delete reports its statements (indices
-     * into the command's array, ascending), so its session row can say
-     * which ones a retry must run again: MF_STMT_BEGIN before an update's
-     * or delete's statement runs, MF_STMT_FAILED when one (an insert's
-     * document too) fails without writing, MF_STMT_UNTRACKED (index
-     * ignored) when the command cannot say which ones it wrote (an insert
-     * into a time-series collection): its retry is answered from counts.
-     * NULL allowed.
+     * A retryable insert, update, delete or bulkWrite reports its statements
+     * (indices into the command's array, ascending), so its session row can
+     * say which ones a retry must run again: MF_STMT_BEGIN before an
+     * update's or delete's statement runs, MF_STMT_BEGIN_INSERTS before a
+     * bulkWrite's run of consecutive inserts starting at index (each
+     * document inserted or failed is the next statement), MF_STMT_FAILED
+     * when one (an insert's document too) fails without writing,
+     * MF_STMT_UNTRACKED (index ignored) when the command cannot say which
+     * ones it wrote (an insert into a time-series collection): its retry is
+     * answered from counts. NULL allowed.
      */
     void (*stmt)(void *arg, int64_t index, mf_stmt_event_t what);
     /*
@@ -150,6 +155,13 @@ typedef struct mf_repl_hooks {
      * primary, cmd/cmd_txn.c). Any thread; reads storage.
      */
     bool (*txn_committed)(void *arg, const uint8_t id[16], int64_t txn);
+    /*
+     * The txnNumber of session id's newest retryable write or committed
+     * transaction, from its session row; -1 when it has none. A transaction
+     * may not start below it (225) or at it (117), as mongod's one
+     * txnNumber per session. Any thread; reads storage. NULL allowed.
+     */
+    int64_t (*session_txn)(void *arg, const uint8_t id[16]);
 } mf_repl_hooks_t;
 typedef struct mf_profiler mf_profiler_t;
 typedef struct mf_ttl_monitor mf_ttl_monitor_t;

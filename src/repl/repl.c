@@ -3822,6 +3822,20 @@ hook_txn_committed(void *arg, const uint8_t id[16], int64_t txn)
     return yes;
 }
 
+/* engine.h's session_txn. */
+static int64_t
+hook_session_txn(void *arg, const uint8_t id[16])
+{
+    mf_repl_t *r = arg;
+    bson_t row;
+    bson_iter_t it;
+    if (!sess_lookup(r, id, &row))
+        return -1;
+    int64_t txn = bson_iter_init_find(&it, &row, "txn") ? bson_iter_as_int64(&it) : -1;
+    bson_destroy(&row);
+    return txn;
+}
+
 static void
 hook_command_end(void *arg)
 {
@@ -4044,6 +4058,7 @@ hook_stats(void *arg, mf_repl_stats_t *out)
 static const mf_repl_hooks_t hooks = {
     .stats = hook_stats,
     .txn_committed = hook_txn_committed,
+    .session_txn = hook_session_txn,
     .wtimeout_counts = hook_wtimeout_counts,
     .data_members = hook_data_members,
     .wait_members = hook_wait_members,

@@ -649,6 +649,22 @@ R.test('a transaction number never started: commitTransaction, abortTransaction 
   assert.deepEqual(await ids((await outside(db.databaseName)).collection('c')), []);
 });
 
+R.test('a transaction cannot start below or at the number of the session\'s last retryable write (225, 117), as mongod keeps one txnNumber per session', async () => {
+  // Found by helper-64: a retryable write at 9, then startTransaction at 1 was accepted and committed.
+  const db = await freshDbWith('rw_then_txn', ['c']);
+  const s = new RawSession(db.databaseName);
+  expectOk(await primaryCmd(db.databaseName, { insert: 'c', documents: [{ _id: 'rw9' }], lsid: s.lsid, txnNumber: Long.fromNumber(9) }));
+  const tooOld = /Cannot start transaction 1 on session because a newer transaction 9 has already started/;
+  expectError(await s.start(1, { insert: 'c', documents: [{ _id: 't1' }] }), 225, 'TransactionTooOld', tooOld);
+  expectError(await s.start(9, { insert: 'c', documents: [{ _id: 't9' }] }), 117, 'ConflictingOperationInProgress');
+  // An older retryable write after it is still 225 (its own check); a newer transaction runs.
+  const old = await primaryCmd(db.databaseName, { insert: 'c', documents: [{ _id: 'rw5' }], lsid: s.lsid, txnNumber: Long.fromNumber(5) });
+  assert.equal(old.code, 225, JSON.stringify(old));
+  expectOk(await s.start(10, { insert: 'c', documents: [{ _id: 't10' }] }));
+  expectOk(await s.commit(10));
+  assert.deepEqual(await ids((await outside(db.databaseName)).collection('c')), ['rw9', 't10']);
+});
+
 R.test('an older transaction number than the session\'s newest is refused with TransactionTooOld (225); the newer transaction is unaffected', async () => {
   // transaction_participant.cpp beginOrContinue (txnNumber < active txnNumber).
   const db = await freshDbWith('tooold', ['c']);
