@@ -22,7 +22,11 @@
  * The command's let variables are installed for every op by cmd_dispatch.c.
  * In a transaction (mongod 8.0 allows bulkWrite in one, on admin) the
  * request is ordered whatever it asks, its first error aborts the
- * transaction, and a WriteConflict fails the whole command.
+ * transaction, and a WriteConflict fails the whole command. An interrupted
+ * op (maxTimeMS, killOp) fails the whole command, as mongod. As a
+ * retryable write it reports its ops to replication (mf_crud_stmt_note), so
+ * a retry skips the ops its first attempt did (op->resume, resume_begin)
+ * and starts its totals from theirs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,6 +233,8 @@ push_err(bw_state_t *st, size_t idx, const mf_error_t *e)
 typedef struct ins_errs {
     bool *failed;
     mf_error_t *errs;
+    mf_op_t *op;
+    size_t from; /* the group's first op */
 } ins_errs_t;
 
 static void
@@ -237,6 +243,9 @@ note_insert_error(void *arg, size_t index, const mf_error_t *err)
     ins_errs_t *ie = arg;
     ie->failed[index] = true;
     ie->errs[index] = *err;
+    /* Told now, before the group's next commit, so its session row places that commit after this op. */
+    if (!mf_err_is_interruption(err->code))
+        mf_crud_stmt_note(ie->op, ie->from + index, MF_STMT_FAILED);
 }
 
 /*
@@ -250,7 +259,7 @@ run_inserts(bw_state_t *st, const bw_op_t *ops, size_t from, size_t to, const bw
     mf_op_t *op = st->op;
     size_t n = to - from;
     bson_t *docs = aligned_alloc(128, n * sizeof(*docs)); /* bson_t is 128-byte aligned */
-    ins_errs_t ie = {mf_calloc(n, sizeof(bool)), mf_calloc(n, sizeof(mf_error_t))};
+    ins_errs_t ie = {mf_calloc(n, sizeof(bool)), mf_calloc(n, sizeof(mf_error_t)), op, from};
     int64_t inserted = 0;
     bool go_on = true;
     mf_error_t e;
@@ -267,12 +276,15 @@ run_inserts(bw_state_t *st, const bw_op_t *ops, size_t from, size_t to, const bw
             bson_init(&docs[i]);
     }
     mf_err_clear(&e);
+    mf_crud_stmt_note(op, from, MF_STMT_BEGIN_INSERTS);
     int rc = mf_write_insert(op->eng->cat, op->sess, durable, validate, ns->db, ns->coll, docs, n, ordered,
                              note_insert_error, &ie, &inserted, &e);
     st->n_ins += inserted;
     for (size_t i = 0; i < n && go_on; i++) {
         if (rc != 0 && i >= (size_t)inserted) {
             /* The whole insert failed (a view, a failed creation): what did not commit carries its error. */
+            if (!mf_err_is_interruption(e.code))
+                mf_crud_stmt_note(op, from + i, MF_STMT_FAILED);
             go_on = op_failed(st, from + i, &e, ordered);
         } else if (ie.failed[i]) {
             go_on = op_failed(st, from + i, &ie.errs[i], ordered);
@@ -312,6 +324,7 @@ run_update(bw_state_t *st, size_t idx, const bw_op_t *o, const bw_ns_t *ns, bool
     copy_field(&stmt, "collation", o->op, "collation");
     copy_field(&stmt, "sort", o->op, "sort");
     mf_err_clear(&e);
+    mf_crud_stmt_note(op, idx, MF_STMT_BEGIN);
     int r = mf_write_update(op->eng->cat, op->sess, durable, validate, ns->db, ns->coll, &stmt, &res, &e);
     bson_destroy(&stmt);
     st->n_match += res.upserted ? 0 : res.matched;
@@ -319,6 +332,8 @@ run_update(bw_state_t *st, size_t idx, const bw_op_t *o, const bw_ns_t *ns, bool
     if (r != 0) {
         if (res.upserted)
             bson_value_destroy(&res.upserted_id);
+        if (!mf_err_is_interruption(e.code))
+            mf_crud_stmt_note(op, idx, MF_STMT_FAILED);
         return op_failed(st, idx, &e, ordered);
     }
     if (res.upserted)
@@ -345,6 +360,7 @@ run_delete(bw_state_t *st, size_t idx, const bw_op_t *o, const bw_ns_t *ns, bool
     copy_field(&stmt, "collation", o->op, "collation");
     mf_err_clear(&e);
     int64_t batch_docs = mf_param_get(op->eng->params, "batchedDeletesTargetBatchDocs");
+    mf_crud_stmt_note(op, idx, MF_STMT_BEGIN);
     int r = mf_write_delete(op->eng->cat, op->sess, durable, ns->db, ns->coll, &stmt, batch_docs, &res, &e);
     bson_destroy(&stmt);
     st->n_del += res.deleted;
@@ -352,10 +368,38 @@ run_delete(bw_state_t *st, size_t idx, const bw_op_t *o, const bw_ns_t *ns, bool
         atomic_fetch_add(&op->eng->batched_deletes_docs, res.deleted);
         atomic_fetch_add(&op->eng->batched_deletes_batches, res.batches);
     }
-    if (r != 0)
+    if (r != 0) {
+        if (!mf_err_is_interruption(e.code))
+            mf_crud_stmt_note(op, idx, MF_STMT_FAILED);
         return op_failed(st, idx, &e, ordered);
+    }
     push_ok(st, idx, res.deleted, 0, false, NULL);
     return true;
+}
+
+/*
+ * A retry whose first attempt did some ops (op->resume): the totals start
+ * from what those did (their inserts, the updates' modified documents,
+ * upserts and deletes). Their per-op results are rebuilt only for inserts
+ * ({n: 1}); with errorsOnly false and an update or delete among them the
+ * retry answers 217, as the row keeps no per-op result. 0, or -1 with
+ * op->err.
+ */
+static int
+resume_begin(bw_state_t *st, const bw_op_t *ops, size_t nops)
+{
+    const mf_stmt_resume_t *r = st->op->resume;
+    for (size_t i = 0; i < nops && !st->errors_only; i++)
+        if (ops[i].kind != OP_INSERT && mf_crud_stmt_done(st->op, i))
+            return mf_err_set(&st->op->err, MF_E_IncompleteTransactionHistory,
+                              "Incomplete history detected for this retried bulkWrite: op %zu was applied already, "
+                              "and its result cannot be rebuilt (errorsOnly: false)", i);
+    st->n_ins = r->counts[0] - r->upserts;
+    st->n_ups = r->upserts;
+    st->n_match = r->counts[1];
+    st->n_mod = r->counts[1];
+    st->n_del = r->counts[2];
+    return 0;
 }
 
 int
@@ -417,6 +461,8 @@ mf_cmd_bulk_write(mf_op_t *op)
     bool durable = mf_crud_want_durable(op), validate = !mf_crud_bypass_validation(op);
     st.op = op;
     st.errors_only = errors_only;
+    if (op->resume != NULL && resume_begin(&st, ops, nops) != 0)
+        goto out;
     st.cur = mf_cursor_new(MF_CURSOR_DOCS, "admin", "$cmd.bulkWrite");
     bool go_on = true;
     for (size_t i = 0; i < nops && go_on;) {
@@ -425,9 +471,15 @@ mf_cmd_bulk_write(mf_op_t *op)
             mf_cursor_free(st.cur);
             goto out;
         }
+        if (mf_crud_stmt_done(op, i)) {
+            push_ok(&st, i, 1, 0, false, NULL); /* a retry: an insert its first attempt made (resume_begin) */
+            i++;
+            continue;
+        }
         if (o->kind == OP_INSERT) {
             size_t j = i + 1;
-            while (j < nops && ops[j].kind == OP_INSERT && ops[j].ns == o->ns && j - i < 1000)
+            while (j < nops && ops[j].kind == OP_INSERT && ops[j].ns == o->ns && j - i < 1000 &&
+                   !mf_crud_stmt_done(op, j))
                 j++;
             go_on = run_inserts(&st, ops, i, j, &nss[o->ns], ordered, durable, validate);
             i = j;

@@ -1443,8 +1443,8 @@ count_write_errors(mf_engine_t *eng, const bson_t *reply)
 }
 
 /*
- * An insert's, update's or delete's statements: its documents, updates or
- * deletes, in its body or a document sequence (0 when it has none or they
+ * An insert's, update's, delete's or bulkWrite's statements: its documents,
+ * updates, deletes or ops, in its body or a document sequence (0 when it has none or they
  * are not an array: the handler refuses it); 1 for any other command.
  */
 static int64_t
@@ -1453,6 +1453,7 @@ stmt_count(mf_op_t *op, const char *name)
     const char *field = strcmp(name, "insert") == 0   ? "documents"
                         : strcmp(name, "update") == 0 ? "updates"
                         : strcmp(name, "delete") == 0 ? "deletes"
+                        : strcmp(name, "bulkWrite") == 0 ? "ops"
                                                       : NULL;
     bson_iter_t it, a;
     int64_t n = 0;

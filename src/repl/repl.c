@@ -295,10 +295,16 @@ typedef struct {
      * which failed without writing; eo: more failed than e can list.
      * kind: 'i', 'u' or 'd' (0: untracked, the row keeps counts only).
      * A retry runs e's statements and those from s on (resume), so its
-     * statements go in that order: prior_e, then prior_s onwards.
+     * statements go in that order: prior_e, then prior_s onwards. kind 'b'
+     * (bulkWrite) tells its ops apart the same way: an update's or delete's
+     * by MF_STMT_BEGIN, a run of inserts by MF_STMT_BEGIN_INSERTS (run_*);
+     * the row also keeps up, the inserts its updates made (upserts).
      */
     char kind;
     int64_t cur;       /* an update's or delete's statement running now (MF_STMT_BEGIN), -1 none */
+    bool ins_run;      /* a bulkWrite's run of inserts: from run_base, ops[0] was run_ops0, nfailed_all run_failed0 */
+    int64_t run_base, run_ops0, run_failed0;
+    int64_t upserts;   /* a bulkWrite's inserts made by its updates, so far (with a retry's prior ones) */
     int64_t prior_s;   /* a retry: its first attempts' s, e and inserts; 0 / none / 0 otherwise */
     int64_t prior_e[MF_STMT_RESUME_MAX];
     int nprior_e;
@@ -1057,7 +1063,10 @@ static void
 sess_row_stmts(bson_t *x)
 {
     int64_t done = tls_sess.ops[0] - tls_sess.prior_i + tls_sess.nfailed_all; /* an insert's statements run */
-    int64_t cur = tls_sess.kind != 'i' ? tls_sess.cur : done > 0 ? stmt_kth(done - 1) : -1;
+    int64_t cur = tls_sess.kind == 'i' ? (done > 0 ? stmt_kth(done - 1) : -1)
+                  : tls_sess.ins_run ? tls_sess.run_base + (tls_sess.ops[0] - tls_sess.run_ops0) +
+                                           (tls_sess.nfailed_all - tls_sess.run_failed0) - 1
+                                     : tls_sess.cur;
     int64_t s = cur + 1 > tls_sess.prior_s ? cur + 1 : tls_sess.prior_s;
     int64_t e[2 * MF_STMT_RESUME_MAX];
     int ne = 0;
@@ -1088,7 +1097,10 @@ sess_row_stmts(bson_t *x)
 static void
 sess_row(const bson_t *entry, const bson_t *pre, bson_t *x)
 {
+    int64_t inserts0 = tls_sess.ops[0];
     count_ops(entry, tls_sess.ops);
+    if (tls_sess.kind == 'b' && !tls_sess.ins_run)
+        tls_sess.upserts += tls_sess.ops[0] - inserts0; /* a bulkWrite update's inserts: upserts */
     bson_init(x);
     BSON_APPEND_BINARY(x, "id", BSON_SUBTYPE_UUID, tls_sess.id, 16);
     BSON_APPEND_INT64(x, "txn", tls_sess.txn);
@@ -1097,6 +1109,8 @@ sess_row(const bson_t *entry, const bson_t *pre, bson_t *x)
     BSON_APPEND_INT64(x, "d", tls_sess.ops[2]);
     if (tls_sess.kind != 0)
         sess_row_stmts(x);
+    if (tls_sess.kind == 'b')
+        BSON_APPEND_INT64(x, "up", tls_sess.upserts);
     if (tls_sess.commit)
         BSON_APPEND_BOOL(x, "c", true);
     if (tls_sess.fam)
@@ -3407,8 +3421,9 @@ is_fam(const char *name)
 /*
  * Retryable commands whose retry is not answered from the session row's
  * counts: findAndModify (answered from the row's f when it has one) and
- * bulkWrite, whose per-operation results (its cursor) the row does not
- * keep. A retry of one that already wrote and cannot be answered is
+ * bulkWrite (run again by its handler over the ops its row's s and e do
+ * not show done, which rebuilds its reply; see sess_t). A retry of one
+ * that already wrote and whose row cannot answer it (no f, no s) is
  * refused with 217 IncompleteTransactionHistory, as mongod refuses a retry
  * whose history it no longer has, rather than run a second time.
  */
@@ -3622,7 +3637,8 @@ static bool
 resume_of(const char *name, int64_t nstmts, const bson_t *row, mf_stmt_resume_t *resume)
 {
     bson_iter_t it, a;
-    if (strcmp(name, "insert") != 0 && strcmp(name, "update") != 0 && strcmp(name, "delete") != 0)
+    bool bulk = strcmp(name, "bulkWrite") == 0;
+    if (strcmp(name, "insert") != 0 && strcmp(name, "update") != 0 && strcmp(name, "delete") != 0 && !bulk)
         return false;
     if (!bson_iter_init_find(&it, row, "s"))
         return false;
@@ -3631,11 +3647,12 @@ resume_of(const char *name, int64_t nstmts, const bson_t *row, mf_stmt_resume_t 
     if (bson_iter_init_find(&it, row, "e") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &a))
         while (bson_iter_next(&a) && resume->ne < MF_STMT_RESUME_MAX)
             resume->e[resume->ne++] = bson_iter_as_int64(&a);
-    if (resume->ne == 0 && resume->s >= nstmts)
-        return false;
+    if (resume->ne == 0 && resume->s >= nstmts && !bulk)
+        return false; /* all done: answered from the counts (a bulkWrite's reply is rebuilt by its handler) */
     static const char *const keys[3] = {"i", "u", "d"};
     for (int k = 0; k < 3; k++)
         resume->counts[k] = bson_iter_init_find(&it, row, keys[k]) ? bson_iter_as_int64(&it) : 0;
+    resume->upserts = bson_iter_init_find(&it, row, "up") ? bson_iter_as_int64(&it) : 0;
     return true;
 }
 
@@ -3706,7 +3723,8 @@ hook_command_begin(void *arg, const char *name, const bson_t *cmd, int64_t nstmt
                 count_retried(r, nstmts);
             return rc == 0 ? 1 : -1;
         }
-        if (stored == txn && answered_by_error(name)) {
+        bool tracked_bulk = strcmp(name, "bulkWrite") == 0 && bson_has_field(&row, "s"); /* rebuilt by resume_of */
+        if (stored == txn && answered_by_error(name) && !tracked_bulk) {
             bson_destroy(&row);
             return mf_err_set(err, MF_E_IncompleteTransactionHistory,
                               "Incomplete history detected for transaction %lld on session: the %s it retries was "
@@ -3729,6 +3747,7 @@ hook_command_begin(void *arg, const char *name, const bson_t *cmd, int64_t nstmt
             memcpy(tls_sess.prior_e, resume->e, (size_t)resume->ne * sizeof(resume->e[0]));
             memcpy(tls_sess.ops, resume->counts, sizeof(tls_sess.ops));
             tls_sess.prior_i = resume->counts[0];
+            tls_sess.upserts = resume->upserts;
             resumed = true;
         }
         if (stored == txn && !resumed) {
@@ -3771,6 +3790,8 @@ hook_command_begin(void *arg, const char *name, const bson_t *cmd, int64_t nstmt
     tls_sess.cur = -1;
     if (strcmp(name, "insert") == 0 || strcmp(name, "update") == 0 || strcmp(name, "delete") == 0)
         tls_sess.kind = name[0];
+    else if (strcmp(name, "bulkWrite") == 0)
+        tls_sess.kind = 'b';
     if (strcmp(name, "update") == 0 && bson_iter_init_find(&it, cmd, "updates") && BSON_ITER_HOLDS_ARRAY(&it)) {
         bson_iter_t a;
         int n = 0;
@@ -3800,6 +3821,12 @@ hook_stmt(void *arg, int64_t index, mf_stmt_event_t what)
         tls_sess.kind = 0;
     } else if (what == MF_STMT_BEGIN) {
         tls_sess.cur = index;
+        tls_sess.ins_run = false;
+    } else if (what == MF_STMT_BEGIN_INSERTS) {
+        tls_sess.ins_run = true;
+        tls_sess.run_base = index;
+        tls_sess.run_ops0 = tls_sess.ops[0];
+        tls_sess.run_failed0 = tls_sess.nfailed_all;
     } else {
         if (tls_sess.nfailed < MF_STMT_RESUME_MAX)
             tls_sess.failed[tls_sess.nfailed++] = index;

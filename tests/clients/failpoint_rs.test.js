@@ -240,6 +240,88 @@ test('a retried write that stopped part-way runs again only the statements that 
   }
 });
 
+test('client.bulkWrite retried by the driver after a writeConcernError is answered from its session row (totals as the first attempt, nothing applied twice); one stopped part-way runs the rest', async () => {
+  const c = new MongoClient(set.uri, { monitorCommands: true, retryWrites: true });
+  const started = [];
+  c.on('commandStarted', (e) => { if (e.commandName === 'bulkWrite') started.push(e.command); });
+  await c.connect();
+  try {
+    const ns = 'fprs.bw';
+    await c.db('fprs').collection('bw').insertMany([{ _id: 'm', n: 0 }, { _id: 'gone' }]);
+    await wceOnce(c, 'bulkWrite');
+    const r = await c.bulkWrite([
+      { name: 'insertOne', namespace: ns, document: { _id: 'b1' } },
+      { name: 'updateOne', namespace: ns, filter: { _id: 'm' }, update: { $inc: { n: 1 } } },
+      { name: 'updateOne', namespace: ns, filter: { _id: 'new' }, update: { $set: { v: 1 } }, upsert: true },
+      { name: 'deleteOne', namespace: ns, filter: { _id: 'gone' } },
+      { name: 'insertOne', namespace: ns, document: { _id: 'b2' } },
+    ]);
+    assert.equal(started.length, 2, 'the bulkWrite and its retry');
+    assert.equal(String(started[0].txnNumber), String(started[1].txnNumber));
+    assert.deepEqual([r.insertedCount, r.matchedCount, r.modifiedCount, r.upsertedCount, r.deletedCount], [2, 1, 1, 1, 1]);
+    const coll = c.db('fprs').collection('bw');
+    assert.deepEqual(await coll.findOne({ _id: 'm' }), { _id: 'm', n: 1 }, 'the $inc ran once');
+    assert.deepEqual((await coll.find({}).sort({ _id: 1 }).toArray()).map((d) => d._id), ['b1', 'b2', 'm', 'new']);
+
+    // Ordered, stopped by a duplicate key: the retry fails at the same op, the ops before it are not run again.
+    started.length = 0;
+    await wceOnce(c, 'bulkWrite');
+    const err = await c.bulkWrite([
+      { name: 'updateOne', namespace: ns, filter: { _id: 'm' }, update: { $inc: { n: 1 } } },
+      { name: 'insertOne', namespace: ns, document: { _id: 'b1' } },
+      { name: 'insertOne', namespace: ns, document: { _id: 'never' } },
+    ]).then(() => null, (e) => e);
+    assert.equal(started.length, 2);
+    assert.ok(err, 'the duplicate key is reported');
+    assert.equal(err.writeErrors.get(1).code, 11000, String(err));
+    assert.equal(err.partialResult.modifiedCount, 1);
+    assert.deepEqual(await coll.findOne({ _id: 'm' }), { _id: 'm', n: 2 }, 'the $inc ran once more, not twice');
+    assert.equal(await coll.countDocuments({ _id: 'never' }), 0);
+  } finally {
+    await c.db('admin').command({ configureFailPoint: 'failCommand', mode: 'off' });
+    await c.close();
+  }
+});
+
+test('bulkWrite retried over the raw protocol: unordered part-way runs only the failed ops again; with errorsOnly: false a retry after applied updates is refused with 217', async () => {
+  const c = new MongoClient(set.uri);
+  await c.connect();
+  try {
+    const coll = c.db('fprs').collection('bwraw');
+    await coll.insertMany([{ _id: 'taken' }, { _id: 'u', n: 0 }]);
+    const lsid = { id: new UUID() };
+    const ns = [{ ns: 'fprs.bwraw' }];
+    const cmd = {
+      bulkWrite: 1, ordered: false, errorsOnly: true, nsInfo: ns, lsid, txnNumber: Long.fromNumber(1),
+      ops: [{ insert: 0, document: { _id: 'r1' } }, { insert: 0, document: { _id: 'taken' } },
+        { update: 0, filter: { _id: 'u' }, updateMods: { $inc: { n: 1 } } }, { insert: 0, document: { _id: 'r2' } }],
+    };
+    const first = await set.raw(0, 'admin', cmd);
+    assert.deepEqual([first.nErrors, first.nInserted, first.nModified], [1, 2, 1], JSON.stringify(first));
+    const again = await set.raw(0, 'admin', cmd);
+    assert.equal(again.ok, 1, JSON.stringify(again));
+    assert.deepEqual([again.nErrors, again.nInserted, again.nModified, again.nMatched], [1, 2, 1, 1], JSON.stringify(again));
+    assert.deepEqual(again.cursor.firstBatch.map((d) => [d.idx, d.code]), [[1, 11000]], 'the failed op fails again');
+    assert.deepEqual(await coll.findOne({ _id: 'u' }), { _id: 'u', n: 1 }, 'the update ran once');
+    // errorsOnly: false wants every op's result; the applied update's is not kept.
+    const verbose = { ...cmd, errorsOnly: false, txnNumber: Long.fromNumber(2),
+      ops: [{ insert: 0, document: { _id: 'v1' } }, { update: 0, filter: { _id: 'u' }, updateMods: { $inc: { n: 1 } } }] };
+    const v1 = await set.raw(0, 'admin', verbose);
+    assert.equal(v1.nModified, 1, JSON.stringify(v1));
+    const v2 = await set.raw(0, 'admin', verbose);
+    assert.equal(v2.code, 217, JSON.stringify(v2));
+    assert.deepEqual(await coll.findOne({ _id: 'u' }), { _id: 'u', n: 2 }, 'never run twice');
+    // Inserts only: errorsOnly: false is rebuilt ({ok: 1, idx, n: 1} for each).
+    const ins = { ...verbose, txnNumber: Long.fromNumber(3), ops: [{ insert: 0, document: { _id: 'w1' } }, { insert: 0, document: { _id: 'w2' } }] };
+    await set.raw(0, 'admin', ins);
+    const i2 = await set.raw(0, 'admin', ins);
+    assert.equal(i2.nInserted, 2, JSON.stringify(i2));
+    assert.deepEqual(i2.cursor.firstBatch.map((d) => [d.ok, d.idx, d.n]), [[1, 0, 1], [1, 1, 1]]);
+  } finally {
+    await c.close();
+  }
+});
+
 test('concurrent upserts of one new key on a replica set all succeed: the losers update the winner\'s document', async () => {
   const c = new MongoClient(set.uri, { maxPoolSize: 40 });
   await c.connect();
