@@ -288,6 +288,11 @@ check_txn_fields(mf_op_t *op)
     if (txn_cmd && op->eng->repl != NULL)
         return mf_err_set(&op->err, MF_E_InvalidOptions,
                           "Transaction number requires a session ID to also be specified");
+    if (has_txn && !txn_cmd && op->eng->repl != NULL && !mf_cmd_is_retryable_write(op->name))
+        return mf_err_set(&op->err, MF_E_Location50768, /* mongod's initializeOperationSessionInfo */
+                          "txnNumber may only be provided for multi-document transactions and retryable write "
+                          "commands. autocommit:false was not provided, and %s is not a retryable write command.",
+                          op->name);
     if (txn_cmd || (has_txn && (op->eng->repl == NULL || !mf_cmd_is_retryable_write(op->name))))
         return mf_err_set(&op->err, MF_E_IllegalOperation,
                           "Transaction numbers are only allowed on a replica set member or mongos");

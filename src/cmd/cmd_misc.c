@@ -1300,11 +1300,17 @@ read_concern_shape(mf_op_t *op, const generic_args_t *g)
 }
 
 static int
-check_read_concern(mf_op_t *op, const generic_args_t *g)
+check_read_concern(mf_op_t *op, const char *name, const generic_args_t *g)
 {
     bson_iter_t rc;
     if (g->has_rc && read_concern_shape(op, g) != 0)
         return -1;
+    if (op->eng->repl != NULL && g->has_rc && strcmp(name, "count") == 0 && !mf_cmd_in_txn() &&
+        bson_iter_recurse(&g->rc, &rc) && bson_iter_find(&rc, "level") && BSON_ITER_HOLDS_UTF8(&rc) &&
+        strcmp(bson_iter_utf8(&rc, NULL), "snapshot") == 0)
+        /* Outside a transaction snapshot reads are find's, aggregate's and distinct's (count_cmd.cpp). */
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "Command count does not support { level: \"snapshot\" } :: "
+                          "caused by :: read concern snapshot not supported");
     if (op->eng->repl != NULL || !g->has_rc || !BSON_ITER_HOLDS_DOCUMENT(&g->rc) || !bson_iter_recurse(&g->rc, &rc))
         return 0;
     while (bson_iter_next(&rc)) {
@@ -1350,7 +1356,7 @@ mf_cmd_generic_check(mf_op_t *op, const char *name)
     }
     if (!g.has_version && !g.has_strict && !g.has_dep && !g.has_rc)
         return 0;
-    if (check_api(op, name, &g) != 0 || check_read_concern(op, &g) != 0)
+    if (check_api(op, name, &g) != 0 || check_read_concern(op, name, &g) != 0)
         return -1;
     return 0;
 }

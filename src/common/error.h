@@ -114,6 +114,7 @@
     X(260, InvalidResumeToken)                                                 \
     X(47, NoMatchingDocument)                                                  \
     X(50808, Location50808)                                                    \
+    X(50768, Location50768)                                                    \
     X(280, ChangeStreamFatalError)                                             \
     X(286, ChangeStreamHistoryLost)                                            \
     X(40674, Location40674)                                                    \

@@ -665,6 +665,19 @@ R.test('a transaction cannot start below or at the number of the session\'s last
   assert.deepEqual(await ids((await outside(db.databaseName)).collection('c')), ['rw9', 't10']);
 });
 
+R.test('on a replica set, a txnNumber on a command that is neither a transaction\'s nor a retryable write is 50768; count with readConcern snapshot outside a transaction is 72, as mongod', async () => {
+  const db = await freshDbWith('txn_args', ['c'], { c: [{ _id: 1 }] });
+  const lsid = { id: new UUID() };
+  const r = await primaryCmd(db.databaseName, { find: 'c', filter: {}, lsid, txnNumber: Long.fromNumber(1) });
+  expectError(r, 50768, 'Location50768',
+    /^txnNumber may only be provided for multi-document transactions and retryable write commands\. autocommit:false was not provided, and find is not a retryable write command\.$/);
+  const c = await primaryCmd(db.databaseName, { count: 'c', readConcern: { level: 'snapshot' } });
+  expectError(c, 72, 'InvalidOptions', /read concern snapshot not supported/);
+  // find, aggregate and distinct take it.
+  expectOk(await primaryCmd(db.databaseName, { find: 'c', filter: {}, readConcern: { level: 'snapshot' } }));
+  expectOk(await primaryCmd(db.databaseName, { distinct: 'c', key: '_id', readConcern: { level: 'snapshot' } }));
+});
+
 R.test('an older transaction number than the session\'s newest is refused with TransactionTooOld (225); the newer transaction is unaffected', async () => {
   // transaction_participant.cpp beginOrContinue (txnNumber < active txnNumber).
   const db = await freshDbWith('tooold', ['c']);
