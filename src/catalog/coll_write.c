@@ -52,14 +52,8 @@ index_covers(const mf_index_t *ix, const bson_t *doc)
     return ix->partial == NULL || mf_matcher_match(ix->partial, doc, NULL);
 }
 
-/*
- * Fills err with MongoDB's duplicate key error for ix and doc: the message
- * and {keyPattern, keyValue}; on a collated index, as mongod 8.0's, the
- * message names the collation and string components are the hex of their
- * collation key, in the message and in keyValue, and {collation} follows.
- */
-static int
-dup_key_error(mf_coll_t *c, mf_index_t *ix, const bson_t *doc, mf_error_t *err)
+int
+mf_coll_dup_key_error(mf_coll_t *c, mf_index_t *ix, const bson_t *doc, mf_error_t *err)
 {
     bson_t kv, kp, spec = BSON_INITIALIZER;
     char text[400], val[300], coll_text[400] = "";
@@ -141,7 +135,7 @@ index_probe_unique(mf_coll_t *c, mf_index_t *ix, mf_cur_t *cur, const mf_keystri
         if (klen < key->len || memcmp(k, key->data, key->len) != 0)
             break;
         if (klen == key->len + 8 && mf_ks_read_recordid(k, klen) != rid)
-            return dup_key_error(c, ix, doc, err);
+            return mf_coll_dup_key_error(c, ix, doc, err);
         ret = mf_cur_next(cur);
     }
     if (ret == 0 || ret == MF_NOTFOUND)
@@ -178,7 +172,7 @@ index_put_key(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, mf_cur_t *cur, mf_keys
                 if (vlen == 8 && rid_from_be(v) == rid)
                     return 0;
             }
-            return dup_key_error(c, ix, doc, err);
+            return mf_coll_dup_key_error(c, ix, doc, err);
         }
     } else {
         size_t base = key->len;

@@ -208,6 +208,15 @@ int mf_coll_find_id(mf_sess_t *s, mf_coll_t *c, const bson_value_t *idv, int64_t
 int mf_coll_fetch(mf_sess_t *s, mf_coll_t *c, int64_t rid, bson_t *out, mf_error_t *err) MF_WUR;
 
 /*
+ * mf_coll_dup_key_error: fills err with MongoDB's duplicate key error for
+ * index ix of c and doc: the message and {keyPattern, keyValue}; on a
+ * collated index, as mongod 8.0's, the message names the collation and
+ * string components are the hex of their collation key, in the message and
+ * in keyValue, and {collation} follows. Returns -1.
+ */
+int mf_coll_dup_key_error(mf_coll_t *c, mf_index_t *ix, const bson_t *doc, mf_error_t *err);
+
+/*
  * mf_coll_validate: schema validation (collection option validator). newdoc
  * is the document about to be written; olddoc the one it replaces (NULL for
  * an insert or upsert). Returns 0 when the write may proceed: no validator,

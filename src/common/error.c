@@ -63,6 +63,19 @@ mf_err_set_info(mf_error_t *err, const uint8_t *doc, uint32_t len)
     err->info_len = len;
 }
 
+int
+mf_err_context(mf_error_t *err, const char *context)
+{
+    char msg[sizeof(err->msg)];
+    uint8_t info[sizeof(err->info)];
+    uint32_t info_len = err->info_len;
+    memcpy(msg, err->msg, sizeof(msg));
+    memcpy(info, err->info, info_len);
+    mf_err_set(err, err->code, "%s :: caused by :: %s", context, msg);
+    mf_err_set_info(err, info, info_len);
+    return -1;
+}
+
 bool
 mf_err_is_interruption(int code)
 {

@@ -750,6 +750,12 @@ int mf_err_write_conflict(mf_error_t *err);
 /* mf_err_set_info: attaches the fields of doc (bson bytes) to err; dropped if too large. */
 void mf_err_set_info(mf_error_t *err, const uint8_t *doc, uint32_t len);
 
+/*
+ * mf_err_context: mongod's Status::withContext: err's message becomes
+ * "<context> :: caused by :: <message>", its code and info kept. Returns -1.
+ */
+int mf_err_context(mf_error_t *err, const char *context);
+
 /* mf_err_clear: reset err to "no error". */
 void mf_err_clear(mf_error_t *err);
 

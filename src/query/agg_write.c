@@ -68,6 +68,8 @@ out_insert_item(void *arg, size_t i, mf_error_t *err)
     return ret;
 }
 
+static mf_index_t *on_index(const mf_coll_t *c, const char *const *on, int n);
+
 /* merge_find: the record of x->c matching doc on the 'on' fields; 0 found, MF_NOTFOUND, or -1 / MF_CONFLICT. */
 static int
 merge_find(out_ctx_t *x, const bson_t *doc, int64_t *rid, mf_error_t *err)
@@ -140,11 +142,13 @@ merge_item(void *arg, size_t i, mf_error_t *err)
     if (strcmp(x->when_matched, "keepExisting") == 0)
         return 0;
     if (strcmp(x->when_matched, "fail") == 0) {
-        char *js = bson_as_relaxed_extended_json(doc, NULL);
-        mf_err_set(err, MF_E_DuplicateKey, "E11000 duplicate key error collection: %s.%s: $merge found a matching "
-                   "document for %s", x->c->db, x->c->name, js ? js : "");
-        bson_free(js);
-        return -1;
+        /* As mongod: the insert's duplicate key on the `on` fields' unique index, with $merge's context. */
+        mf_index_t *ix = on_index(x->c, x->on, x->non);
+        if (ix != NULL)
+            mf_coll_dup_key_error(x->c, ix, doc, err);
+        else
+            mf_err_set(err, MF_E_DuplicateKey, "E11000 duplicate key error collection: %s.%s", x->c->db, x->c->name);
+        return mf_err_context(err, "$merge failed due to a DuplicateKey error");
     }
     bson_t old, neu = BSON_INITIALIZER;
     bson_value_t oid, nid;
@@ -341,12 +345,13 @@ out:
 }
 
 /*
- * unique_index_on: whether c (NULL: none yet) has a ready unique index,
- * not partial, whose key fields are exactly the n fields of on, in any
- * order (mongod's $merge supportsUniqueKey). Catalog lock held.
+ * on_index: c's (NULL: none yet) ready unique index, not partial, whose key
+ * fields are exactly the n fields of on, in any order (mongod's $merge
+ * supportsUniqueKey; the _id index for on: ["_id"]); NULL when none.
+ * Catalog lock held; valid while it is.
  */
-static bool
-unique_index_on(const mf_coll_t *c, const char *const *on, int n)
+static mf_index_t *
+on_index(const mf_coll_t *c, const char *const *on, int n)
 {
     for (int k = 0; c != NULL && k < c->nindexes; k++) {
         const mf_index_t *ix = c->indexes[k];
@@ -364,9 +369,9 @@ unique_index_on(const mf_coll_t *c, const char *const *on, int n)
             nkeys++;
         }
         if (all && nkeys == n)
-            return true;
+            return c->indexes[k];
     }
-    return false;
+    return NULL;
 }
 
 /* merge_begin: parses the $merge spec; checks the target and its `on` index; creates the target if needed. */
@@ -406,7 +411,7 @@ merge_begin(mf_agg_writer_t *wr, mf_error_t *err)
         mf_catalog_unlock(wr->cat);
         return -1;
     }
-    if (!(x->non == 1 && strcmp(x->on[0], "_id") == 0) && !unique_index_on(target, x->on, x->non)) {
+    if (!(x->non == 1 && strcmp(x->on[0], "_id") == 0) && on_index(target, x->on, x->non) == NULL) {
         /* As mongod: `on` other than _id needs a unique index on exactly those fields, to match one document. */
         mf_err_set(err, MF_E_Location51183, "Cannot find index to verify that join fields will be unique");
         mf_catalog_unlock(wr->cat);

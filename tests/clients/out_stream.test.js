@@ -95,6 +95,22 @@ h.test('$out and $merge write only documents the target\'s validator accepts (12
   assert.deepEqual(await db.collection('val2').find().sort({ _id: 1 }).toArray(), [{ _id: 1, v: 1 }, { _id: 2, v: 2 }, { _id: 3, v: 'fine' }]);
 });
 
+h.test('$merge whenMatched: "fail" answers mongod\'s duplicate key error with $merge\'s context, keyPattern and keyValue, on _id and on a unique field', async () => {
+  const db = srv.freshDb('os_mfail');
+  await db.collection('t').insertMany([{ _id: 1, k: 'a' }]);
+  await db.collection('t').createIndex({ k: 1 }, { unique: true });
+  const src = db.collection('s');
+  await src.insertMany([{ _id: 1, k: 'b' }, { _id: 2, k: 'a' }]);
+  const e1 = await src.aggregate([{ $match: { _id: 1 } }, { $merge: { into: 't', whenMatched: 'fail' } }]).toArray().then(() => null, (e) => e);
+  assert.equal(e1.code, 11000);
+  assert.equal(e1.errmsg, `$merge failed due to a DuplicateKey error :: caused by :: E11000 duplicate key error collection: ${db.databaseName}.t index: _id_ dup key: { _id: 1 }`);
+  assert.deepEqual([e1.errorResponse.keyPattern, e1.errorResponse.keyValue], [{ _id: 1 }, { _id: 1 }]);
+  const e2 = await src.aggregate([{ $match: { _id: 2 } }, { $project: { _id: 0 } }, { $merge: { into: 't', on: 'k', whenMatched: 'fail' } }]).toArray().then(() => null, (e) => e);
+  assert.equal(e2.code, 11000);
+  assert.match(e2.errmsg, /^\$merge failed due to a DuplicateKey error :: caused by :: E11000 duplicate key error collection: \S+\.t index: k_1 dup key: \{ k: "a" \}$/);
+  assert.deepEqual(await db.collection('t').find().toArray(), [{ _id: 1, k: 'a' }], 'nothing written');
+});
+
 h.test('$merge streams into its target, and into the collection it reads (then it collects first)', async () => {
   const db = srv.freshDb('os_merge');
   const src = await filled(db, 12000, 10);
