@@ -1270,12 +1270,31 @@ static int
 read_concern_shape(mf_op_t *op, const generic_args_t *g)
 {
     bson_iter_t rc;
+    const char *level = "local";
+    bool after_ct = false, at_ct = false, after_op = false, null_after = false, null_at = false;
     if (!BSON_ITER_HOLDS_DOCUMENT(&g->rc))
         return mf_err_set(&op->err, MF_E_FailedToParse, "readConcern field should be an object");
     bson_iter_recurse(&g->rc, &rc);
     while (bson_iter_next(&rc)) {
         const char *k = bson_iter_key(&rc);
         bson_type_t t = bson_iter_type(&rc);
+        if (strcmp(k, "afterClusterTime") == 0 || strcmp(k, "atClusterTime") == 0) {
+            uint32_t ts = 1, inc = 1;
+            if (t == BSON_TYPE_TIMESTAMP)
+                bson_iter_timestamp(&rc, &ts, &inc);
+            bool null_ts = ts == 0 && inc == 0;
+            if (k[1] == 'f') {
+                after_ct = true;
+                null_after = null_ts;
+            } else {
+                at_ct = true;
+                null_at = null_ts;
+            }
+        } else if (strcmp(k, "afterOpTime") == 0) {
+            after_op = true;
+        } else if (strcmp(k, "level") == 0 && t == BSON_TYPE_UTF8) {
+            level = bson_iter_utf8(&rc, NULL);
+        }
         if (strcmp(k, "level") == 0) {
             static const char *const levels[] = {"local", "majority", "linearizable", "available", "snapshot", NULL};
             int i = 0;
@@ -1296,6 +1315,23 @@ read_concern_shape(mf_op_t *op, const generic_args_t *g)
             return mf_err_set(&op->err, MF_E_InvalidOptions, "Unrecognized option in readConcern: %s", k);
         }
     }
+    /* The combinations mongod's ReadConcernArgs::parse refuses, in its order. */
+    bool snapshot = strcmp(level, "snapshot") == 0;
+    if (after_ct && after_op)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "Can not specify both afterClusterTime and afterOpTime");
+    if (after_ct && at_ct)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "Can not specify both afterClusterTime and atClusterTime");
+    if (after_ct && strcmp(level, "majority") != 0 && strcmp(level, "local") != 0 && !snapshot)
+        return mf_err_set(&op->err, MF_E_InvalidOptions,
+                          "afterClusterTime field can be set only if level is equal to majority, local, or snapshot");
+    if (after_op && snapshot)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "afterOpTime field cannot be set if level is equal to snapshot");
+    if (at_ct && !snapshot)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "atClusterTime field can be set only if level is equal to snapshot");
+    if (null_after)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "afterClusterTime cannot be a null timestamp");
+    if (null_at)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "atClusterTime cannot be a null timestamp");
     return 0;
 }
 

@@ -386,6 +386,26 @@ h.test('a driver with serverApi {version: "1", strict: true} runs V1 commands an
   await client.close();
 });
 
+h.test('readConcern combinations mongod\'s ReadConcernArgs refuses answer 72 InvalidOptions with its messages, before anything else', async () => {
+  const db = srv.freshDb('rc_combo');
+  const T = new Timestamp({ t: 5, i: 1 });
+  const Z = new Timestamp({ t: 0, i: 0 });
+  const cases = [
+    [{ level: 'local', atClusterTime: T }, /^atClusterTime field can be set only if level is equal to snapshot$/],
+    [{ atClusterTime: T }, /^atClusterTime field can be set only if level is equal to snapshot$/],
+    [{ level: 'snapshot', afterClusterTime: T, atClusterTime: T }, /^Can not specify both afterClusterTime and atClusterTime$/],
+    [{ afterClusterTime: T, afterOpTime: { ts: T, t: 1 } }, /^Can not specify both afterClusterTime and afterOpTime$/],
+    [{ level: 'available', afterClusterTime: T }, /^afterClusterTime field can be set only if level is equal to majority, local, or snapshot$/],
+    [{ level: 'snapshot', afterOpTime: { ts: T, t: 1 } }, /^afterOpTime field cannot be set if level is equal to snapshot$/],
+    [{ level: 'majority', afterClusterTime: Z }, /^afterClusterTime cannot be a null timestamp$/],
+    [{ level: 'snapshot', atClusterTime: Z }, /^atClusterTime cannot be a null timestamp$/],
+  ];
+  for (const [readConcern, msg] of cases) {
+    const e = await h.expectCode(db.command({ find: 'c', readConcern }), 72, msg);
+    assert.equal(e.codeName, 'InvalidOptions');
+  }
+});
+
 h.test('readConcern snapshot, linearizable, afterOpTime (123) and afterClusterTime (20) are refused on a standalone', async () => {
   const db = srv.freshDb('rc');
   await db.collection('c').insertOne({ _id: 1 });
