@@ -43,8 +43,8 @@ imap_home(const imap_t *m, int64_t k)
 static ssize_t
 imap_find(const imap_t *m, int64_t k)
 {
-    if (m->cap == 0)
-        return -1;
+    if (m->cap == 0 || k == 0)
+        return -1; /* 0 marks an empty bucket, never a key: no id 0 (a client's getMore 0) may find one */
     for (size_t i = imap_home(m, k);; i = (i + 1) & (m->cap - 1)) {
         if (m->e[i].k == k)
             return (ssize_t)i;

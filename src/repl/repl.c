@@ -288,7 +288,7 @@ typedef struct {
     int64_t txn;
     int64_t ops[3]; /* inserts, updates, deletes logged so far (count_ops) */
     /*
-     * Statement tracking of an insert, update or delete (stmt_track), so a
+     * Statement tracking of an insert, update or delete (hook_stmt), so a
      * retry re-runs what did not write (mongod re-runs the statements its
      * oplog does not show). The row keeps s and e: every statement below s
      * was done (wrote, or ran and had nothing to write) except those in e,

@@ -82,6 +82,23 @@ h.test('getMore errors: wrong collection 13, wrong type 14, unknown id 43', asyn
   assert.equal(g.cursor.nextBatch.length, 8);
 });
 
+h.test('cursor id 0 is never a cursor: getMore 0 is 43 and killCursors [0] reports it not found, whatever cursors are open or were killed (found by helper-65: it read freed memory or reached another live cursor)', async () => {
+  const db = srv.freshDb('cursor0');
+  await db.collection('c').insertMany(Array.from({ length: 10 }, (_, i) => ({ _id: i })));
+  const killed = await db.command({ find: 'c', batchSize: 2 });
+  await db.command({ killCursors: 'c', cursors: [killed.cursor.id] });
+  const live = await db.command({ find: 'c', batchSize: 2 });
+  for (let i = 0; i < 3; i++) {
+    await h.expectCode(db.command({ getMore: Long.fromNumber(0), collection: 'c' }), 43);
+    const k = await db.command({ killCursors: 'c', cursors: [Long.fromNumber(0)] });
+    assert.deepEqual(k.cursorsKilled, []);
+    assert.deepEqual(k.cursorsNotFound.map(Number), [0]);
+  }
+  const g = await db.command({ getMore: cid(live.cursor.id), collection: 'c', batchSize: 2 });
+  assert.deepEqual(g.cursor.nextBatch, [{ _id: 2 }, { _id: 3 }], 'the live cursor is untouched');
+  assert.equal((await db.command({ ping: 1 })).ok, 1, 'the server is up');
+});
+
 h.test('a getMore after its collection was dropped, renamed, dropped with its database or dropped and created again fails with 175 QueryPlanKilled, not a short batch', async () => {
   // PlanExecutor restore (requires_collection_stage.cpp): "collection dropped. UUID ..." / "collection renamed from ...".
   const db = srv.freshDb('gmdrop');
