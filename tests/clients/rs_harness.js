@@ -86,10 +86,20 @@ class ReplSet {
     this.dbCounter = 0;
   }
 
+  /*
+   * A free port no member uses: neither as its client or raft port nor as a
+   * member's HTTP console port (its client port + 1000). Each port handed out
+   * reserves p + 1000 too, since it may become a client port (a raft port
+   * once landed on its own member's console port: "raft: start ... I/O error").
+   */
   async freshPort() {
     for (;;) {
       const p = await h.freePort();
-      if (!this.usedPorts.has(p)) { this.usedPorts.add(p); return p; }
+      if (!this.usedPorts.has(p) && !this.usedPorts.has(p + 1000)) {
+        this.usedPorts.add(p);
+        this.usedPorts.add(p + 1000);
+        return p;
+      }
     }
   }
 
