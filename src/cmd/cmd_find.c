@@ -409,6 +409,21 @@ get_nonneg(mf_op_t *op, const char *field, int64_t *out, bool *present, int64_t 
 }
 
 /*
+ * natural_alone: a sort or hint (what: "sort" / "hint"; NULL: none) naming
+ * $natural names nothing else, as mongod's CanonicalQuery::isValid:
+ * 2 BadValue "Cannot include '$natural' in compound sort: {...}".
+ */
+static int
+natural_alone(mf_op_t *op, const bson_t *doc, const char *what)
+{
+    char text[300];
+    if (doc == NULL || !bson_has_field(doc, "$natural") || bson_count_keys(doc) == 1)
+        return 0;
+    mf_fmt_doc(doc, text, sizeof(text));
+    return mf_err_set(&op->err, MF_E_BadValue, "Cannot include '$natural' in compound %s: %s", what, text);
+}
+
+/*
  * mf_crud_get_hint: the "hint" field of doc (a command or a statement): an index
  * name or a key pattern ({$natural: 1} included). *hint is a view into doc,
  * NULL when absent. A hint of another type is 2 BadValue.
@@ -561,8 +576,15 @@ mf_cmd_find(mf_op_t *op)
                        (long long)limit))
             return -1;
     }
-    if (mf_crud_get_hint(op, op->cmd, &hint, &hint_store) != 0)
+    if (mf_crud_get_hint(op, op->cmd, &hint, &hint_store) != 0 ||
+        natural_alone(op, has_sort ? &sort : NULL, "sort") != 0)
         return -1;
+    if (hint != NULL && hint->value_type == BSON_TYPE_DOCUMENT) {
+        bson_t h;
+        if (bson_init_static(&h, hint->value.v_doc.data, hint->value.v_doc.data_len) &&
+            natural_alone(op, &h, "hint") != 0)
+            return -1;
+    }
     atomic_fetch_add(&op->eng->op_query, 1);
 
     if ((m = mf_matcher_new(has_filter ? &filter : NULL, &op->err)) == NULL)

@@ -2648,6 +2648,20 @@ seed_query(seed_t *s, const bson_t *q, mf_error_t *err)
                             if (seed_take(s, k, bson_iter_value(&ai), err) < 0)
                                 return -1;
                         }
+                    } else if (strcmp(op, "$all") == 0 && ov->value_type == BSON_TYPE_ARRAY) {
+                        /* mongod parses $all as an AND of equalities: each one seeds (a second is 54). */
+                        bson_t arr;
+                        bson_iter_t ai, ei;
+                        bson_init_static(&arr, ov->value.v_doc.data, ov->value.v_doc.data_len);
+                        bson_iter_init(&ai, &arr);
+                        while (bson_iter_next(&ai)) {
+                            if (BSON_ITER_HOLDS_REGEX(&ai) ||
+                                (BSON_ITER_HOLDS_DOCUMENT(&ai) && bson_iter_recurse(&ai, &ei) && bson_iter_next(&ei) &&
+                                 strcmp(bson_iter_key(&ei), "$elemMatch") == 0))
+                                continue;
+                            if (seed_take(s, k, bson_iter_value(&ai), err) < 0)
+                                return -1;
+                        }
                     }
                 }
                 continue;

@@ -171,6 +171,31 @@ h.test('upsert builds the new document from equality fields of the query', async
   assert.deepEqual({ ...d, _id: undefined }, { _id: undefined, k: 'x', p: { q: 3 }, count: 1 });
 });
 
+h.test('upsert: $all seeds as an AND of equalities (jstests/sharding/upsert_sharded.js): {$all: [1]} gives x: 1, {$all: [[1]]} gives x: [1], two elements are 54', async () => {
+  const c = srv.freshDb('upsert_all').collection('c');
+  const seeded = async (q) => {
+    const r = await c.updateOne(q, { $set: { a: 1 } }, { upsert: true });
+    const d = await c.findOneAndDelete({ _id: r.upsertedId });
+    delete d._id;
+    return d;
+  };
+  assert.deepEqual(await seeded({ x: { $all: [1] } }), { x: 1, a: 1 });
+  assert.deepEqual(await seeded({ 'x.x': { $all: [1] } }), { x: { x: 1 }, a: 1 });
+  assert.deepEqual(await seeded({ x: { $all: [[1]] } }), { x: [1], a: 1 });
+  assert.deepEqual(await seeded({ x: { $all: [{ $elemMatch: { y: 1 } }] } }), { a: 1 }, '$elemMatch seeds nothing');
+  await h.expectCode(c.updateOne({ x: { $all: [1, 2] } }, { $set: { a: 1 } }, { upsert: true }), 54, /path 'x' is matched twice/);
+});
+
+h.test('$natural cannot be part of a compound sort or hint: 2 BadValue, as mongod\'s CanonicalQuery::isValid', async () => {
+  const db = srv.freshDb('natural');
+  await db.collection('c').insertOne({ a: 1 });
+  await h.expectCode(db.command({ find: 'c', sort: { $natural: 1, a: 1 } }), 2,
+    /^Cannot include '\$natural' in compound sort: \{ \$natural: 1, a: 1 \}$/);
+  await h.expectCode(db.command({ find: 'c', hint: { a: 1, $natural: 1 } }), 2,
+    /^Cannot include '\$natural' in compound hint: \{ a: 1, \$natural: 1 \}$/);
+  assert.equal((await db.command({ find: 'c', sort: { $natural: -1 } })).cursor.firstBatch.length, 1);
+});
+
 h.test('updateMany updates every match; updateOne only one', async () => {
   const c = srv.freshDb('many').collection('c');
   await c.insertMany([{ t: 1 }, { t: 1 }, { t: 1 }, { t: 2 }]);
