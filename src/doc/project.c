@@ -57,6 +57,7 @@ struct pnode {
     bool has_skip;         /* P_SLICE: [skip, limit] form */
     int64_t skip, limit;
     bool computed; /* P_INNER: the subtree holds expressions or $elemMatch */
+    bool pos_below; /* P_INNER: the subtree holds the positional leaf ("a.b.$" marks a) */
 };
 
 struct mf_projection {
@@ -265,6 +266,19 @@ parse_expression(pctx_t *c, const char *key, const bson_value_t *v, pnode_t *par
     c->has_type = true;
     c->inclusion = true;
     return add_at_path(parent, key, leaf, c->err);
+}
+
+/* Sets pos_below on n and the inner nodes above the positional leaf; whether n's subtree holds it. */
+static bool
+mark_pos_below(pnode_t *n)
+{
+    if (n->kind == P_POSITIONAL)
+        return true;
+    if (n->kind != P_INNER)
+        return false;
+    for (size_t i = 0; i < n->n; i++)
+        n->pos_below |= mark_pos_below(n->kids[i]);
+    return n->pos_below;
 }
 
 /* positional_at: the length of key without a trailing ".$", or -1 when key has no positional part. */
@@ -490,6 +504,8 @@ projection_new(const bson_t *spec, bool agg, mf_error_t *err)
     }
     p->inclusion = c.inclusion;
     p->positional = c.has_positional;
+    if (p->positional)
+        (void)mark_pos_below(p->root);
     if (!c.id_specified && p->inclusion) {
         pnode_t *id = pnode_new(P_INCLUDE);
         id->name = mf_strdup("_id");
@@ -570,6 +586,12 @@ typedef struct {
     const mf_match_details_t *details;
     mf_error_t *err;
     bool keep_score; /* a pipeline stage: the hidden text score field passes through (doc/match.h) */
+    /*
+     * The positional projection took its element from an array above its
+     * leaf (mongod applies "a.b.$" to the first array on the path): below
+     * that element the leaf includes its field whole.
+     */
+    bool pos_spent;
 } actx_t;
 
 /*
@@ -639,32 +661,50 @@ append_slice(bson_t *out, const char *key, const pnode_t *leaf, const bson_value
     bson_append_array_end(out, &dst);
 }
 
+/* Element pos of array value v into *e (a view valid while v's data is); false when pos is out of range. */
+static bool
+array_at(const bson_value_t *v, int32_t pos, bson_value_t *e)
+{
+    bson_t arr;
+    bson_iter_t it;
+    int32_t i = 0;
+    if (pos < 0)
+        return false;
+    view(v, &arr);
+    if (bson_iter_init(&it, &arr))
+        while (bson_iter_next(&it))
+            if (i++ == pos) {
+                *e = *bson_iter_value(&it);
+                return true;
+            }
+    return false;
+}
+
+/* The positional projection's match position is not in the array: 51246 as mongod. */
+static int
+positional_miss(actx_t *c)
+{
+    return mf_err_set(c->err, MF_E_Location51246,
+                      "Executor error during find command :: caused by :: positional operator '.$' couldn't find a "
+                      "matching element in the array");
+}
+
 static int
 append_positional(actx_t *c, bson_t *out, const char *key, const bson_value_t *v)
 {
-    bson_t arr, dst;
-    bson_iter_t it;
-    int32_t pos = c->details ? c->details->array_pos : -1;
-    int32_t i = 0;
+    bson_t dst;
 
     if (v->value_type != BSON_TYPE_ARRAY) {
         mf_bson_append_value(out, key, -1, v);
         return 0;
     }
-    view(v, &arr);
-    if (pos >= 0 && bson_iter_init(&it, &arr)) {
-        while (bson_iter_next(&it)) {
-            if (i++ == pos) {
-                bson_append_array_begin(out, key, -1, &dst);
-                mf_bson_append_value(&dst, "0", 1, bson_iter_value(&it));
-                bson_append_array_end(out, &dst);
-                return 0;
-            }
-        }
-    }
-    return mf_err_set(c->err, MF_E_Location51246,
-                      "Executor error during find command :: caused by :: positional operator '.$' couldn't find a "
-                      "matching element in the array");
+    bson_value_t e;
+    if (!array_at(v, c->details ? c->details->array_pos : -1, &e))
+        return positional_miss(c);
+    bson_append_array_begin(out, key, -1, &dst);
+    mf_bson_append_value(&dst, "0", 1, &e);
+    bson_append_array_end(out, &dst);
+    return 0;
 }
 
 static void
@@ -757,6 +797,25 @@ project_inner(actx_t *c, const pnode_t *node, bool inclusion, const char *key, c
         bson_append_document_end(out, &child);
         return rc;
     }
+    if (v->value_type == BSON_TYPE_ARRAY && inclusion && node->pos_below && !c->pos_spent) {
+        /* The first array on the positional path: its matched element alone, projected by the rest of the path. */
+        bson_value_t e;
+        if (!array_at(v, c->details ? c->details->array_pos : -1, &e))
+            return positional_miss(c);
+        bson_t one = BSON_INITIALIZER;
+        bson_value_t onev;
+        bson_append_value(&one, "0", 1, &e);
+        onev.value_type = BSON_TYPE_ARRAY;
+        onev.value.v_doc.data = (uint8_t *)bson_get_data(&one);
+        onev.value.v_doc.data_len = one.len;
+        c->pos_spent = true;
+        bson_append_array_begin(out, key, -1, &child);
+        rc = project_array(c, node, true, &onev, &child);
+        bson_append_array_end(out, &child);
+        c->pos_spent = false;
+        bson_destroy(&one);
+        return rc;
+    }
     if (v->value_type == BSON_TYPE_ARRAY) {
         bson_append_array_begin(out, key, -1, &child);
         rc = project_array(c, node, inclusion, v, &child);
@@ -808,7 +867,10 @@ apply_incl(actx_t *c, const pnode_t *node, const bson_t *in, bson_t *out)
                 done[ci] = true;
                 break;
             case P_POSITIONAL:
-                rc = append_positional(c, out, key, v);
+                if (c->pos_spent)
+                    mf_bson_append_value(out, key, -1, v); /* the element was chosen above (project_inner) */
+                else
+                    rc = append_positional(c, out, key, v);
                 done[ci] = true;
                 break;
             default:

@@ -506,6 +506,17 @@ h.test('projection $elemMatch and positional $', async () => {
   assert.deepEqual(await c.findOne({ 's.v': 3 }, { projection: { 's.$': 1 } }), { _id: 1, s: [{ k: 'b', v: 3 }] });
 });
 
+h.test('positional projection applies to the first array on its path, as mongod (find_projection_executor_test.cpp CorrectlyProjectsNestedArrays)', async () => {
+  // Found by helper-65: "a.b.$" sliced every a[i].b instead of choosing the matched a[i].
+  const c = srv.freshDb('projpos').collection('c');
+  await c.insertMany([{ _id: 1, a: [{ b: [1, 2] }, { b: [3, 4] }] }, { _id: 2, a: [{ b: 3, c: 1 }, { b: 1, c: 2 }] }]);
+  assert.deepEqual(await c.findOne({ _id: 1, 'a.b': 3 }, { projection: { 'a.b.$': 1, _id: 0 } }), { a: [{ b: [3, 4] }] });
+  assert.deepEqual(await c.findOne({ _id: 2, 'a.b': 1 }, { projection: { 'a.b.$': 1, _id: 0 } }), { a: [{ b: 1 }] });
+  assert.deepEqual(await c.findOne({ _id: 2, 'a.c': 2 }, { projection: { 'a.b.$': 1 } }), { _id: 2, a: [{ b: 1 }] });
+  // The array as the leaf itself still works as before.
+  assert.deepEqual(await c.findOne({ _id: 2, 'a.b': 1 }, { projection: { 'a.$': 1, _id: 0 } }), { a: [{ b: 1, c: 2 }] });
+});
+
 h.test('mixing inclusion and exclusion fails with 31254', async () => {
   const c = srv.freshDb('projmix').collection('c');
   await c.insertOne({ a: 1, b: 1 });
