@@ -52,8 +52,39 @@ index_covers(const mf_index_t *ix, const bson_t *doc)
     return ix->partial == NULL || mf_matcher_match(ix->partial, doc, NULL);
 }
 
+/*
+ * The components of key (ix's encoding of one of doc's keys) into *vals
+ * ("0", "1", ... as mf_ks_decode gives them), when they differ from what
+ * doc holds at ix's paths: one of those is an array (a multikey index's key
+ * is one element). False when doc's own values describe the key (or no
+ * key, or a collation index, whose string components are sort keys).
+ */
+static bool
+key_components(const mf_index_t *ix, const bson_t *doc, const mf_keystring_t *key, bson_t *vals)
+{
+    bool array = false;
+    if (key == NULL || ix->kp.collation != NULL)
+        return false;
+    for (int i = 0; i < ix->kp.nfields && !array; i++) {
+        bson_value_t v;
+        array = mf_path_get(doc, ix->kp.fields[i], &v) && v.value_type == BSON_TYPE_ARRAY;
+    }
+    if (!array)
+        return false;
+    size_t tblen;
+    const uint8_t *tb = mf_ks_typebits(key, &tblen);
+    mf_error_t e;
+    bson_init(vals);
+    if (mf_ks_decode_typed(key->data, key->len, tb, tblen, ix->kp.desc, ix->kp.nfields, vals, &e) != 0 ||
+        (int)bson_count_keys(vals) != ix->kp.nfields) {
+        bson_destroy(vals);
+        return false;
+    }
+    return true;
+}
+
 int
-mf_coll_dup_key_error(mf_coll_t *c, mf_index_t *ix, const bson_t *doc, mf_error_t *err)
+mf_coll_dup_key_error(mf_coll_t *c, mf_index_t *ix, const bson_t *doc, const mf_keystring_t *key, mf_error_t *err)
 {
     bson_t kv, kp, spec = BSON_INITIALIZER;
     char text[400], val[300], coll_text[400] = "";
@@ -61,12 +92,17 @@ mf_coll_dup_key_error(mf_coll_t *c, mf_index_t *ix, const bson_t *doc, mf_error_
     bson_iter_t it;
     const mf_collation_t *coll = ix->kp.collation;
 
+    bson_t comps;
+    bson_iter_t ci;
+    bool from_key = key_components(ix, doc, key, &comps) && bson_iter_init(&ci, &comps);
     bson_init(&kv);
     text[0] = '\0';
     for (int i = 0; i < ix->kp.nfields; i++) {
         bson_value_t v;
         bson_value_t nullv = {.value_type = BSON_TYPE_NULL};
-        if (!mf_path_get(doc, ix->kp.fields[i], &v))
+        if (from_key) /* the array element that collided, not the whole array */
+            v = bson_iter_next(&ci) ? *bson_iter_value(&ci) : nullv;
+        else if (!mf_path_get(doc, ix->kp.fields[i], &v))
             v = nullv;
         if (coll != NULL && v.value_type == BSON_TYPE_UTF8) {
             char *hex = mf_collation_key_hex(coll, v.value.v_utf8.str, v.value.v_utf8.len);
@@ -104,6 +140,8 @@ mf_coll_dup_key_error(mf_coll_t *c, mf_index_t *ix, const bson_t *doc, mf_error_
     bson_destroy(&info);
     bson_destroy(&kv);
     bson_destroy(&spec);
+    if (from_key)
+        bson_destroy(&comps);
     return -1;
 }
 
@@ -135,7 +173,7 @@ index_probe_unique(mf_coll_t *c, mf_index_t *ix, mf_cur_t *cur, const mf_keystri
         if (klen < key->len || memcmp(k, key->data, key->len) != 0)
             break;
         if (klen == key->len + 8 && mf_ks_read_recordid(k, klen) != rid)
-            return mf_coll_dup_key_error(c, ix, doc, err);
+            return mf_coll_dup_key_error(c, ix, doc, key, err);
         ret = mf_cur_next(cur);
     }
     if (ret == 0 || ret == MF_NOTFOUND)
@@ -172,7 +210,7 @@ index_put_key(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, mf_cur_t *cur, mf_keys
                 if (vlen == 8 && rid_from_be(v) == rid)
                     return 0;
             }
-            return mf_coll_dup_key_error(c, ix, doc, err);
+            return mf_coll_dup_key_error(c, ix, doc, key, err);
         }
     } else {
         size_t base = key->len;

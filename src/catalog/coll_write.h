@@ -212,9 +212,13 @@ int mf_coll_fetch(mf_sess_t *s, mf_coll_t *c, int64_t rid, bson_t *out, mf_error
  * index ix of c and doc: the message and {keyPattern, keyValue}; on a
  * collated index, as mongod 8.0's, the message names the collation and
  * string components are the hex of their collation key, in the message and
- * in keyValue, and {collation} follows. Returns -1.
+ * in keyValue, and {collation} follows. key (NULL: none) is the key that
+ * collided: when doc holds an array at one of ix's paths, the message and
+ * keyValue show that key's element, as mongod, not the whole array.
+ * Returns -1.
  */
-int mf_coll_dup_key_error(mf_coll_t *c, mf_index_t *ix, const bson_t *doc, mf_error_t *err);
+int mf_coll_dup_key_error(mf_coll_t *c, mf_index_t *ix, const bson_t *doc, const mf_keystring_t *key,
+                          mf_error_t *err);
 
 /*
  * mf_coll_validate: schema validation (collection option validator). newdoc

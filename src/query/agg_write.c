@@ -145,7 +145,7 @@ merge_item(void *arg, size_t i, mf_error_t *err)
         /* As mongod: the insert's duplicate key on the `on` fields' unique index, with $merge's context. */
         mf_index_t *ix = on_index(x->c, x->on, x->non);
         if (ix != NULL)
-            mf_coll_dup_key_error(x->c, ix, doc, err);
+            mf_coll_dup_key_error(x->c, ix, doc, NULL, err);
         else
             mf_err_set(err, MF_E_DuplicateKey, "E11000 duplicate key error collection: %s.%s", x->c->db, x->c->name);
         return mf_err_context(err, "$merge failed due to a DuplicateKey error");

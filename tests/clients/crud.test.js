@@ -128,6 +128,26 @@ h.test('raw insert reply carries writeErrors with index, code, errmsg, keyPatter
     `E11000 duplicate key error collection: ${db.databaseName}.c index: _id_ dup key: { _id: "a" }`);
 });
 
+h.test('a duplicate on a unique multikey index names the element that collided, not the whole array (found by helper-65)', async () => {
+  const db = srv.freshDb('dupmk');
+  const c = db.collection('c');
+  await c.createIndex({ a: 1 }, { unique: true });
+  await c.insertOne({ _id: 1, a: 2 });
+  const e = await h.expectCode(c.insertOne({ _id: 2, a: [5, 2] }), 11000);
+  assert.equal(e.errmsg, `E11000 duplicate key error collection: ${db.databaseName}.c index: a_1 dup key: { a: 2 }`);
+  assert.deepEqual(e.keyValue, { a: 2 });
+  const d = db.collection('d');
+  await d.createIndex({ a: 1, b: -1 }, { unique: true });
+  await d.insertOne({ a: 'x', b: 1 });
+  const e2 = await h.expectCode(d.insertOne({ a: ['w', 'x'], b: 1 }), 11000);
+  assert.match(e2.errmsg, /index: a_1_b_-1 dup key: \{ a: "x", b: 1 \}$/);
+  assert.deepEqual(e2.keyValue, { a: 'x', b: 1 });
+  // An update adding the colliding element reports it too.
+  await c.insertOne({ _id: 3, a: [7] });
+  const e3 = await h.expectCode(c.updateOne({ _id: 3 }, { $push: { a: 2 } }), 11000);
+  assert.deepEqual(e3.keyValue, { a: 2 });
+});
+
 h.test('duplicate on a unique secondary index names that index', async () => {
   const db = srv.freshDb('dupsec');
   const c = db.collection('c');
