@@ -525,6 +525,10 @@ cmd_create(mf_op_t *op)
             return -1;
         }
     }
+    if (mf_op_has(op, "pipeline") && !mf_op_has(op, "viewOn")) {
+        bson_destroy(&opts);
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "'pipeline' requires 'viewOn' to also be specified");
+    }
     if (clustered && bson_has_field(&opts, "viewOn")) {
         bson_destroy(&opts);
         return mf_err_set(&op->err, MF_E_Location6026500, "The 'clusteredIndex' option is not supported with views");

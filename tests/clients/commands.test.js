@@ -307,6 +307,13 @@ h.test('index filter commands refuse bad arguments as mongod does', async () => 
   await h.expectCode(db.command({ planCacheListFilters: 5 }), 73);
 });
 
+h.test('create with a pipeline but no viewOn is 72 InvalidOptions, as mongod\'s create command (found by helper-65)', async () => {
+  const db = srv.freshDb('pipe_noview');
+  await h.expectCode(db.command({ create: 'x', pipeline: [] }), 72, /^'pipeline' requires 'viewOn' to also be specified$/);
+  const names = (await db.listCollections().toArray()).map((c) => c.name);
+  assert.deepEqual(names, [], 'nothing created');
+});
+
 // ---------- validateDBMetadata ----------
 
 h.test('validateDBMetadata reports indexes and views outside API version 1', async () => {
