@@ -244,8 +244,7 @@ note_insert_error(void *arg, size_t index, const mf_error_t *err)
     ie->failed[index] = true;
     ie->errs[index] = *err;
     /* Told now, before the group's next commit, so its session row places that commit after this op. */
-    if (!mf_err_is_interruption(err->code))
-        mf_crud_stmt_note(ie->op, ie->from + index, MF_STMT_FAILED);
+    mf_crud_stmt_failed(ie->op, ie->from + index, err);
 }
 
 /*
@@ -283,8 +282,7 @@ run_inserts(bw_state_t *st, const bw_op_t *ops, size_t from, size_t to, const bw
     for (size_t i = 0; i < n && go_on; i++) {
         if (rc != 0 && i >= (size_t)inserted) {
             /* The whole insert failed (a view, a failed creation): what did not commit carries its error. */
-            if (!mf_err_is_interruption(e.code))
-                mf_crud_stmt_note(op, from + i, MF_STMT_FAILED);
+            mf_crud_stmt_failed(op, from + i, &e);
             go_on = op_failed(st, from + i, &e, ordered);
         } else if (ie.failed[i]) {
             go_on = op_failed(st, from + i, &ie.errs[i], ordered);
@@ -332,8 +330,7 @@ run_update(bw_state_t *st, size_t idx, const bw_op_t *o, const bw_ns_t *ns, bool
     if (r != 0) {
         if (res.upserted)
             bson_value_destroy(&res.upserted_id);
-        if (!mf_err_is_interruption(e.code))
-            mf_crud_stmt_note(op, idx, MF_STMT_FAILED);
+        mf_crud_stmt_failed(op, idx, &e);
         return op_failed(st, idx, &e, ordered);
     }
     if (res.upserted)
@@ -369,8 +366,7 @@ run_delete(bw_state_t *st, size_t idx, const bw_op_t *o, const bw_ns_t *ns, bool
         atomic_fetch_add(&op->eng->batched_deletes_batches, res.batches);
     }
     if (r != 0) {
-        if (!mf_err_is_interruption(e.code))
-            mf_crud_stmt_note(op, idx, MF_STMT_FAILED);
+        mf_crud_stmt_failed(op, idx, &e);
         return op_failed(st, idx, &e, ordered);
     }
     push_ok(st, idx, res.deleted, 0, false, NULL);

@@ -166,6 +166,13 @@ mf_crud_stmt_note(mf_op_t *op, size_t i, mf_stmt_event_t what)
         eng->repl->stmt(eng->repl_arg, (int64_t)i, what);
 }
 
+void
+mf_crud_stmt_failed(mf_op_t *op, size_t i, const mf_error_t *err)
+{
+    if (!mf_err_is_interruption(err->code))
+        mf_crud_stmt_note(op, i, MF_STMT_FAILED);
+}
+
 bool
 mf_crud_stmt_done(const mf_op_t *op, size_t i)
 {

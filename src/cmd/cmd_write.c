@@ -115,7 +115,7 @@ append_insert_error(void *arg, size_t index, const mf_error_t *err)
 {
     insert_errors_t *ie = arg;
     size_t i = ie->orig != NULL ? ie->orig[index] : index;
-    mf_crud_stmt_note(ie->op, i, MF_STMT_FAILED);
+    mf_crud_stmt_failed(ie->op, i, err);
     mf_crud_append_write_error(&ie->we.arr, &ie->we.n, i, err);
 }
 
@@ -233,7 +233,7 @@ mf_cmd_update(mf_op_t *op)
             return -1;
         }
         if (r != 0) {
-            mf_crud_stmt_note(op, i, MF_STMT_FAILED);
+            mf_crud_stmt_failed(op, i, &e);
             mf_crud_append_write_error(&errs, &nerr, i, &e);
             if (ordered)
                 break;
@@ -307,7 +307,7 @@ mf_cmd_delete(mf_op_t *op)
             return -1;
         }
         if (r != 0) {
-            mf_crud_stmt_note(op, i, MF_STMT_FAILED);
+            mf_crud_stmt_failed(op, i, &e);
             mf_crud_append_write_error(&errs, &nerr, i, &e);
             if (ordered)
                 break;

@@ -55,6 +55,12 @@ int mf_crud_get_ordered(mf_op_t *op, bool *ordered);
  * so the handler skips it.
  */
 void mf_crud_stmt_note(mf_op_t *op, size_t i, mf_stmt_event_t what);
+/*
+ * mf_crud_stmt_failed: statement i failed with err without writing: noted
+ * MF_STMT_FAILED, unless err is an interruption, which fails the whole
+ * command (a retry runs it again from the row's s).
+ */
+void mf_crud_stmt_failed(mf_op_t *op, size_t i, const mf_error_t *err);
 bool mf_crud_stmt_done(const mf_op_t *op, size_t i);
 /*
  * mf_crud_check_write_ns: mongod's userAllowedWriteNS / userAllowedCreateNS
