@@ -114,6 +114,34 @@ async function massExpiryBesideClient(client, pid, dbName, onLowered = null, sam
   return seen;
 }
 
+/*
+ * The monitor decides about the group only while it sees the client's
+ * requests between the expiry's batches and has a 100 ms look to take; on
+ * a loaded machine (or beside busy programs, which take the client's CPU
+ * too) a whole expiry can end before that, and a machine kept busy by
+ * something else makes the monitor decline (and hold off for 10 s,
+ * GROUP_HOLD_MS). So the expiry is repeated, up to `tries` times, until
+ * decided(metrics.ttl) holds, waiting out the hold after a decline; every
+ * try's nice values go through check(seen, t), and onLowered and docs go to
+ * massExpiryBesideClient. Returns the metrics and the
+ * nice values of the last try, the deciding one unless none decided (the
+ * caller's assertions then fail).
+ */
+async function expireUntilDecided(client, pid, dbName, decided,
+  { check = () => {}, onLowered = null, docs = DOCS, tries = 4 } = {}) {
+  let m = await ttlMetrics(client), seen;
+  for (let t = 1; t <= tries; t++) {
+    const declined = m.groupDeclined;
+    seen = await massExpiryBesideClient(client, pid, `${dbName}_${t}`, onLowered, groupNice, docs);
+    check(seen, t);
+    m = await ttlMetrics(client);
+    if (decided(m) || t === tries) break;
+    console.log(`D9 ${dbName}: try ${t} did not decide: ${JSON.stringify(m)}`);
+    if (m.groupDeclined > declined) await h.sleep(10500);
+  }
+  return { m, seen };
+}
+
 h.test('D9: ttlMonitorGroupNice defaults to 19 (a mass expiry beside a client lowers the group) and accepts 0-19 only',
   { skip: !HAVE_AUTOGROUP && 'no autogroups', timeout: 180000 }, async () => {
   const server = new h.MayflyServer({ wrapper: ['setsid'], args: ['--setParameter', 'ttlMonitorBatchDocs=100'] });
@@ -124,9 +152,9 @@ h.test('D9: ttlMonitorGroupNice defaults to 19 (a mass expiry beside a client lo
   try {
     const admin = s.client.db('admin');
     assert.equal((await admin.command({ getParameter: 1, ttlMonitorGroupNice: 1 })).ttlMonitorGroupNice, 19);
-    const seen = await massExpiryBesideClient(s.client, server.pid, 'grp_default');
+    const { m, seen } = await expireUntilDecided(s.client, server.pid, 'grp_default', (mt) => mt.groupLowerings >= 1);
+    assert.ok(m.groupLowerings >= 1, `lowered: ${JSON.stringify(m)}`);
     assert.ok(seen.has(19), `on by default: the kernel showed nice 19 during the expiry (seen ${[...seen]})`);
-    assert.ok((await ttlMetrics(s.client)).groupLowerings >= 1);
     await waitFor(async () => groupNice(server.pid) === 0 && !(await ttlMetrics(s.client)).groupLowered,
       'the group is put back once the expiry is over');
     await h.expectCode(admin.command({ setParameter: 1, ttlMonitorGroupNice: 20 }), [2]);
@@ -144,8 +172,7 @@ h.test('D9: a mass expiry beside a client lowers the group of a server leading i
     try {
       const pid = s.server.pid;
       assert.equal(groupNice(pid), 0, 'the new session starts at nice 0');
-      const seen = await massExpiryBesideClient(s.client, pid, 'grp_on');
-      const m = await ttlMetrics(s.client);
+      const { m, seen } = await expireUntilDecided(s.client, pid, 'grp_on', (mt) => mt.groupLowerings >= 1);
       assert.ok(m.groupLowerings >= 1, `lowered at least once: ${JSON.stringify(m)}`);
       assert.ok(seen.has(19), `the kernel showed nice 19 during the expiry (seen ${[...seen]})`);
       await waitFor(async () => groupNice(pid) === 0 && !(await ttlMetrics(s.client)).groupLowered,
@@ -213,11 +240,11 @@ h.test('D9: beside busy programs the group is left alone',
     try {
       await h.sleep(200);
       const pid = s.server.pid;
-      const seen = await massExpiryBesideClient(s.client, pid, 'grp_declined');
-      const m = await ttlMetrics(s.client);
+      const { m } = await expireUntilDecided(s.client, pid, 'grp_declined',
+        (mt) => mt.groupDeclined + mt.groupLowerings >= 1,
+        { check: (seen, t) => assert.deepEqual([...seen], [0], `try ${t}: the group stays at nice 0`) });
       assert.ok(m.groupDeclined >= 1, `declined: ${JSON.stringify(m)}`);
       assert.equal(m.groupLowerings, 0, `never lowered: ${JSON.stringify(m)}`);
-      assert.deepEqual([...seen], [0]);
     } finally {
       for (const b of busy) b.kill('SIGKILL');
       await stop(s);
@@ -236,11 +263,13 @@ h.test('D9: busy programs that turn up once the group is lowered starve the expi
     try {
       await waitFor(async () => busy.every((b) => procState(b.pid) === 'T'), 'the busy programs are up and stopped');
       const pid = s.server.pid;
-      await massExpiryBesideClient(s.client, pid, 'grp_starved', () => {
-        woken = true;
-        for (const b of busy) b.kill('SIGCONT');
-      }, groupNice, 4 * DOCS);
-      const m = await ttlMetrics(s.client);
+      const { m } = await expireUntilDecided(s.client, pid, 'grp_starved', () => woken, {
+        onLowered: () => {
+          woken = true;
+          for (const b of busy) b.kill('SIGCONT');
+        },
+        docs: 4 * DOCS,
+      });
       assert.ok(woken, 'the group was lowered before the expiry ended');
       assert.ok(m.groupLowerings >= 1, `lowered: ${JSON.stringify(m)}`);
       assert.ok(m.groupStarved >= 1, `put back because the expiry starved: ${JSON.stringify(m)}`);
