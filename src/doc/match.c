@@ -1673,16 +1673,18 @@ traverses(kind_t k)
     return k >= K_EQ && k <= K_GEO;
 }
 
-/* leaf_at: tests a reached value, then (if allowed) its array elements; *pos = element index. */
+/*
+ * leaf_at: tests a reached value; a reached array (where allowed) element by
+ * element first and then as a whole, in mongod's order (BSONElementIterator
+ * gives the array itself last), so that the position a positional
+ * projection or update uses (*pos, the element's index) is the first
+ * element that matched even when the whole array matches too.
+ */
 static bool
 leaf_at(const node_t *n, const bson_value_t *v, bool traverse, int32_t *pos)
 {
     int32_t p = -1;
 
-    if (single(n, v, &p)) {
-        *pos = p;
-        return true;
-    }
     if (traverse && v != NULL && v->value_type == BSON_TYPE_ARRAY && traverses(n->kind)) {
         bson_iter_t it;
         int32_t i = 0;
@@ -1695,6 +1697,10 @@ leaf_at(const node_t *n, const bson_value_t *v, bool traverse, int32_t *pos)
             }
             i++;
         }
+    }
+    if (single(n, v, &p)) {
+        *pos = p;
+        return true;
     }
     return false;
 }

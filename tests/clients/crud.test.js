@@ -537,6 +537,21 @@ h.test('positional projection applies to the first array on its path, as mongod 
   assert.deepEqual(await c.findOne({ _id: 2, 'a.b': 1 }, { projection: { 'a.$': 1, _id: 0 } }), { a: [{ b: 1, c: 2 }] });
 });
 
+h.test('the positional $ is the first element that matched even where the whole array matches too, as mongod (BSONElementIterator gives the array itself last)', async () => {
+  // Found by helper-65: {a: {$gt: [2]}} on [[1, 2], [3, 4]] matched the whole array first (an array sorts
+  // above the number 2) and so recorded no element: the projection failed with 51246, the update with 2.
+  const c = srv.freshDb('posorder').collection('c');
+  await c.insertMany([{ _id: 1, a: [[1, 2], [3, 4]] }, { _id: 2, a: [5, 6] }]);
+  assert.deepEqual(await c.findOne({ _id: 1, a: { $gt: [2] } }, { projection: { 'a.$': 1 } }), { _id: 1, a: [[3, 4]] });
+  // Only the whole array matches: no element to project, 51246 as mongod.
+  await h.expectCode(c.findOne({ _id: 2, a: { $gt: [2] } }, { projection: { 'a.$': 1 } }), 51246);
+  await c.updateOne({ _id: 1, a: { $gt: [2] } }, { $set: { 'a.$': 'x' } });
+  assert.deepEqual(await c.findOne({ _id: 1 }), { _id: 1, a: [[1, 2], 'x'] });
+  // An equality on the whole array still matches it (and finds no element).
+  assert.equal(await c.countDocuments({ a: [5, 6] }), 1);
+  assert.equal(await c.countDocuments({ _id: 2, a: { $gte: [5, 6] } }), 1);
+});
+
 h.test('mixing inclusion and exclusion fails with 31254', async () => {
   const c = srv.freshDb('projmix').collection('c');
   await c.insertOne({ a: 1, b: 1 });
