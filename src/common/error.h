@@ -425,6 +425,7 @@
     X(5414201, Location5414201)                                                \
     X(7429703, Location7429703)                                                \
     X(7436100, Location7436100)                                                \
+    X(7472500, Location7472500)                                                \
     X(7750300, Location7750300)                                                \
     X(7750302, Location7750302)                                                \
     X(7750303, Location7750303)                                                \

@@ -194,3 +194,32 @@ mf_path_walk_leaves(const bson_t *doc, const char *path, mf_path_leaf_fn visit, 
     leaf_ctx_t x = {visit, arg, false};
     mf_path_walk(doc, path, leaf_visit, &x);
 }
+
+/* The '$'-prefixed components FieldPath accepts: DBRef's, and the metadata fields mongod itself writes. */
+static const char *const dollar_ok[] = {"$id", "$ref", "$db", "$sortKey", "$recordId", "$searchSortValues", "$searchScore"};
+
+int
+mf_field_path_check(const char *path, mf_error_t *err)
+{
+    size_t len = strlen(path);
+
+    if (len == 0)
+        return mf_err_set(err, MF_E_Location40352, "FieldPath cannot be constructed with empty string");
+    if (path[len - 1] == '.')
+        return mf_err_set(err, MF_E_Location40353, "FieldPath must not end with a '.'.");
+    for (const char *c = path;;) {
+        const char *dot = strchr(c, '.');
+        size_t clen = dot ? (size_t)(dot - c) : strlen(c);
+        bool allowed = false;
+        if (clen == 0)
+            return mf_err_set(err, MF_E_Location15998, "FieldPath field names may not be empty strings.");
+        for (size_t i = 0; c[0] == '$' && i < sizeof(dollar_ok) / sizeof(dollar_ok[0]) && !allowed; i++)
+            allowed = strlen(dollar_ok[i]) == clen && memcmp(dollar_ok[i], c, clen) == 0;
+        if (c[0] == '$' && !allowed)
+            return mf_err_set(err, MF_E_Location16410,
+                              "FieldPath field names may not start with '$'. Consider using $getField or $setField.");
+        if (dot == NULL)
+            return 0;
+        c = dot + 1;
+    }
+}

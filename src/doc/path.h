@@ -17,6 +17,7 @@
 #define MF_PATH_H
 
 #include <bson/bson.h>
+#include "common/error.h"
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -47,5 +48,14 @@ void mf_path_walk_leaves(const bson_t *doc, const char *path, mf_path_leaf_fn vi
  * arrays). Returns false if absent. *out points into doc.
  */
 bool mf_path_get(const bson_t *doc, const char *path, bson_value_t *out);
+
+/*
+ * mf_field_path_check: mongod's FieldPath rules for a field path a stage,
+ * sort or projection names (not a query filter's path, which may hold
+ * anything): 40352 empty, 40353 a trailing '.', 15998 an empty component,
+ * 16410 a component starting with '$' other than the few mongod allows
+ * ($id, $ref, $db and its metadata names). Returns 0, or -1 with err.
+ */
+int mf_field_path_check(const char *path, mf_error_t *err);
 
 #endif /* MF_PATH_H */

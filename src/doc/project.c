@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "doc/expr.h"
+#include "doc/path.h"
 #include "doc/value.h"
 
 typedef enum { P_INNER, P_INCLUDE, P_EXCLUDE, P_EXPR, P_SLICE, P_ELEMMATCH, P_POSITIONAL, P_META } pkind_t;
@@ -124,28 +125,6 @@ pnode_add(pnode_t *parent, pnode_t *kid)
     parent->kids[parent->n++] = kid;
 }
 
-/* check_path: MongoDB's FieldPath rules for each component of path. */
-static int
-check_path(const char *path, mf_error_t *err)
-{
-    const char *p = path;
-
-    if (*path == '\0')
-        return mf_err_set(err, MF_E_Location40352, "FieldPath cannot be constructed with empty string");
-    for (;;) {
-        const char *dot = strchr(p, '.');
-        size_t len = dot ? (size_t)(dot - p) : strlen(p);
-        if (len == 0)
-            return mf_err_set(err, MF_E_Location15998, "FieldPath field names may not be empty strings.");
-        if (p[0] == '$')
-            return mf_err_set(err, MF_E_Location16410, "FieldPath field names may not start with '$'. Consider using "
-                                                       "$getField or $setField.");
-        if (!dot)
-            return 0;
-        p = dot + 1;
-    }
-}
-
 /* add_at_path: places leaf (taking ownership) at the dotted path under parent. */
 static int
 add_at_path(pnode_t *parent, const char *path, pnode_t *leaf, mf_error_t *err)
@@ -154,7 +133,7 @@ add_at_path(pnode_t *parent, const char *path, pnode_t *leaf, mf_error_t *err)
     pnode_t *cur = parent;
     const char *first_dot = strchr(path, '.');
 
-    if (check_path(path, err) < 0) {
+    if (mf_field_path_check(path, err) < 0) {
         pnode_free(leaf);
         return -1;
     }

@@ -44,6 +44,43 @@ mf_sort_uses_text_score(const mf_sort_t *s)
 
 static const char kBadOrder[] = "$sort key ordering must be 1 (for ascending) or -1 (for descending)";
 
+static int
+path_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * duplicate_path: true (with mongod's 7472500) when two fields of s name the
+ * same path. A short spec is checked in order (the first repeat is the one
+ * named, as mongod's); a long one by sorting its paths, so a hostile spec of
+ * many keys costs n log n.
+ */
+static bool
+duplicate_path(const mf_sort_t *s, mf_error_t *err)
+{
+    const char *dup = NULL;
+    const char **v;
+
+    if (s->n <= 32) {
+        for (size_t i = 1; i < s->n && dup == NULL; i++)
+            for (size_t j = 0; j < i && dup == NULL; j++)
+                if (strcmp(s->fields[i].path, MF_TEXT_SCORE_FIELD) != 0 && strcmp(s->fields[i].path, s->fields[j].path) == 0)
+                    dup = s->fields[i].path;
+    } else if ((v = mf_calloc(s->n, sizeof(*v))) != NULL) {
+        for (size_t i = 0; i < s->n; i++)
+            v[i] = s->fields[i].path;
+        qsort(v, s->n, sizeof(*v), path_cmp);
+        for (size_t i = 1; i < s->n && dup == NULL; i++)
+            if (strcmp(v[i], v[i - 1]) == 0 && strcmp(v[i], MF_TEXT_SCORE_FIELD) != 0)
+                dup = v[i];
+        free(v);
+    }
+    if (dup != NULL)
+        mf_err_set(err, MF_E_Location7472500, "$sort key must not contain duplicate keys (duplicate: '%s')", dup);
+    return dup != NULL;
+}
+
 mf_sort_t *
 mf_sort_new(const bson_t *spec, mf_error_t *err)
 {
@@ -116,14 +153,17 @@ mf_sort_new(const bson_t *spec, mf_error_t *err)
             mf_err_set(err, MF_E_Location15975, "%s", kBadOrder);
             return NULL;
         }
-        if (bson_iter_key_len(&it) == 0) {
+        if (mf_field_path_check(bson_iter_key(&it), err) < 0) {
             mf_sort_free(s);
-            mf_err_set(err, MF_E_BadValue, "FieldPath cannot be constructed with empty string");
             return NULL;
         }
         s->fields[s->n].path = bson_strdup(bson_iter_key(&it));
         s->fields[s->n].dir = (int)d;
         s->n++;
+    }
+    if (duplicate_path(s, err)) {
+        mf_sort_free(s);
+        return NULL;
     }
     return s;
 }

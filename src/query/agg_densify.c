@@ -77,6 +77,7 @@
 #include "common/curop.h"
 #include "doc/collation.h"
 #include "doc/expr.h"
+#include "doc/path.h"
 #include "doc/tz.h"
 #include "doc/value.h"
 
@@ -105,25 +106,6 @@ struct mf_densify {
 /* ------------------------------------------------------------------------ */
 /* Parsing                                                                  */
 /* ------------------------------------------------------------------------ */
-
-/* field_path_check: mongod's FieldPath rules for path (what the stage names in messages is mongod's). */
-static int
-field_path_check(const char *path, mf_error_t *err)
-{
-    size_t len = strlen(path);
-    if (len == 0)
-        return mf_err_set(err, MF_E_Location40352, "FieldPath cannot be constructed with empty string");
-    if (path[len - 1] == '.')
-        return mf_err_set(err, MF_E_Location40353, "FieldPath must not end with a '.'.");
-    for (const char *c = path; c != NULL; c = strchr(c, '.') ? strchr(c, '.') + 1 : NULL) {
-        if (*c == '.')
-            return mf_err_set(err, MF_E_Location15998, "FieldPath field names may not be empty strings.");
-        if (*c == '$')
-            return mf_err_set(err, MF_E_Location16410,
-                              "FieldPath field names may not start with '$'. Consider using $getField or $setField.");
-    }
-    return 0;
-}
 
 /* path_prefix: true if a is b or a path prefix of b ("a" of "a.b"). */
 static bool
@@ -347,7 +329,7 @@ densify_parse(const char *stage, const bson_value_t *v, mf_error_t *err)
         bson_iter_init_from_data(&ai, parts->value.v_doc.data, parts->value.v_doc.data_len);
         while (bson_iter_next(&ai)) {
             const char *p = bson_iter_utf8(&ai, NULL);
-            if (field_path_check(p, err) < 0)
+            if (mf_field_path_check(p, err) < 0)
                 goto err_free;
             d->parts = mf_realloc(d->parts, (d->nparts + 1) * sizeof *d->parts);
             d->part_exprs = mf_realloc(d->part_exprs, (d->nparts + 1) * sizeof *d->part_exprs);
@@ -358,7 +340,7 @@ densify_parse(const char *stage, const bson_value_t *v, mf_error_t *err)
                 goto err_free;
         }
     }
-    if (field_path_check(field->value.v_utf8.str, err) < 0)
+    if (mf_field_path_check(field->value.v_utf8.str, err) < 0)
         goto err_free;
     d->field = mf_strdup(field->value.v_utf8.str);
     for (size_t i = 0; i < d->nparts; i++) {

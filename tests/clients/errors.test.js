@@ -63,7 +63,7 @@ h.test('wrong types for sort, projection, limit, batchSize fail with 14', async 
   await stillServing();
 });
 
-h.test('bad sort specifications fail as mongod\'s sort_pattern.cpp: 15975 not 1 or -1 (1.5 too), 15974 not a number, 17312 an object that is not $meta, 31138 an unknown $meta, 9 extra $meta keys', async () => {
+h.test('bad sort specifications fail as mongod\'s sort_pattern.cpp: 15975 not 1 or -1 (1.5 too), 15974 not a number, 17312 an object that is not $meta, 31138 an unknown $meta, 9 extra $meta keys, FieldPath\'s 40352/40353/15998/16410', async () => {
   const db = srv.freshDb('sortspec');
   const c = db.collection('c');
   await c.insertMany([{ _id: 1, a: 2 }, { _id: 2, a: 1 }]);
@@ -76,11 +76,18 @@ h.test('bad sort specifications fail as mongod\'s sort_pattern.cpp: 15975 not 1 
     [{ a: { x: 1 } }, 17312, /^\$meta is the only expression supported by \$sort right now$/],
     [{ a: { $meta: 'foo' } }, 31138, /^Illegal \$meta sort: \$meta: "foo"$/],
     [{ a: { $meta: 'textScore', b: 1 } }, 9, /^Cannot have additional keys in a \$meta sort specification$/],
+    // The path is a FieldPath (helper-65: '' was 2 BadValue; 'a.' and '$a' were accepted).
+    [{ '': 1 }, 40352, /^FieldPath cannot be constructed with empty string$/],
+    [{ 'a.': 1 }, 40353, /^FieldPath must not end with a '\.'\.$/],
+    [{ 'a..b': 1 }, 15998, /^FieldPath field names may not be empty strings\.$/],
+    [{ $a: 1 }, 16410, /^FieldPath field names may not start with '\$'\. Consider using \$getField or \$setField\.$/],
   ];
   for (const [sort, code, msg] of cases) {
     await h.expectCode(db.command({ find: 'c', sort }), code, msg);
     await h.expectCode(c.aggregate([{ $sort: sort }]).toArray(), code, msg);
   }
+  // A DBRef's $id is a field name FieldPath accepts.
+  assert.equal((await c.find({}, { sort: { 'r.$id': 1 } }).toArray()).length, 2);
   // 1.0 and a long -1 are 1 and -1.
   assert.deepEqual((await c.find({}, { sort: { a: 1.0 } }).toArray()).map((d) => d._id), [2, 1]);
   assert.deepEqual((await db.command({ find: 'c', sort: { a: require('mongodb').Long.fromNumber(-1) } })).cursor.firstBatch.map((d) => d._id), [1, 2]);

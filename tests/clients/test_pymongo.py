@@ -181,6 +181,29 @@ def test_errors_from_server():
 
 
 @test
+def test_sort_with_a_repeated_key_fails_with_7472500():
+    """A raw sort document naming one path twice (a dict cannot, raw BSON can) is mongod's 7472500."""
+    from bson import SON
+    from bson.raw_bson import RawBSONDocument
+    db = fresh_db()
+    db.c.insert_many([{"_id": 1, "a": 2, "b": 1}, {"_id": 2, "a": 1, "b": 1}])
+
+    def el(k, v):
+        return b"\x10" + k.encode() + b"\x00" + v.to_bytes(4, "little", signed=True)
+    body = el("a", 1) + el("b", 1) + el("a", -1)
+    raw = RawBSONDocument((len(body) + 5).to_bytes(4, "little") + body + b"\x00")
+    for cmd in (SON([("find", "c"), ("sort", raw)]),
+                SON([("aggregate", "c"), ("pipeline", [{"$sort": raw}]), ("cursor", {})])):
+        try:
+            db.command(cmd)
+            raise AssertionError("a repeated sort key was accepted")
+        except OperationFailure as e:
+            eq(e.code, 7472500, "code")
+            eq(e.details["errmsg"], "$sort key must not contain duplicate keys (duplicate: 'a')", "errmsg")
+    eq([d["_id"] for d in db.c.find({}, sort=[("a", 1), ("b", 1)])], [2, 1], "distinct keys still sort")
+
+
+@test
 def test_bulk_write():
     c = fresh_db().c
     r = c.bulk_write([
