@@ -690,8 +690,23 @@ cmd_event(scan_ctx_t *x, const char *db, const bson_iter_t *ts, int64_t wall, cs
         bson_append_document_end(&arr, &one);
         bson_append_array_end(&od, &arr);
     } else {
-        while (bson_iter_next(&it))
-            bson_append_value(&od, bson_iter_key(&it), -1, bson_iter_value(&it));
+        bool id_index = strcmp(type, "create") == 0; /* a collection with an _id index (mongod's oplog has its spec) */
+        while (bson_iter_next(&it)) {
+            const char *f = bson_iter_key(&it);
+            if (strcmp(f, "viewOn") == 0 || strcmp(f, "clusteredIndex") == 0 || strcmp(f, "idIndex") == 0)
+                id_index = false;
+            bson_append_value(&od, f, -1, bson_iter_value(&it));
+        }
+        if (id_index) {
+            bson_t ix, key;
+            BSON_APPEND_DOCUMENT_BEGIN(&od, "idIndex", &ix);
+            BSON_APPEND_INT32(&ix, "v", 2);
+            BSON_APPEND_DOCUMENT_BEGIN(&ix, "key", &key);
+            BSON_APPEND_INT32(&key, "_id", 1);
+            bson_append_document_end(&ix, &key);
+            BSON_APPEND_UTF8(&ix, "name", "_id_");
+            bson_append_document_end(&od, &ix);
+        }
     }
     bson_append_document_end(&ev, &od);
     int rc = emit(x->op, st, bson_copy(&ev));

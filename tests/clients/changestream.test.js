@@ -586,6 +586,8 @@ R.test('showExpandedEvents: create, createIndexes, dropIndexes, rename\'s operat
     assert.equal(cr.operationType, 'create');
     assert.deepEqual(cr.ns, { db: db.databaseName, coll: 'e' });
     assert.equal(cr.collectionUUID && cr.collectionUUID.sub_type, 4);
+    // The _id index's spec, as mongod's create oplog entry carries it (makeCreateCollObject).
+    assert.deepEqual(cr.operationDescription, { idIndex: { v: 2, key: { _id: 1 }, name: '_id_' } });
     const ci = await next(s);
     assert.equal(ci.operationType, 'createIndexes');
     assert.equal(ci.operationDescription.indexes[0].name, 'k_1');
