@@ -148,6 +148,34 @@ append_at_path(bson_t *out, const char *path, const bson_t *arr)
 }
 
 /*
+ * cur's projection of doc (rid its record id, d its match details) into out
+ * (initialised). A {$meta: "recordId"} or {$meta: "sortKey"} field reads the
+ * document's record id and its key under the find's sort from the details,
+ * filled in here (mongod's per-document metadata). Returns 0 or -1 with err.
+ */
+static int
+project_doc(const mf_cursor_t *cur, int64_t rid, const bson_t *doc, const mf_match_details_t *d, bson_t *out,
+            mf_error_t *err)
+{
+    unsigned metas = mf_projection_metas(cur->proj);
+    mf_match_details_t md = d != NULL ? *d : (mf_match_details_t){.array_pos = -1};
+    bson_t key = BSON_INITIALIZER;
+    int rc;
+
+    if (metas == 0)
+        return mf_projection_apply(cur->proj, doc, d, out, err);
+    md.has_record_id = true;
+    md.record_id = rid;
+    if ((metas & (1u << MF_PROJ_META_SORT_KEY)) && cur->sort_spec != NULL) {
+        mf_sort_key_append(cur->sort_spec, doc, &key);
+        md.sort_key = &key;
+    }
+    rc = mf_projection_apply(cur->proj, doc, &md, out, err);
+    bson_destroy(&key);
+    return rc;
+}
+
+/*
  * The document find returns for doc (rid its record id) when returnKey or
  * showRecordId is set, into out (initialised): returnKey's index key plus
  * the sort key at each {$meta: "sortKey"} path of the projection (the rest
@@ -175,7 +203,7 @@ find_output(const mf_cursor_t *cur, int64_t rid, const bson_t *doc, const mf_mat
         return 0;
     }
     if (cur->proj != NULL) {
-        if (mf_projection_apply(cur->proj, doc, d, out, err) != 0)
+        if (project_doc(cur, rid, doc, d, out, err) != 0)
             return -1;
     } else {
         bson_concat(out, doc);
@@ -202,7 +230,7 @@ append_projected(fill_ctx_t *f, int64_t rid, const bson_t *doc, const mf_match_d
         emit = &out;
     } else if (f->cur->proj) {
         bson_init(&out);
-        if (mf_projection_apply(f->cur->proj, doc, d, &out, f->err) != 0) {
+        if (project_doc(f->cur, rid, doc, d, &out, f->err) != 0) {
             bson_destroy(&out);
             return -1;
         }
@@ -473,7 +501,8 @@ sorted_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t
 
 /*
  * A find whose sort no index provides and whose results depend on the plan
- * (min / max bounds, returnKey's index keys, showRecordId's record ids),
+ * (min / max bounds, returnKey's index keys, showRecordId's record ids, a
+ * projection's {$meta: "recordId"} or {$meta: "sortKey"}),
  * which the aggregation route of other blocking sorts cannot carry: runs
  * cur's plan to its end, keeping each match with its output, sorts by the
  * matched documents (stable), applies skip and limit, and turns cur into a
@@ -606,6 +635,10 @@ mf_cmd_find(mf_op_t *op)
     }
     if (has_sort && !bson_empty(&sort) && (srt = mf_sort_new(&sort, &op->err)) == NULL)
         goto out;
+    if ((key_meta != NULL || (mf_projection_metas(p) & (1u << MF_PROJ_META_SORT_KEY))) && srt == NULL) {
+        mf_err_set(&op->err, MF_E_BadValue, "cannot use sortKey $meta projection without a sort");
+        goto out;
+    }
     bool meta_proj = false;
     if (has_proj) {
         /* {$meta: "textScore"} as a top-level projection value needs $text, even when nothing matches. */
@@ -693,7 +726,9 @@ mf_cmd_find(mf_op_t *op)
             goto out_unlock;
         plan->tailable = tailable;
     }
-    bool plan_results = minmax || return_key || show_rid;
+    /* A record id or sort key in the projection ({$meta: ...}) is the plan's, as showRecordId's. */
+    bool plan_results = minmax || return_key || show_rid ||
+                        (mf_projection_metas(p) & (1u << MF_PROJ_META_RECORD_ID | 1u << MF_PROJ_META_SORT_KEY));
     if (c != NULL && (c->is_view || (srt && !plan->sort_provided && !plan_results))) {
         /*
          * A find on a view is the view's pipeline followed by the find's own
@@ -743,7 +778,7 @@ mf_cmd_find(mf_op_t *op)
         cur->show_record_id = show_rid;
         cur->key_meta = key_meta;
         key_meta = NULL;
-        if (cur->key_meta != NULL) {
+        if (cur->key_meta != NULL || (mf_projection_metas(cur->proj) & (1u << MF_PROJ_META_SORT_KEY))) {
             cur->sort_spec = srt;
             srt = NULL;
         }

@@ -52,6 +52,15 @@ typedef struct mf_match_details {
     const uint8_t *index_key;
     size_t index_key_len;
     const bson_t *index_key_pattern;
+    /*
+     * A find projection's {$meta: "recordId"} and {$meta: "sortKey"}: the
+     * document's record id, and its sort key as an array document (the
+     * command layer's, valid during the projection); unset, the field is
+     * left out, as mongod leaves out metadata a plan does not have.
+     */
+    bool has_record_id;
+    int64_t record_id;
+    const bson_t *sort_key;
 } mf_match_details_t;
 
 /*

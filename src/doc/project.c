@@ -19,10 +19,12 @@
  * exclusion projection copies everything except excluded leaves, recursing
  * the same way but keeping scalars inside arrays.
  *
- * A find projection's {$meta: "textScore"} is a leaf of its own (P_META)
- * that fits either type and is appended like a computed field; its value
- * comes from the $text plan's match details or the hidden score field of a
- * pipeline document (doc/match.h), which a find projection never outputs.
+ * A find projection's {$meta: "textScore" | "recordId" | "sortKey"} is a
+ * leaf of its own (P_META) that fits either type and is appended like a
+ * computed field; a text score comes from the $text plan's match details or
+ * the hidden score field of a pipeline document (doc/match.h), which a find
+ * projection never outputs; a record id and a sort key from the match
+ * details the command layer fills in (mf_projection_metas says which).
  * In aggregation, $meta is an expression (expr.c).
  *
  * One engine for find and aggregation: $project and $unset are parsed by
@@ -59,6 +61,7 @@ struct pnode {
     int64_t skip, limit;
     bool computed; /* P_INNER: the subtree holds expressions or $elemMatch */
     bool pos_below; /* P_INNER: the subtree holds the positional leaf ("a.b.$" marks a) */
+    int meta;       /* P_META: MF_PROJ_META_TEXT_SCORE, _RECORD_ID or _SORT_KEY */
 };
 
 struct mf_projection {
@@ -67,6 +70,7 @@ struct mf_projection {
     bool inclusion;
     bool add_fields; /* $addFields / $set: every leaf is an expression; all other fields are kept */
     bool positional; /* has an "a.$" leaf: applying it needs the query's match details */
+    unsigned metas;  /* the $meta kinds it names (1 << MF_PROJ_META_*) */
 };
 
 typedef struct {
@@ -75,6 +79,7 @@ typedef struct {
     bool has_positional, has_elem_match, has_slice;
     bool agg;        /* an aggregation $project / $unset: operators are expressions, no positional */
     bool add_fields; /* $addFields / $set: every value is an expression (or a sub-document of them) */
+    unsigned metas;  /* the $meta kinds named so far (1 << MF_PROJ_META_*) */
     mf_error_t *err;
 } pctx_t;
 
@@ -341,14 +346,25 @@ parse_element(pctx_t *c, const char *key, const bson_value_t *v, pnode_t *parent
                 return add_at_path(parent, key, leaf, c->err);
             }
             if (strcmp(op, "$meta") == 0) {
-                /* {$meta: "textScore"} fits either projection type (as mongod): it adds the field. */
+                /*
+                 * {$meta: "textScore" | "recordId" | "sortKey"} fits either
+                 * projection type (as mongod): it adds the field.
+                 */
+                static const char *const names[] = {"textScore", "recordId", "sortKey"};
+                int meta = -1;
                 if (ov->value_type != BSON_TYPE_UTF8)
                     return mf_err_set(c->err, MF_E_Location17308, "Unsupported argument to $meta: %s",
                                       mf_type_name(ov->value_type));
-                if (strcmp(ov->value.v_utf8.str, "textScore") != 0)
+                for (int i = 0; i < 3; i++)
+                    if (strcmp(ov->value.v_utf8.str, names[i]) == 0)
+                        meta = i;
+                if (meta < 0)
                     return mf_err_set(c->err, MF_E_Location17308, "Unsupported argument to $meta: %s",
                                       ov->value.v_utf8.str);
-                return add_at_path(parent, key, pnode_new(P_META), c->err);
+                pnode_t *leaf = pnode_new(P_META);
+                leaf->meta = meta;
+                c->metas |= 1u << meta;
+                return add_at_path(parent, key, leaf, c->err);
             }
             return parse_expression(c, key, v, parent, false);
         }
@@ -483,6 +499,7 @@ projection_new(const bson_t *spec, bool agg, mf_error_t *err)
     }
     p->inclusion = c.inclusion;
     p->positional = c.has_positional;
+    p->metas = c.metas;
     if (p->positional)
         (void)mark_pos_below(p->root);
     if (!c.id_specified && p->inclusion) {
@@ -514,6 +531,12 @@ bool
 mf_projection_is_positional(const mf_projection_t *p)
 {
     return p != NULL && p->positional;
+}
+
+unsigned
+mf_projection_metas(const mf_projection_t *p)
+{
+    return p != NULL ? p->metas : 0;
 }
 
 mf_projection_t *
@@ -592,6 +615,35 @@ meta_score(const actx_t *c, bson_value_t *r)
         return 0;
     }
     return mf_err_set(c->err, MF_E_Location40218, "query requires text score metadata, but it is not available");
+}
+
+/*
+ * The value of a {$meta: ...} leaf for the document being projected into
+ * *r (views into the details' data); 1 when the plan has no such metadata
+ * (the field is left out), 0, or -1 with err (a text score without $text).
+ */
+static int
+meta_value(const actx_t *c, const pnode_t *leaf, bson_value_t *r)
+{
+    const mf_match_details_t *d = c->details;
+
+    switch (leaf->meta) {
+    case MF_PROJ_META_RECORD_ID:
+        if (d == NULL || !d->has_record_id)
+            return 1;
+        r->value_type = BSON_TYPE_INT64;
+        r->value.v_int64 = d->record_id;
+        return 0;
+    case MF_PROJ_META_SORT_KEY:
+        if (d == NULL || d->sort_key == NULL)
+            return 1;
+        r->value_type = BSON_TYPE_ARRAY;
+        r->value.v_doc.data = (uint8_t *)bson_get_data(d->sort_key);
+        r->value.v_doc.data_len = d->sort_key->len;
+        return 0;
+    default:
+        return meta_score(c, r);
+    }
 }
 
 static void
@@ -863,8 +915,9 @@ apply_incl(actx_t *c, const pnode_t *node, const bson_t *in, bson_t *out)
             continue;
         if (ch->kind == P_META) {
             bson_value_t r;
-            if ((rc = meta_score(c, &r)) == 0)
+            if ((rc = meta_value(c, ch, &r)) == 0)
                 bson_append_value(out, ch->name, -1, &r);
+            rc = rc > 0 ? 0 : rc;
         } else if (ch->kind == P_EXPR) {
             bson_value_t r;
             if (mf_expr_eval(ch->expr, c->root, &r, c->err) < 0) {
@@ -929,8 +982,9 @@ apply_excl(actx_t *c, const pnode_t *node, const bson_t *in, bson_t *out)
     }
     for (size_t k = 0; rc == 0 && k < node->n; k++) {
         bson_value_t r;
-        if (node->kids[k]->kind == P_META && (rc = meta_score(c, &r)) == 0)
+        if (node->kids[k]->kind == P_META && (rc = meta_value(c, node->kids[k], &r)) == 0)
             bson_append_value(out, node->kids[k]->name, -1, &r);
+        rc = rc > 0 ? 0 : rc;
     }
     return rc;
 }

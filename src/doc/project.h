@@ -48,6 +48,16 @@ mf_projection_t *mf_projection_new_add_fields(const bson_t *spec, const char *st
  */
 bool mf_projection_is_positional(const mf_projection_t *p);
 
+/* The {$meta: ...} kinds a find projection may name (bits 1 << kind in mf_projection_metas). */
+enum { MF_PROJ_META_TEXT_SCORE = 0, MF_PROJ_META_RECORD_ID = 1, MF_PROJ_META_SORT_KEY = 2 };
+
+/*
+ * mf_projection_metas: which {$meta: ...} kinds p names, as bits 1 <<
+ * MF_PROJ_META_*: applying it needs the document's record id or sort key in
+ * the match details for those. 0 for NULL.
+ */
+unsigned mf_projection_metas(const mf_projection_t *p);
+
 /*
  * mf_projection_apply: writes the projected doc into out, which the caller
  * has initialised (bson_init). details carries the matched array position for

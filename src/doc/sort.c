@@ -153,7 +153,8 @@ mf_sort_new(const bson_t *spec, mf_error_t *err)
             mf_err_set(err, MF_E_Location15975, "%s", kBadOrder);
             return NULL;
         }
-        if (mf_field_path_check(bson_iter_key(&it), err) < 0) {
+        /* {$natural: ±1} is find's record order, which its caller takes out of the sort. */
+        if (strcmp(bson_iter_key(&it), "$natural") != 0 && mf_field_path_check(bson_iter_key(&it), err) < 0) {
             mf_sort_free(s);
             return NULL;
         }

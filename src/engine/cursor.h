@@ -56,7 +56,7 @@ typedef struct mf_cursor {
     bool return_key;            /* find's returnKey: each result is the index key that led to it */
     bool show_record_id;        /* find's showRecordId: each result ends with $recordId (the record id) */
     bson_t *key_meta;           /* owned, or NULL: returnKey's {$meta: "sortKey"} projection paths, {path: 1} */
-    mf_sort_t *sort_spec;       /* owned, or NULL: the find's sort, whose key those paths show */
+    mf_sort_t *sort_spec;       /* owned, or NULL: the find's sort, whose key those paths (or the projection's) show */
     /* MF_CURSOR_EXT */
     void *ext;                  /* owned through ext_free */
     void (*ext_free)(void *ext);

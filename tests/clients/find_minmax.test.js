@@ -217,6 +217,43 @@ h.test('showRecordId: $recordId is a distinct NumberLong per document', async ()
   assert.equal(typeof m[0].$recordId, 'number');
 });
 
+h.test('a find projection\'s {$meta: "recordId"} and {$meta: "sortKey"} (mongod 8.0\'s metadata; they were 17308)', async () => {
+  const byId = new Map((await c.find({}, { showRecordId: true, promoteLongs: false }).toArray())
+    .map((d) => [d._id, d.$recordId.toString()]));
+  // recordId: the document's record id, the one showRecordId shows, whichever plan reads it.
+  for (const opts of [{}, { hint: { a: 1 } }, { sort: { s: -1 } }, { sort: { a: 1 }, hint: { a: 1 } }]) {
+    const r = await c.find({}, { ...opts, projection: { r: { $meta: 'recordId' }, a: 1 }, promoteLongs: false }).toArray();
+    assert.equal(r.length, 10, JSON.stringify(opts));
+    for (const d of r) {
+      assert.deepEqual(Object.keys(d), ['_id', 'a', 'r']);
+      assert.equal(d.r._bsontype, 'Long');
+      assert.equal(d.r.toString(), byId.get(d._id));
+    }
+  }
+  // Beside an exclusion the rest of the document stays.
+  const ex = await c.findOne({ _id: 2 }, { projection: { r: { $meta: 'recordId' }, s: 0 } });
+  assert.equal(ex.s, undefined);
+  assert.equal(ex.b, 2);
+  assert.equal(String(ex.r), byId.get(2));
+  // sortKey: the document's key under the sort, one element per sort field (an array's least element
+  // ascending, its greatest descending), whether an index or a blocking sort orders the results.
+  const t = db.collection('sortkey');
+  await t.insertMany([{ _id: 1, v: [5, 1], w: 'x' }, { _id: 2, v: 3, w: 'y' }, { _id: 3, w: 'z' }]);
+  assert.deepEqual(await t.find({}, { sort: { v: 1, _id: -1 }, projection: { k: { $meta: 'sortKey' }, _id: 1 } }).toArray(),
+    [{ _id: 3, k: [null, 3] }, { _id: 1, k: [1, 1] }, { _id: 2, k: [3, 2] }]);
+  assert.deepEqual(await t.find({}, { sort: { v: -1 }, projection: { k: { $meta: 'sortKey' }, w: 1, _id: 0 } }).toArray(),
+    [{ w: 'x', k: [5] }, { w: 'y', k: [3] }, { w: 'z', k: [null] }]);
+  // Alone it adds its field to the whole document (neither inclusion nor exclusion, as mongod).
+  assert.deepEqual(await t.findOne({ _id: 2 }, { sort: { v: 1 }, projection: { k: { $meta: 'sortKey' } } }),
+    { _id: 2, v: 3, w: 'y', k: [3] });
+  const ix = await c.find({ a: { $lte: 1 } }, { sort: { a: 1, _id: 1 }, hint: { a: 1 }, projection: { k: { $meta: 'sortKey' }, _id: 0, b: 1 } }).toArray();
+  assert.deepEqual(ix, [{ b: 0, k: [0, 0] }, { b: 5, k: [0, 5] }, { b: 1, k: [1, 1] }, { b: 6, k: [1, 6] }]);
+  // Without a sort it is mongod's BadValue; an unknown name is still 17308.
+  await h.expectCode(c.find({}, { projection: { k: { $meta: 'sortKey' } } }).toArray(), 2,
+    /^cannot use sortKey \$meta projection without a sort$/);
+  await h.expectCode(c.find({}, { projection: { k: { $meta: 'nope' } } }).toArray(), 17308);
+});
+
 h.test('mongosh cursor.min() / max() / returnKey()', async () => {
   const out = await h.mongosh(srv.port, db.databaseName,
     'print(JSON.stringify(db.c.find({}, {_id: 1}).hint({a: 1}).min({a: 1}).max({a: 2}).toArray()));' +
