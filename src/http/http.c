@@ -32,6 +32,7 @@
 
 #include <http_parser.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +146,9 @@ on_message_begin(http_parser *p)
     mf_http_buf_reset(&r->hvalue);
     mf_http_buf_reset(&r->authz);
     mf_http_buf_reset(&r->ctype);
+    mf_http_buf_reset(&r->host);
+    mf_http_buf_reset(&r->origin);
+    mf_http_buf_reset(&r->fetch_site);
     r->header_bytes = 0;
     r->hvalue_open = false;
     return 0;
@@ -166,14 +170,22 @@ on_url(http_parser *p, const char *at, size_t n)
 static void
 header_done(mf_http_reader_t *r)
 {
+    static const struct {
+        const char *name;
+        size_t off;
+    } kept[] = {
+        {"authorization", offsetof(mf_http_reader_t, authz)}, {"content-type", offsetof(mf_http_reader_t, ctype)},
+        {"host", offsetof(mf_http_reader_t, host)},           {"origin", offsetof(mf_http_reader_t, origin)},
+        {"sec-fetch-site", offsetof(mf_http_reader_t, fetch_site)},
+    };
     if (!r->hvalue_open)
         return;
-    if (strcasecmp(hbuf_str(&r->hfield), "authorization") == 0) {
-        mf_http_buf_reset(&r->authz);
-        mf_http_buf_add(&r->authz, hbuf_str(&r->hvalue), r->hvalue.len);
-    } else if (strcasecmp(hbuf_str(&r->hfield), "content-type") == 0) {
-        mf_http_buf_reset(&r->ctype);
-        mf_http_buf_add(&r->ctype, hbuf_str(&r->hvalue), r->hvalue.len);
+    for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+        if (strcasecmp(hbuf_str(&r->hfield), kept[i].name) == 0) {
+            mf_http_buf_t *b = (mf_http_buf_t *)((char *)r + kept[i].off);
+            mf_http_buf_reset(b);
+            mf_http_buf_add(b, hbuf_str(&r->hvalue), r->hvalue.len);
+        }
     }
     mf_http_buf_reset(&r->hfield);
     mf_http_buf_reset(&r->hvalue);
@@ -298,6 +310,9 @@ mf_http_reader_request(mf_http_reader_t *r, mf_http_req_t *req)
     req->body_len = r->body.len;
     req->authorization = r->authz.len ? r->authz.p : NULL;
     req->content_type = r->ctype.len ? r->ctype.p : NULL;
+    req->host = r->host.len ? r->host.p : NULL;
+    req->origin = r->origin.len ? r->origin.p : NULL;
+    req->fetch_site = r->fetch_site.len ? r->fetch_site.p : NULL;
 }
 
 void
@@ -309,6 +324,9 @@ mf_http_reader_free(mf_http_reader_t *r)
     mf_http_buf_free(&r->hvalue);
     mf_http_buf_free(&r->authz);
     mf_http_buf_free(&r->ctype);
+    mf_http_buf_free(&r->host);
+    mf_http_buf_free(&r->origin);
+    mf_http_buf_free(&r->fetch_site);
 }
 
 /* ---------- writing responses (loop thread) ---------- */
@@ -360,6 +378,8 @@ conn_respond(hconn_t *c, mf_http_resp_t *resp, bool close_after)
                       "Content-Length: %zu\r\n"
                       "Cache-Control: no-store\r\n"
                       "X-Content-Type-Options: nosniff\r\n"
+                      "X-Frame-Options: DENY\r\n"
+                      "Content-Security-Policy: frame-ancestors 'none'\r\n"
                       "%s%s\r\n",
                       resp->status, reason, resp->content_type ? resp->content_type : "text/plain; charset=utf-8",
                       resp->body_len, extra, close_after ? "Connection: close\r\n" : "");

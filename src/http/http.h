@@ -51,6 +51,9 @@ typedef struct mf_http_req {
     size_t body_len;
     const char *authorization; /* the Authorization header, or NULL */
     const char *content_type;  /* the Content-Type header, or NULL */
+    const char *host;          /* the Host header, or NULL */
+    const char *origin;        /* the Origin header (a browser's request), or NULL */
+    const char *fetch_site;    /* the Sec-Fetch-Site header (a browser's request), or NULL */
     bool loopback;       /* the peer is 127.0.0.0/8 or ::1 */
     const char *remote;  /* "ip:port" */
 } mf_http_req_t;
@@ -104,7 +107,7 @@ void mf_http_buf_free(mf_http_buf_t *b);
  */
 typedef struct mf_http_reader {
     http_parser parser;
-    mf_http_buf_t url, body, hfield, hvalue, authz, ctype;
+    mf_http_buf_t url, body, hfield, hvalue, authz, ctype, host, origin, fetch_site;
     size_t header_bytes;
     bool hvalue_open; /* the last callback was a header value */
     bool complete;    /* a whole request is in */

@@ -11,7 +11,12 @@
  *   GET  /metrics     Prometheus text exposition format 0.0.4
  *
  * Access: with access control off, reads are open and writes are taken only
- * from loopback (403 otherwise). With it on, every request, the console's
+ * from loopback (403 otherwise). Whatever a web page in a browser on the
+ * same machine could make the browser send is refused (browser_guard):
+ * writes need Content-Type application/json and the console's own origin,
+ * and with access control off a Host naming something other than an
+ * address, localhost or this machine is 403 (DNS rebinding). Responses
+ * forbid framing (X-Frame-Options, CSP frame-ancestors). With it on, every request, the console's
  * files included (so the browser asks at once), needs HTTP Basic credentials of a user (401 with WWW-Authenticate
  * otherwise). They are checked by a real SCRAM conversation with the command
  * layer (saslStart/saslContinue through mf_cmd_run, the client side of
@@ -34,7 +39,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
 
 #include "auth/saslprep.h"
 #include "auth/scram.h"
@@ -353,6 +361,92 @@ out:
     bson_destroy(&reply);
     mf_scram_free(s);
     return rc;
+}
+
+/*
+ * True when host (a Host header: name or address, then an optional port)
+ * names this machine the way a browser does only when the user typed it:
+ * an IPv4 or IPv6 address, localhost, or the machine's own host name. A web
+ * page that points a name of its own at 127.0.0.1 (DNS rebinding) sends
+ * that name, and is refused.
+ */
+static bool
+host_is_local(const char *host)
+{
+    char name[256], me[256];
+    size_t n;
+
+    if (host == NULL)
+        return true; /* HTTP/1.0 without Host: no browser sends that */
+    if (host[0] == '[')
+        return strchr(host, ']') != NULL;
+    n = strcspn(host, ":");
+    if (n == 0 || n >= sizeof(name))
+        return false;
+    memcpy(name, host, n);
+    name[n] = '\0';
+    struct in_addr a4;
+    if (inet_pton(AF_INET, name, &a4) == 1 || strcasecmp(name, "localhost") == 0)
+        return true;
+    return gethostname(me, sizeof(me)) == 0 && (me[sizeof(me) - 1] = '\0', strcasecmp(name, me) == 0);
+}
+
+/* The media type of a Content-Type header (before any ';'), compared without case or spaces. */
+static bool
+content_type_is(const char *ct, const char *type)
+{
+    size_t n = strlen(type);
+    if (ct == NULL)
+        return false;
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
+    if (strncasecmp(ct, type, n) != 0)
+        return false;
+    ct += n;
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
+    return *ct == '\0' || *ct == ';';
+}
+
+/*
+ * What a web page open in a browser on this machine could make it send on
+ * its own is refused (cross-site request forgery; DNS rebinding): with
+ * access control off, a Host that is not an address, localhost or this
+ * machine's name (403); and every write needs Content-Type
+ * application/json (415: a browser asks first, CORS's preflight, which
+ * this port never allows) and, from a browser, to come from the console's
+ * own origin (Sec-Fetch-Site same-origin or none, an Origin equal to
+ * http(s)://Host; 403). Returns 0, or -1 with resp filled.
+ */
+static int
+browser_guard(mf_engine_t *eng, const mf_http_req_t *req, bool write, mf_http_resp_t *resp)
+{
+    if (!eng->auth_enabled && !host_is_local(req->host)) {
+        respond_error(resp, MF_E_Unauthorized,
+                      "the Host header names neither an address nor this machine; with access control off the HTTP "
+                      "port answers only requests sent to an address, localhost or the host name");
+        return -1;
+    }
+    if (!write)
+        return 0;
+    if (!content_type_is(req->content_type, "application/json")) {
+        respond_error(resp, MF_E_BadValue, "a write through the HTTP port needs Content-Type: application/json");
+        resp->status = 415;
+        return -1;
+    }
+    bool cross = req->fetch_site != NULL && strcasecmp(req->fetch_site, "same-origin") != 0 &&
+                 strcasecmp(req->fetch_site, "none") != 0;
+    if (!cross && req->origin != NULL) {
+        const char *o = req->origin, *h = req->host;
+        size_t skip = strncasecmp(o, "http://", 7) == 0 ? 7 : strncasecmp(o, "https://", 8) == 0 ? 8 : 0;
+        cross = skip == 0 || h == NULL || strcasecmp(o + skip, h) != 0;
+    }
+    if (cross) {
+        respond_error(resp, MF_E_Unauthorized,
+                      "cross-origin write refused: writes through the HTTP port come from the console's own page");
+        return -1;
+    }
+    return 0;
 }
 
 /*
@@ -884,7 +978,7 @@ mf_http_route(mf_engine_t *eng, const mf_http_req_t *req, mf_http_resp_t *resp)
             resp->allow = "GET, POST, PATCH";
             return;
         }
-        if (client_for(eng, req, write, &cl, resp) != 0)
+        if (browser_guard(eng, req, write, resp) != 0 || client_for(eng, req, write, &cl, resp) != 0)
             return;
         if (get)
             api_ttl_get(eng, &cl, resp);
@@ -901,7 +995,7 @@ mf_http_route(mf_engine_t *eng, const mf_http_req_t *req, mf_http_resp_t *resp)
             resp->allow = "GET";
             return;
         }
-        if (client_for(eng, req, false, &cl, resp) != 0)
+        if (browser_guard(eng, req, false, resp) != 0 || client_for(eng, req, false, &cl, resp) != 0)
             return;
         metrics_get(eng, &cl, resp);
         mf_client_release(&cl);
@@ -915,7 +1009,7 @@ mf_http_route(mf_engine_t *eng, const mf_http_req_t *req, mf_http_resp_t *resp)
             resp->allow = "GET";
             return;
         }
-        if (client_for(eng, req, false, &cl, resp) != 0)
+        if (browser_guard(eng, req, false, resp) != 0 || client_for(eng, req, false, &cl, resp) != 0)
             return;
         mf_client_release(&cl);
         resp->status = 200;

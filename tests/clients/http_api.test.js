@@ -673,6 +673,44 @@ h.test('access without --auth: writes from a non-loopback address answer 403 (re
   });
 });
 
+h.test('access: what a web page in a browser could send is refused (found by helper-67: a cross-site text/plain POST created a TTL index that emptied a collection)', async () => {
+  const db = srv.freshDb('csrf');
+  await db.collection('users').insertMany(Array.from({ length: 20 }, (_, i) => ({ i, createdAt: new Date(Date.now() - 864e5) })));
+  const body = JSON.stringify({ db: db.databaseName, collection: 'users', key: 'createdAt', expireAfterSeconds: 0 });
+  const hostHdr = `127.0.0.1:${HTTP_PORT}`;
+  // A form or fetch without preflight can only send text/plain (and two form types): 415.
+  for (const ct of ['text/plain;charset=UTF-8', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x']) {
+    const r = await request({ method: 'POST', body, headers: { 'Content-Type': ct } });
+    assertApiError(r, [415], 2);
+  }
+  // Another origin (or the browser's own word for it) is 403, whatever the content type.
+  for (const headers of [{ Origin: 'https://evil.example' }, { Origin: 'null' }, { Origin: 'http://localhost:3000' },
+    { 'Sec-Fetch-Site': 'cross-site' }, { 'Sec-Fetch-Site': 'same-site' }]) {
+    const r = await request({ method: 'POST', body, headers });
+    assertApiError(r, [403], 13);
+    const p = await request({ method: 'PATCH', body: { db: db.databaseName, collection: 'users', name: 'createdAt_1', expireAfterSeconds: 0 }, headers });
+    assertApiError(p, [403], 13);
+  }
+  // A name pointed at 127.0.0.1 by someone else's DNS (rebinding) is refused, reads included.
+  const reb = await request({ path: '/api/ttl', headers: { Host: `evil.example:${HTTP_PORT}` } });
+  assertApiError(reb, [403], 13);
+  const rebw = await request({ method: 'POST', body, headers: { Host: `evil.example:${HTTP_PORT}`, Origin: `http://evil.example:${HTTP_PORT}` } });
+  assertApiError(rebw, [403], 13);
+  assert.equal(await listIndex(db.collection('users'), 'createdAt_1'), undefined, 'nothing was created');
+  await h.sleep(1500);
+  assert.equal(await db.collection('users').countDocuments(), 20, 'no document was deleted');
+  // The console's own page: same origin, JSON. Every answer forbids framing.
+  const ok = await request({ method: 'POST', headers: { Origin: `http://${hostHdr}`, 'Sec-Fetch-Site': 'same-origin' },
+    body: { db: db.databaseName, collection: 'users', key: 'createdAt', expireAfterSeconds: 3600 } });
+  assert.equal(ok.status, 200, show(ok));
+  assert.equal(ok.headers['x-frame-options'], 'DENY');
+  assert.match(ok.headers['content-security-policy'] || '', /frame-ancestors 'none'/);
+  for (const host of [`localhost:${HTTP_PORT}`, `[::1]:${HTTP_PORT}`, `${os.hostname()}:${HTTP_PORT}`]) {
+    const g = await request({ path: '/api/ttl', headers: { Host: host } });
+    assert.equal(g.status, 200, `Host ${host}: ${show(g)}`);
+  }
+});
+
 h.test('access with --auth: 401 without credentials, Basic of a SCRAM user with readWrite/dbAdmin writes, read-only 403 code 13, wrong password 401', async () => {
   const hp = await h.freePort();
   await withServer({ args: ['--auth', '--httpPort', String(hp)] }, async (s) => {
@@ -855,7 +893,7 @@ function rawHttp(data, until = null) {
 const statuses = (text) => [...text.matchAll(/^HTTP\/1\.1 (\d{3}) /gm)].map((m) => Number(m[1]));
 
 h.test('requests: two pipelined in one write are both answered, in order, on the kept-alive connection', async () => {
-  const req = (p) => `GET ${p} HTTP/1.1\r\nHost: x\r\n\r\n`;
+  const req = (p) => `GET ${p} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`;
   const text = await rawHttp(req('/api/ttl') + req('/no-such-path'), (t) => statuses(t).length >= 2 && /\}\s*$|Not Found/.test(t));
   assert.deepEqual(statuses(text).slice(0, 2), [200, 404], text.slice(0, 300));
 });
