@@ -75,6 +75,14 @@ struct mf_client_auth {
     char conv_db[128];
     char conv_user[256];
     /*
+     * The userId (UUID) of the user document the conversation checked the
+     * password against, and then of the logged-in user: a user dropped and
+     * created again under the same name is another user (mongod's
+     * reacquireUser compares them). No id: the members' internal user.
+     */
+    bool conv_has_uid, has_uid;
+    uint8_t conv_uid[16], uid[16];
+    /*
      * authenticationRestrictions: whether they apply (a network client;
      * replication's and the embedding API's are trusted, as mongod's clients
      * without a transport session), the connection's IPs ("" not an IP
@@ -350,12 +358,30 @@ add_role(mf_engine_t *eng, mf_privs_t *p, const char *role, const char *db, role
     bson_destroy(&doc);
 }
 
+/* The userId UUID of a user document into uid; false if it has none. */
+static bool
+user_uuid(const bson_t *user, uint8_t uid[16])
+{
+    bson_iter_t it;
+    bson_subtype_t st;
+    uint32_t len;
+    const uint8_t *data;
+    if (!bson_iter_init_find(&it, user, "userId") || !BSON_ITER_HOLDS_BINARY(&it))
+        return false;
+    bson_iter_binary(&it, &st, &len, &data);
+    if (len != 16)
+        return false;
+    memcpy(uid, data, 16);
+    return true;
+}
+
 /*
  * (Re)computes the connection's privileges from its user's roles, checking
  * on the way that the user's authenticationRestrictions and those of every
  * user-defined role it holds, directly or inherited, are met by the
  * connection (mongod's User::validateRestrictions, at authentication and
- * whenever its user cache reloads the user). False when one is not: the
+ * whenever its user cache reloads the user). False when one is not, or the
+ * user was dropped (or dropped and created again: another userId): the
  * user is taken off the connection (no user, no privileges) and a->why
  * says why; true otherwise.
  */
@@ -378,8 +404,22 @@ load_privs(mf_engine_t *eng, mf_client_auth_t *a)
         mf_privs_add_role(&a->privs, "__system", "admin");
         return true;
     }
-    if (mf_users_get(eng->cat, a->db, a->user, &user, &err) != 0)
-        return true; /* dropped: authenticated, but with no privileges left */
+    int ur = mf_users_get(eng->cat, a->db, a->user, &user, &err);
+    if (ur != 0 && ur != MF_NOTFOUND)
+        return true; /* not readable now: no privileges until the next reload */
+    if (ur != 0) {
+        /* Dropped: removed from the connection, as mongod removes a deleted user from its session. */
+        snprintf(a->why, sizeof(a->why), "the user was dropped");
+        goto removed;
+    }
+    uint8_t uid[16];
+    if (a->has_uid && (!user_uuid(&user, uid) || memcmp(uid, a->uid, sizeof(uid)) != 0)) {
+        /* Dropped and created again: another user, whose password this connection never gave. */
+        bson_destroy(&user);
+        snprintf(a->why, sizeof(a->why), "User id from privilege document '%s@%s' does not match user id in session",
+                 a->user, a->db);
+        goto removed;
+    }
     (void)doc_restrictions_met(&rc, &user, "direct");
     if (bson_iter_init_find(&it, &user, "roles") && BSON_ITER_HOLDS_ARRAY(&it)) {
         const uint8_t *data;
@@ -406,6 +446,7 @@ load_privs(mf_engine_t *eng, mf_client_auth_t *a)
     bson_destroy(&user);
     if (rc.met)
         return true;
+removed:
     memset(&a->privs, 0, sizeof(a->privs));
     bson_reinit(&a->roles);
     a->authed = false;
@@ -426,8 +467,8 @@ reload_privs(mf_engine_t *eng, mf_client_t *client)
     char who[400];
     snprintf(who, sizeof(who), "%s@%s", a->user, a->db);
     if (!load_privs(eng, a))
-        mf_log(MF_LOG_INFO, "ACCESS", "conn%lld: removed user %s from the connection, its authentication "
-               "restrictions are no longer met from %s: %s", (long long)client->id, who, client->remote, a->why);
+        mf_log(MF_LOG_INFO, "ACCESS", "conn%lld: removed user %s from the connection (from %s): %s",
+               (long long)client->id, who, client->remote, a->why);
 }
 
 /*
@@ -1372,6 +1413,7 @@ sasl_start(mf_op_t *op, const char *db, const bson_t *cmd, bson_t *out)
     int r = mf_users_get(op->eng->cat, db, a->conv_user, &user, &op->err);
     if (r != 0)
         return auth_failed(op, a, r == MF_NOTFOUND ? "UserNotFound: no such user" : op->err.msg);
+    a->conv_has_uid = user_uuid(&user, a->conv_uid);
     r = mf_users_cred(&user, mech, &cred);
     bson_destroy(&user);
     if (r != 0)
@@ -1427,6 +1469,8 @@ cmd_sasl_continue(mf_op_t *op)
     a->authed = true;
     snprintf(a->user, sizeof(a->user), "%s", a->conv_user);
     snprintf(a->db, sizeof(a->db), "%s", a->conv_db);
+    a->has_uid = a->conv_has_uid && !is_system_user(a->db, a->user);
+    memcpy(a->uid, a->conv_uid, sizeof(a->uid));
     /* A user document exists (a member's __system@local comes from the key file, not from one). */
     if (!(strcmp(a->user, "__system") == 0 && strcmp(a->db, "local") == 0))
         atomic_store(&op->eng->auth_docs_seen, true);

@@ -807,6 +807,33 @@ h.test('dropUser removes the login (then 18); a missing user answers 11 UserNotF
   await login('keep', pwdOf('keep'), { source: 'dudb2' });
 });
 
+h.test('a dropped user leaves its open connections, and a user created again under its name is another user (mongod\'s userId check)', async () => {
+  // Found by helper-67: a connection stayed logged in after dropUser and, once the name was created
+  // again (another password, another role), read with the new user's privileges.
+  const c = await root();
+  await seed('reudb');
+  await c.db('reudb').collection('c').insertMany(Array.from({ length: 20 }, (_, i) => ({ _id: 10 + i })));
+  await c.db('reudb').command({ createUser: 'victim', pwd: pwdOf('victim'), roles: ['readWrite'] });
+  const v = await login('victim', pwdOf('victim'), { source: 'reudb' });
+  const vdb = v.db('reudb');
+  const first = await vdb.command({ find: 'c', batchSize: 1 });
+  assert.deepEqual((await connStatus(v)).authenticatedUsers, [{ user: 'victim', db: 'reudb' }]);
+  await c.db('reudb').command({ dropUser: 'victim' });
+  await denied('find after dropUser', vdb.collection('c').find().toArray());
+  assert.deepEqual((await connStatus(v)).authenticatedUsers, [], 'the dropped user is off the connection');
+  await c.db('reudb').command({ createUser: 'victim', pwd: 'another-password-1', roles: ['read'] });
+  await denied('find as the old user after the name was created again', vdb.collection('c').find().toArray());
+  await denied('getMore of the old user\'s cursor', vdb.command({ getMore: first.cursor.id, collection: 'c' }));
+  assert.deepEqual((await connStatus(v)).authenticatedUsers, []);
+  // The new user logs in with its own password, and only that.
+  await expectLoginFails('victim', pwdOf('victim'), { source: 'reudb' }, 'the old password');
+  const n = await login('victim', 'another-password-1', { source: 'reudb' });
+  assert.equal((await n.db('reudb').collection('c').find().toArray()).length, 22);
+  // A role change reloads the user but keeps it on the connection: the same userId.
+  await c.db('reudb').command({ grantRolesToUser: 'victim', roles: ['readWrite'] });
+  await allowed('the new user keeps its connection across a role change', n.db('reudb').collection('c').insertOne({ _id: 'n1' }));
+});
+
 h.test('logout on the authentication database leaves the connection unauthenticated', async () => {
   const conn = await h.rawConnect(srv.port);
   try {
