@@ -86,6 +86,10 @@ h.test('bad sort specifications fail as mongod\'s sort_pattern.cpp: 15975 not 1 
     await h.expectCode(db.command({ find: 'c', sort }), code, msg);
     await h.expectCode(c.aggregate([{ $sort: sort }]).toArray(), code, msg);
   }
+  // {$natural: ±1} is find's record order, not a path (helper-67: the FieldPath check refused it, breaking
+  // mongosh's rs.printReplicationInfo(), which reads local.oplog.rs that way).
+  assert.deepEqual((await c.find({}, { sort: { $natural: -1 } }).toArray()).map((d) => d._id), [2, 1]);
+  assert.deepEqual((await db.command({ find: 'c', sort: { $natural: 1 }, limit: 1 })).cursor.firstBatch.map((d) => d._id), [1]);
   // A DBRef's $id is a field name FieldPath accepts.
   assert.equal((await c.find({}, { sort: { 'r.$id': 1 } }).toArray()).length, 2);
   // 1.0 and a long -1 are 1 and -1.
