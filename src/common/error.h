@@ -203,7 +203,12 @@
     X(5979704, Location5979704)                                                \
     X(5979703, Location5979703)                                                \
     X(5979700, Location5979700)                                                \
+    X(40430, Location40430)                                                    \
+    X(40431, Location40431)                                                    \
+    X(40432, Location40432)                                                    \
+    X(40433, Location40433)                                                    \
     X(40571, Location40571)                                                    \
+    X(40587, Location40587)                                                    \
     X(51024, Location51024)                                                    \
     X(51173, Location51173)                                                    \
     X(51174, Location51174)                                                    \

@@ -18,7 +18,11 @@
  *     of each kind-1 document sequence; mf_wire_msg_destroy frees exactly
  *     that. On failure parse frees what it allocated itself, and leaves *msg
  *     zeroed so that a stray destroy is harmless.
- *   - Errors: framing faults are 17 ProtocolError, a malformed document is 22
+ *   - Errors: framing faults are 17 ProtocolError; sections that frame
+ *     but do not make a request are mongod's OpMsg::parse codes (40430 two
+ *     bodies, 40431 a repeated sequence, 40432 an unknown kind, 40587 no
+ *     body, 40433 a field both in the body and a sequence), which the
+ *     connection answers and lives on; a malformed document is 22
  *     InvalidBSON, a document nested deeper than MongoDB's limit (200) is 15
  *     Overflow with MongoDB's wording, and a document over 16 MiB + 16 KiB is
  *     10334 BSONObjectTooLarge.
@@ -350,7 +354,7 @@ parse_docseq(const uint8_t *buf, size_t *off, size_t end, mf_msg_t *msg, mf_erro
         return mf_err_set(err, MF_E_ProtocolError, "too many OP_MSG document sequences (limit %d)", MF_MAX_SECTIONS);
     for (size_t i = 0; i < msg->nseqs; i++)
         if (strcmp(msg->seqs[i].identifier, (const char *)buf + start + 4) == 0)
-            return mf_err_set(err, MF_E_ProtocolError, "Duplicate document sequence: %s", (const char *)buf + start + 4);
+            return mf_err_set(err, MF_E_Location40431, "Duplicate document sequence: %s", (const char *)buf + start + 4);
     p = start + 4 + (size_t)il + 1;
 
     /* First pass: count and validate the documents. */
@@ -409,7 +413,7 @@ parse_op_msg(const uint8_t *buf, size_t len, mf_msg_t *msg, mf_error_t *err)
         uint8_t kind = buf[off++];
         if (kind == 0) {
             if (have_body)
-                return mf_err_set(err, MF_E_ProtocolError, "Multiple body sections in message");
+                return mf_err_set(err, MF_E_Location40430, "Multiple body sections in message");
             if (read_document(buf, &off, end, &msg->body, err) != 0)
                 return -1;
             have_body = true;
@@ -417,11 +421,16 @@ parse_op_msg(const uint8_t *buf, size_t len, mf_msg_t *msg, mf_error_t *err)
             if (parse_docseq(buf, &off, end, msg, err) != 0)
                 return -1;
         } else {
-            return mf_err_set(err, MF_E_ProtocolError, "Unknown section kind %u", (unsigned)kind);
+            return mf_err_set(err, MF_E_Location40432, "Unknown section kind %u", (unsigned)kind);
         }
     }
     if (!have_body)
-        return mf_err_set(err, MF_E_ProtocolError, "OP_MSG requires a body");
+        return mf_err_set(err, MF_E_Location40587, "OP_MSG messages must have a body");
+    /* A field both in the body and as a document sequence: which one the command means is unclear. */
+    for (size_t i = 0; i < msg->nseqs; i++)
+        if (bson_has_field(&msg->body, msg->seqs[i].identifier))
+            return mf_err_set(err, MF_E_Location40433, "Duplicate field between body and document sequence %s",
+                              msg->seqs[i].identifier);
     return 0;
 }
 

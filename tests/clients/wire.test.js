@@ -310,36 +310,66 @@ h.test('OP_MSG with unknown required flag bits is rejected', async () => {
   await otherClientsOk();
 });
 
-h.test('OP_MSG without a body section is rejected', async () => {
+/*
+ * Sections that frame but do not make a request: mongod's OpMsg::parse
+ * codes in an error reply, and the connection carries on (found by
+ * helper-67: it was closed).
+ */
+async function expectParseError(bytes, code, msg) {
   const conn = await h.rawConnect(srv.port);
-  const flags = Buffer.alloc(4);
-  await conn.send(Buffer.concat([header(20, 1, 2013), flags]));
-  const r = await conn.readReply(3000).catch(() => null);
-  if (r) assert.equal(r.ok, 0);
-  conn.close();
+  try {
+    await conn.send(bytes);
+    const r = await conn.readReply(3000);
+    assert.ok(r, 'an error reply, not a closed connection');
+    assert.equal(r.ok, 0);
+    assert.equal(r.code, code, JSON.stringify(r));
+    assert.equal(r.codeName, `Location${code}`);
+    assert.match(r.errmsg, msg);
+    const p = await conn.command('admin', { ping: 1 });
+    assert.equal(p.ok, 1, 'the connection lives on');
+  } finally {
+    conn.close();
+  }
   await otherClientsOk();
+}
+
+h.test('OP_MSG without a body section is 40587', async () => {
+  const seq = Buffer.concat([Buffer.from([1]), Buffer.from([6, 0, 0, 0]), Buffer.from('x\0')]);
+  await expectParseError(Buffer.concat([header(20 + seq.length, 1, 2013), Buffer.alloc(4), seq]), 40587,
+    /^OP_MSG messages must have a body$/);
 });
 
-h.test('OP_MSG with two body sections is rejected', async () => {
-  const conn = await h.rawConnect(srv.port);
+h.test('OP_MSG with two body sections is 40430', async () => {
   const body = Buffer.from(BSON.serialize({ ping: 1, $db: 'admin' }));
   const payload = Buffer.concat([Buffer.alloc(4), Buffer.from([0]), body, Buffer.from([0]), body]);
-  await conn.send(Buffer.concat([header(16 + payload.length, 1, 2013), payload]));
-  const r = await conn.readReply(3000).catch(() => null);
-  if (r) assert.equal(r.ok, 0);
-  conn.close();
-  await otherClientsOk();
+  await expectParseError(Buffer.concat([header(16 + payload.length, 1, 2013), payload]), 40430,
+    /^Multiple body sections in message$/);
 });
 
-h.test('OP_MSG with an unknown section kind is rejected', async () => {
-  const conn = await h.rawConnect(srv.port);
+h.test('OP_MSG with an unknown section kind is 40432', async () => {
   const body = Buffer.from(BSON.serialize({ ping: 1, $db: 'admin' }));
   const payload = Buffer.concat([Buffer.alloc(4), Buffer.from([0]), body, Buffer.from([7, 1, 2, 3, 4])]);
-  await conn.send(Buffer.concat([header(16 + payload.length, 1, 2013), payload]));
-  const r = await conn.readReply(3000).catch(() => null);
-  if (r) assert.equal(r.ok, 0);
-  conn.close();
-  await otherClientsOk();
+  await expectParseError(Buffer.concat([header(16 + payload.length, 1, 2013), payload]), 40432,
+    /^Unknown section kind 7$/);
+});
+
+h.test('OP_MSG with a repeated document sequence is 40431, and one named in the body too is 40433 (nothing is written)', async () => {
+  const docs = { documents: [{ _id: 1 }] };
+  const m = h.buildOpMsg(1, { insert: 'c', $db: 'wire_dup' }, docs);
+  const bodyLen = m.readInt32LE(21);
+  const seq = m.subarray(20 + 1 + bodyLen);
+  const twice = Buffer.concat([m, seq]);
+  twice.writeInt32LE(twice.length, 0);
+  await expectParseError(twice, 40431, /^Duplicate document sequence: documents$/);
+  const both = h.buildOpMsg(2, { insert: 'c', $db: 'wire_dup', documents: [{ _id: 'body' }] }, { documents: [{ _id: 'seq' }] });
+  await expectParseError(both, 40433, /^Duplicate field between body and document sequence documents$/);
+  const conn = await h.rawConnect(srv.port);
+  try {
+    const r = await conn.command('wire_dup', { count: 'c' });
+    assert.equal(r.n, 0, 'neither insert wrote');
+  } finally {
+    conn.close();
+  }
 });
 
 h.test('a document sequence whose size overruns the message is rejected', async () => {

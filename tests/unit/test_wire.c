@@ -259,7 +259,7 @@ Test(wire, duplicate_sequence_identifier_is_rejected)
     }
     finish(&b);
     cr_assert_eq(mf_wire_parse(b.p, b.n, &msg, &err), -1);
-    cr_assert_eq(err.code, MF_E_ProtocolError);
+    cr_assert_eq(err.code, MF_E_Location40431);
     free(b.p);
     bson_destroy(body);
 }
@@ -330,7 +330,7 @@ Test(wire, unknown_section_kind_is_rejected)
     put_doc(&b, body);
     finish(&b);
     cr_assert_eq(mf_wire_parse(b.p, b.n, &msg, &err), -1);
-    cr_assert_eq(err.code, MF_E_ProtocolError);
+    cr_assert_eq(err.code, MF_E_Location40432);
     free(b.p);
     bson_destroy(body);
 }
@@ -349,7 +349,7 @@ Test(wire, missing_or_repeated_body_is_rejected)
     put(&b, "x", 2);
     finish(&b);
     cr_assert_eq(mf_wire_parse(b.p, b.n, &msg, &err), -1);
-    cr_assert_eq(err.code, MF_E_ProtocolError);
+    cr_assert_eq(err.code, MF_E_Location40587);
     cr_assert(strstr(err.msg, "body") != NULL, "%s", err.msg);
 
     begin(&b, MF_OP_MSG);
@@ -360,9 +360,35 @@ Test(wire, missing_or_repeated_body_is_rejected)
     put_doc(&b, body);
     finish(&b);
     cr_assert_eq(mf_wire_parse(b.p, b.n, &msg, &err), -1);
+    cr_assert_eq(err.code, MF_E_Location40430);
     cr_assert(strstr(err.msg, "Multiple body") != NULL, "%s", err.msg);
     free(b.p);
     bson_destroy(body);
+}
+
+Test(wire, a_field_both_in_the_body_and_a_sequence_is_40433)
+{
+    buf_t b = {0};
+    bson_t *body = BCON_NEW("insert", "c", "documents", "[", "{", "a", BCON_INT32(1), "}", "]");
+    bson_t *doc = BCON_NEW("a", BCON_INT32(2));
+    mf_msg_t msg;
+    mf_error_t err = {0};
+
+    begin(&b, MF_OP_MSG);
+    put_i32(&b, 0);
+    put_u8(&b, 0);
+    put_doc(&b, body);
+    put_u8(&b, 1);
+    put_i32(&b, (int32_t)(4 + 10 + doc->len));
+    put(&b, "documents", 10);
+    put_doc(&b, doc);
+    finish(&b);
+    cr_assert_eq(mf_wire_parse(b.p, b.n, &msg, &err), -1);
+    cr_assert_eq(err.code, MF_E_Location40433);
+    cr_assert_str_eq(err.msg, "Duplicate field between body and document sequence documents");
+    free(b.p);
+    bson_destroy(body);
+    bson_destroy(doc);
 }
 
 Test(wire, unknown_required_flag_bits_are_rejected_optional_ones_ignored)
