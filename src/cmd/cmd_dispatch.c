@@ -328,7 +328,7 @@ static int
 check_write_concern(mf_op_t *op, wc_unmet_t *unmet)
 {
     bson_iter_t it, wi;
-    bool journal = false;
+    bool journal = false, fsync = false;
     unmet->code = 0;
     unmet->wnum = 0;
     if (!mf_op_find(op, "writeConcern", &it))
@@ -379,6 +379,8 @@ check_write_concern(mf_op_t *op, wc_unmet_t *unmet)
                                   k, mf_type_name(v->value_type));
             if (strcmp(k, "j") == 0)
                 journal = mf_value_truthy(v);
+            else
+                fsync = mf_value_truthy(v);
         } else if (strcmp(k, "wtimeout") == 0 || strcmp(k, "wtimeoutMS") == 0) {
             if (!mf_value_is_number(v) && v->value_type != BSON_TYPE_NULL)
                 return mf_err_set(&op->err, MF_E_TypeMismatch,
@@ -389,6 +391,8 @@ check_write_concern(mf_op_t *op, wc_unmet_t *unmet)
             return mf_err_set(&op->err, MF_E_FailedToParse, "unrecognized write concern field: %s", k);
         }
     }
+    if (journal && fsync)
+        return mf_err_set(&op->err, MF_E_FailedToParse, "fsync and j options cannot be used together");
     if (journal && op->eng->in_memory)
         return mf_err_set(&op->err, MF_E_BadValue, "cannot use 'j' option when a host does not have journaling enabled");
     return 0;

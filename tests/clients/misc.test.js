@@ -112,6 +112,17 @@ h.test('w: 2 on a standalone is refused before writing (BadValue), through the d
   assert.equal(await db.collection('c').countDocuments(), 0, 'nothing was written (mongod jstest insert_one_w2)');
 });
 
+h.test('writeConcern {j: true, fsync: true} is 9 FailedToParse before writing, as mongod\'s WriteConcernOptions::parse (helper-67)', async () => {
+  const db = srv.freshDb('wcjf');
+  await h.expectCode(db.command({ insert: 'c', documents: [{ _id: 1 }], writeConcern: { j: true, fsync: true } }), 9,
+    /^fsync and j options cannot be used together$/);
+  assert.equal(await db.collection('c').countDocuments(), 0);
+  // Either alone is fine.
+  await db.command({ insert: 'c', documents: [{ _id: 2 }], writeConcern: { fsync: true } });
+  await db.command({ insert: 'c', documents: [{ _id: 3 }], writeConcern: { j: true, fsync: false } });
+  assert.equal(await db.collection('c').countDocuments(), 2);
+});
+
 h.test('UTF-8 strings, long keys and many fields round-trip', async () => {
   const c = srv.freshDb('utf8').collection('c');
   const doc = { _id: 'ключ', s: 'héllo wörld ✓ 日本語 🎉', ['k'.repeat(1000)]: 1 };
