@@ -28,7 +28,7 @@ typedef struct auth_kind {
     const char *exists_fmt, *missing_fmt; /* "%s@%s": name, db */
 } auth_kind_t;
 
-static const auth_kind_t users_kind = {MF_USERS_COLL, "user", MF_E_UserAlreadyExists, MF_E_UserNotFound,
+static const auth_kind_t users_kind = {MF_USERS_COLL, "user", MF_E_Location51003, MF_E_UserNotFound,
                                        "User \"%s@%s\" already exists", "User '%s@%s' not found"};
 static const auth_kind_t roles_kind = {MF_ROLES_COLL, "role", MF_E_Location51002, MF_E_RoleNotFound,
                                        "Role \"%s@%s\" already exists", "Role '%s@%s' not found"};
@@ -557,7 +557,7 @@ mf_users_exist(mf_catalog_t *cat)
 
 int
 mf_users_credentials(bson_t *doc, const mf_saslprep_t *prep, const char *user, const char *password,
-                     size_t password_len, unsigned mechs, mf_error_t *err)
+                     size_t password_len, unsigned mechs, bool predigested, mf_error_t *err)
 {
     bson_t creds;
     mf_scram_cred_t c1, c256;
@@ -567,9 +567,10 @@ mf_users_credentials(bson_t *doc, const mf_saslprep_t *prep, const char *user, c
     if ((mechs & MF_MECH_SHA256) != 0 && mf_saslprep_prepare(prep, password, password_len, &prepped, err) != 0)
         goto done;
     if ((mechs & MF_MECH_SHA1) != 0) {
-        char hashed[33];
-        mf_scram_sha1_password(user, password, hashed);
-        int r = mf_scram_make_cred(MF_SCRAM_SHA1, hashed, NULL, 0, 10000, &c1, err);
+        char hashed[33] = "";
+        if (!predigested)
+            mf_scram_sha1_password(user, password, hashed);
+        int r = mf_scram_make_cred(MF_SCRAM_SHA1, predigested ? password : hashed, NULL, 0, 10000, &c1, err);
         OPENSSL_cleanse(hashed, sizeof(hashed));
         if (r != 0)
             goto done;

@@ -53,7 +53,7 @@ int mf_users_get(mf_catalog_t *cat, const char *db, const char *user, bson_t *ou
 
 /*
  * mf_users_insert: stores a new user document (its _id "<db>.<user>" set);
- * 51003 UserAlreadyExists if there is one. mf_users_replace: replaces the
+ * 51003 (mongod's unnamed Error(51003)) if there is one. mf_users_replace: replaces the
  * document with doc's _id; 11 UserNotFound if there is none. Both commit
  * durably. 0, or -1 with err.
  */
@@ -126,10 +126,12 @@ bool mf_users_exist(mf_catalog_t *cat);
  * As mongod's buildCredentials: SHA-1 from hex(MD5(user ":mongo:"
  * password)), SHA-256 from the password SASLprep'd with prep (saslprep.h);
  * a password SASLprep refuses fails with its error (50692) when mechs has
- * SHA-256, and nothing is appended. 0, or -1 with err.
+ * SHA-256, and nothing is appended. predigested (createUser's
+ * digestPassword: false; SHA-1 only): password is already that hex MD5.
+ * 0, or -1 with err.
  */
 int mf_users_credentials(bson_t *doc, const mf_saslprep_t *prep, const char *user, const char *password,
-                         size_t password_len, unsigned mechs, mf_error_t *err) MF_WUR;
+                         size_t password_len, unsigned mechs, bool predigested, mf_error_t *err) MF_WUR;
 
 /* mf_users_cred: user doc's credential for mech. 0, or -1 if it has none. */
 int mf_users_cred(const bson_t *user, mf_scram_mech_t mech, mf_scram_cred_t *out);

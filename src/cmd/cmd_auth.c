@@ -1749,6 +1749,26 @@ build_user(bson_t *doc, const char *db, const char *name, const uint8_t uuid[16]
 
 static int restrictions_arg(mf_op_t *op, bson_t *out, bool *present);
 
+/*
+ * createUser's / updateUser's digestPassword (true by default): false says
+ * pwd is already SCRAM-SHA-1's hex MD5 (*predigested), which SCRAM-SHA-256
+ * cannot use (2 BadValue, as mongod). 0, or -1 with op->err.
+ */
+static int
+digest_arg(mf_op_t *op, unsigned mechs, bool *predigested)
+{
+    bool digest = true, present = false;
+    *predigested = false;
+    if (mf_op_get_bool(op, "digestPassword", &digest, &present) != 0)
+        return -1;
+    if (!present || digest)
+        return 0;
+    if (mechs & MF_MECH_SHA256)
+        return mf_err_set(&op->err, MF_E_BadValue, "Use of SCRAM-SHA-256 requires undigested passwords");
+    *predigested = true;
+    return 0;
+}
+
 static int
 cmd_create_user(mf_op_t *op)
 {
@@ -1778,7 +1798,10 @@ cmd_create_user(mf_op_t *op)
     }
     if (parse_roles(op, &it, &roles) != 0)
         goto done;
-    if (has_pwd && mf_users_credentials(&creds_holder, op->eng->saslprep, name, pwd, pwd_len, mechs, &op->err) != 0)
+    bool predigested;
+    if (digest_arg(op, mechs, &predigested) != 0 ||
+        (has_pwd && mf_users_credentials(&creds_holder, op->eng->saslprep, name, pwd, pwd_len, mechs, predigested,
+                                         &op->err) != 0))
         goto done;
     if (mf_scram_random(uuid, sizeof(uuid)) != 0) {
         mf_err_set(&op->err, MF_E_InternalError, "no random bytes for a user id");
@@ -1893,7 +1916,9 @@ update_change(mf_op_t *op, const bson_t *old, bson_t *out, void *arg)
         }
         bson_append_document_end(out, &creds);
     } else if (has_pwd) {
-        if (mf_users_credentials(out, op->eng->saslprep, name, pwd, pwd_len, mechs, &op->err) != 0)
+        bool predigested;
+        if (digest_arg(op, mechs, &predigested) != 0 ||
+            mf_users_credentials(out, op->eng->saslprep, name, pwd, pwd_len, mechs, predigested, &op->err) != 0)
             goto done;
     } else {
         keep_field(old, out, "credentials");
@@ -3411,26 +3436,40 @@ MGMT(cmd_drop_all_roles)
 MGMT(cmd_role_grant_revoke)
 #undef MGMT
 
+/* The user and role commands' own fields (user_management_commands.idl): others are 40415. */
+static const char *const create_user_fields[] = {"pwd", "customData", "roles", "digestPassword",
+                                                 "authenticationRestrictions", "mechanisms", NULL};
+static const char *const update_user_fields[] = {"pwd", "customData", "roles", "digestPassword",
+                                                 "authenticationRestrictions", "mechanisms", NULL};
+static const char *const no_fields[] = {NULL};
+static const char *const roles_fields[] = {"roles", NULL};
+static const char *const privileges_fields[] = {"privileges", NULL};
+static const char *const role_fields[] = {"privileges", "roles", "authenticationRestrictions", NULL};
+static const char *const users_info_fields[] = {"showCredentials", "showCustomData", "showPrivileges",
+                                                "showAuthenticationRestrictions", "filter", NULL};
+static const char *const roles_info_fields[] = {"showPrivileges", "showBuiltinRoles", "showAuthenticationRestrictions",
+                                                NULL};
+
 const mf_cmd_def_t mf_cmds_auth[] = {
     {"saslStart", cmd_sasl_start, MF_CMD_NO_DB, NULL},
     {"saslContinue", cmd_sasl_continue, MF_CMD_NO_DB, NULL},
     {"logout", cmd_logout, 0, NULL},
     {"connectionStatus", cmd_connection_status, 0, NULL},
-    {"createUser", cmd_create_user_locked, 0, NULL},
-    {"updateUser", cmd_update_user_locked, 0, NULL},
-    {"dropUser", cmd_drop_user_locked, 0, NULL},
-    {"dropAllUsersFromDatabase", cmd_drop_all_users_locked, 0, NULL},
-    {"usersInfo", cmd_users_info, 0, NULL},
-    {"grantRolesToUser", cmd_grant_revoke_locked, 0, NULL},
-    {"revokeRolesFromUser", cmd_grant_revoke_locked, 0, NULL},
-    {"rolesInfo", cmd_roles_info, 0, NULL},
-    {"createRole", cmd_create_role_locked, 0, NULL},
-    {"updateRole", cmd_update_role_locked, 0, NULL},
-    {"dropRole", cmd_drop_role_locked, 0, NULL},
-    {"dropAllRolesFromDatabase", cmd_drop_all_roles_locked, 0, NULL},
-    {"grantRolesToRole", cmd_role_grant_revoke_locked, 0, NULL},
-    {"revokeRolesFromRole", cmd_role_grant_revoke_locked, 0, NULL},
-    {"grantPrivilegesToRole", cmd_role_grant_revoke_locked, 0, NULL},
-    {"revokePrivilegesFromRole", cmd_role_grant_revoke_locked, 0, NULL},
+    {"createUser", cmd_create_user_locked, 0, create_user_fields},
+    {"updateUser", cmd_update_user_locked, 0, update_user_fields},
+    {"dropUser", cmd_drop_user_locked, 0, no_fields},
+    {"dropAllUsersFromDatabase", cmd_drop_all_users_locked, 0, no_fields},
+    {"usersInfo", cmd_users_info, 0, users_info_fields},
+    {"grantRolesToUser", cmd_grant_revoke_locked, 0, roles_fields},
+    {"revokeRolesFromUser", cmd_grant_revoke_locked, 0, roles_fields},
+    {"rolesInfo", cmd_roles_info, 0, roles_info_fields},
+    {"createRole", cmd_create_role_locked, 0, role_fields},
+    {"updateRole", cmd_update_role_locked, 0, role_fields},
+    {"dropRole", cmd_drop_role_locked, 0, no_fields},
+    {"dropAllRolesFromDatabase", cmd_drop_all_roles_locked, 0, no_fields},
+    {"grantRolesToRole", cmd_role_grant_revoke_locked, 0, roles_fields},
+    {"revokeRolesFromRole", cmd_role_grant_revoke_locked, 0, roles_fields},
+    {"grantPrivilegesToRole", cmd_role_grant_revoke_locked, 0, privileges_fields},
+    {"revokePrivilegesFromRole", cmd_role_grant_revoke_locked, 0, privileges_fields},
     {NULL, NULL, 0, NULL},
 };

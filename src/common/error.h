@@ -88,7 +88,7 @@
     X(324, APIDeprecationError)                                                \
     X(51002, Location51002)                                                    \
     X(51300, Location51300)                                                    \
-    X(51003, UserAlreadyExists)                                                \
+    X(51003, Location51003)                                                    \
     X(162, CollectionIsEmpty)                                                  \
     X(165, ViewDepthLimitExceeded)                                             \
     X(166, CommandNotSupportedOnView)                                          \

@@ -574,7 +574,10 @@ h.test('createUser stores roles as {role, db}, customData and both SCRAM mechani
 h.test('createUser refuses an existing user (51003), an unknown role (31) and admin-only roles outside admin (31)', async () => {
   const c = await root();
   await c.db('cudb').command({ createUser: 'dup', pwd: 'p1', roles: ['read'] });
-  await h.expectCode(c.db('cudb').command({ createUser: 'dup', pwd: 'p2', roles: ['read'] }), 51003);
+  const exists = await h.expectCode(c.db('cudb').command({ createUser: 'dup', pwd: 'p2', roles: ['read'] }), 51003,
+    /^User "dup@cudb" already exists$/);
+  // mongod raises ErrorCodes::Error(51003), which has no name of its own (helper-67: it was UserAlreadyExists).
+  assert.equal(exists.codeName, 'Location51003');
   const bad = [
     ['an unknown role', { createUser: 'bad1', pwd: 'p', roles: ['nosuchrole'] }],
     ['an unknown role on another db', { createUser: 'bad2', pwd: 'p', roles: [{ role: 'nosuchrole', db: 'other' }] }],
@@ -832,6 +835,36 @@ h.test('a dropped user leaves its open connections, and a user created again und
   // A role change reloads the user but keeps it on the connection: the same userId.
   await c.db('reudb').command({ grantRolesToUser: 'victim', roles: ['readWrite'] });
   await allowed('the new user keeps its connection across a role change', n.db('reudb').collection('c').insertOne({ _id: 'n1' }));
+});
+
+h.test('user and role commands: an unknown field is 40415; digestPassword false is pwd pre-digested (SCRAM-SHA-1 only), 2 with SCRAM-SHA-256 (helper-67)', async () => {
+  const c = await root();
+  const db = c.db('idldb');
+  for (const [cmd, field] of [
+    [{ createUser: 'uf', pwd: 'x', roles: [], foo: 1 }, 'createUser.foo'],
+    [{ usersInfo: 1, foo: 1 }, 'usersInfo.foo'],
+    [{ createRole: 'rf', privileges: [], roles: [], bar: true }, 'createRole.bar'],
+    [{ rolesInfo: 1, nope: 1 }, 'rolesInfo.nope'],
+    [{ dropUser: 'nobody', extra: 1 }, 'dropUser.extra'],
+  ]) {
+    await h.expectCode(db.command(cmd), 40415, new RegExp(`^BSON field '${field.replace('.', '\\.')}' is an unknown field\\.$`));
+  }
+  assert.deepEqual((await db.command({ usersInfo: 'uf' })).users, [], 'the refused createUser created nothing');
+  // Generic arguments and the documented options pass.
+  await db.command({ createUser: 'okf', pwd: pwdOf('okf'), roles: [], customData: { a: 1 }, mechanisms: ['SCRAM-SHA-256'],
+    comment: 'c', writeConcern: { w: 1 } });
+  await db.command({ usersInfo: 'okf', showCredentials: true, showCustomData: true, showPrivileges: true });
+  // digestPassword: false with SCRAM-SHA-256 (the default mechanisms include it) is 2 BadValue.
+  await h.expectCode(db.command({ createUser: 'dg', pwd: 'x', roles: [], digestPassword: false }), 2,
+    /^Use of SCRAM-SHA-256 requires undigested passwords$/);
+  // With SCRAM-SHA-1 only, pwd is taken as already digested: hex MD5("user:mongo:password").
+  const digest = require('node:crypto').createHash('md5').update('dg:mongo:plain-pw-1').digest('hex');
+  await db.command({ createUser: 'dg', pwd: digest, roles: ['read'], mechanisms: ['SCRAM-SHA-1'], digestPassword: false });
+  await login('dg', 'plain-pw-1', { source: 'idldb', mech: 'SCRAM-SHA-1' });
+  await expectLoginFails('dg', digest, { source: 'idldb', mech: 'SCRAM-SHA-1' }, 'the digest itself as the password');
+  await db.command({ updateUser: 'dg', pwd: require('node:crypto').createHash('md5').update('dg:mongo:plain-pw-2').digest('hex'),
+    digestPassword: false, mechanisms: ['SCRAM-SHA-1'] });
+  await login('dg', 'plain-pw-2', { source: 'idldb', mech: 'SCRAM-SHA-1' });
 });
 
 h.test('logout on the authentication database leaves the connection unauthenticated', async () => {

@@ -121,7 +121,7 @@ Test(saslprep, sha256_credential_from_prepared_password)
     mf_scram_cred_t cred;
     bson_t doc = BSON_INITIALIZER;
     /* createUser "\u2168" with pwd "\u2163", SCRAM-SHA-256 only. */
-    cr_assert_eq(mf_users_credentials(&doc, sp, "\xE2\x85\xA8", S("\xE2\x85\xA3"), MF_MECH_SHA256, &err), 0, "%s",
+    cr_assert_eq(mf_users_credentials(&doc, sp, "\xE2\x85\xA8", S("\xE2\x85\xA3"), MF_MECH_SHA256, false, &err), 0, "%s",
                  err.msg);
     cr_assert_eq(mf_users_cred(&doc, MF_SCRAM_SHA256, &cred), 0);
     /* A SASLprep-ing client sends the prepared password "IV" for "\u2163", "IV" and "I\u00ADV" alike. */
@@ -136,7 +136,7 @@ Test(saslprep, refused_password_builds_no_credential)
 {
     mf_error_t err = {0};
     bson_t doc = BSON_INITIALIZER;
-    cr_assert_eq(mf_users_credentials(&doc, sp, "u", S("pass\0word"), MF_MECH_SHA1 | MF_MECH_SHA256, &err), -1);
+    cr_assert_eq(mf_users_credentials(&doc, sp, "u", S("pass\0word"), MF_MECH_SHA1 | MF_MECH_SHA256, false, &err), -1);
     cr_assert_eq(err.code, MF_E_Location50692, "code %d (%s)", err.code, err.msg);
     bson_iter_t it;
     cr_assert(!bson_iter_init_find(&it, &doc, "credentials"), "nothing appended on failure");
@@ -144,6 +144,6 @@ Test(saslprep, refused_password_builds_no_credential)
     /* SCRAM-SHA-1 alone does not SASLprep (mongod hashes the raw password). */
     mf_error_t err2 = {0};
     bson_t doc2 = BSON_INITIALIZER;
-    cr_assert_eq(mf_users_credentials(&doc2, sp, "u", S("\x07pw"), MF_MECH_SHA1, &err2), 0, "%s", err2.msg);
+    cr_assert_eq(mf_users_credentials(&doc2, sp, "u", S("\x07pw"), MF_MECH_SHA1, false, &err2), 0, "%s", err2.msg);
     bson_destroy(&doc2);
 }
