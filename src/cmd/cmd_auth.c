@@ -1388,7 +1388,7 @@ sasl_start(mf_op_t *op, const char *db, const bson_t *cmd, bson_t *out)
     snprintf(a->conv_db, sizeof(a->conv_db), "%s", db);
     a->conv_user[0] = '\0';
     if (!bson_iter_init_find(&it, cmd, "mechanism") || !BSON_ITER_HOLDS_UTF8(&it))
-        return mf_err_set(&op->err, MF_E_BadValue, "BSON field 'saslStart.mechanism' is missing but a required field");
+        return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'saslStart.mechanism' is missing but a required field");
     mech_name = bson_iter_utf8(&it, NULL);
     mf_scram_mech_t mech = mf_scram_mech_of(mech_name);
     if (mech == 0)

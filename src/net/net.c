@@ -667,6 +667,11 @@ run_request(job_t *job)
             mf_error_t e;
             mf_err_set(&e, MF_E_InvalidNamespace, "Invalid database name: contains a NUL byte");
             mf_cmd_error_reply(&reply, &e);
+        } else if (dblen == 0 || dblen >= 64 || strpbrk(db, "/\\. \"") != NULL) {
+            /* As mongod checks every command's $db first (DatabaseName::isValid, '$' allowed: $external). */
+            mf_error_t e;
+            mf_err_set(&e, MF_E_InvalidNamespace, "Invalid database name: '%s'", db);
+            mf_cmd_error_reply(&reply, &e);
         } else {
             mf_cmd_run(eng, &c->client, db, &msg.body, msg.seqs, msg.nseqs, false, &reply);
             if (c->client.close_requested) {

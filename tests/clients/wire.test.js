@@ -372,6 +372,28 @@ h.test('OP_MSG with a repeated document sequence is 40431, and one named in the 
   }
 });
 
+h.test('every command\'s $db is checked first: empty, with / \\ . space or ", or 64 bytes and more is 73; $external passes (helper-67: ping on \'\' was ok)', async () => {
+  const conn = await h.rawConnect(srv.port);
+  try {
+    for (const db of ['', 'a.b', 'a b', 'a/b', 'a\\b', 'a"b', 'x'.repeat(64)]) {
+      const r = await conn.command(db, { ping: 1 });
+      assert.equal(r.code, 73, `$db ${JSON.stringify(db)}: ${JSON.stringify(r)}`);
+      assert.equal(r.errmsg, `Invalid database name: '${db}'`);
+    }
+    const ins = await conn.command('a.b', { insert: 'c', documents: [{ _id: 1 }] });
+    assert.equal(ins.code, 73);
+    assert.equal((await conn.command('x'.repeat(63), { ping: 1 })).ok, 1);
+    const ext = await conn.command('$external', { ping: 1 });
+    assert.equal(ext.ok, 1, JSON.stringify(ext));
+    // saslStart's IDL: a missing mechanism is 40414.
+    const sasl = await conn.command('admin', { saslStart: 1, payload: Buffer.from('n,,n=u,r=abc') });
+    assert.equal(sasl.code, 40414, JSON.stringify(sasl));
+    assert.equal(sasl.errmsg, "BSON field 'saslStart.mechanism' is missing but a required field");
+  } finally {
+    conn.close();
+  }
+});
+
 h.test('a document sequence whose size overruns the message is rejected', async () => {
   const conn = await h.rawConnect(srv.port);
   const m = h.buildOpMsg(1, { insert: 'c', $db: 'wire_seq' }, { documents: [{ _id: 1 }] });
