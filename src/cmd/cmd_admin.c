@@ -25,6 +25,8 @@
 #include <unistd.h>
 
 #include "archive/archive.h"
+#include "catalog/catalog.h"
+#include "catalog/coll_write.h"
 #include "auth/roles.h"
 #include "cmd/cmd.h"
 #include "common/curop.h"
@@ -35,6 +37,8 @@
 #include "common/params.h"
 #include "doc/match.h"
 #include "doc/value.h"
+#include "query/write.h"
+#include "storage/storage.h"
 #include "ttl/ttl.h"
 
 #define MF_VERSION "8.0.0"
@@ -1286,29 +1290,244 @@ cmd_repl(mf_op_t *op)
     return mf_err_set(&op->err, MF_E_NoReplicationEnabled, "not running with --replSet");
 }
 
+/*
+ * The cluster-wide read and write concern defaults (getDefaultRWConcern,
+ * setDefaultRWConcern): mongod's document {_id: "ReadWriteConcernDefaults",
+ * defaultReadConcern, defaultWriteConcern, updateOpTime,
+ * updateWallClockTime} in config.settings, written like any replicated
+ * document (so it survives restarts and fail-overs) and read back on each
+ * get. Without one the defaults are mongod 8.0's implicit ones on a replica
+ * set: "local" reads and w: "majority" writes. Every mayfly write already
+ * waits for a majority's raft logs and a read sees only what they hold, so
+ * a stored default with a smaller w or a "local" / "available" level is
+ * met by what mayfly does anyway; the values are kept and reported, not
+ * applied to each command.
+ */
+#define RWC_DEFAULTS_ID "ReadWriteConcernDefaults"
+
+/* The stored defaults document into out (initialised here on success): 0, MF_NOTFOUND, or -1 with op->err. */
+static int
+rwc_defaults_load(mf_op_t *op, bson_t *out)
+{
+    mf_coll_t *c = NULL;
+    bson_value_t idv = {.value_type = BSON_TYPE_UTF8};
+    int64_t rid = 0;
+    int rc = MF_NOTFOUND;
+
+    idv.value.v_utf8.str = (char *)RWC_DEFAULTS_ID;
+    idv.value.v_utf8.len = (uint32_t)strlen(RWC_DEFAULTS_ID);
+    if (mf_catalog_coll_acquire(op->eng->cat, "config", "settings", false, &c, &op->err) != 0) {
+        rc = -1;
+    } else if (c != NULL) {
+        if (mf_txn_begin(op->sess, &op->err) != 0) {
+            rc = -1;
+        } else {
+            rc = mf_coll_find_id(op->sess, c, &idv, &rid, &op->err);
+            if (rc == 0)
+                rc = mf_coll_fetch(op->sess, c, rid, out, &op->err);
+            mf_txn_abort(op->sess);
+            if (rc != 0 && rc != MF_NOTFOUND) {
+                if (op->err.code == 0)
+                    mf_err_set(&op->err, MF_E_WriteConflict, "reading the read/write concern defaults conflicted");
+                rc = -1;
+            }
+        }
+    }
+    mf_catalog_unlock(op->eng->cat);
+    return rc;
+}
+
+/* A get or set reply from the stored document (NULL: none), in mongod's field order. */
+static void
+rwc_defaults_reply(mf_op_t *op, const bson_t *doc)
+{
+    bson_iter_t it;
+    bson_t sub;
+    bool rc_set = doc != NULL && bson_iter_init_find(&it, doc, "defaultReadConcern") && BSON_ITER_HOLDS_DOCUMENT(&it);
+    bool wc_set = doc != NULL && bson_iter_init_find(&it, doc, "defaultWriteConcern") && BSON_ITER_HOLDS_DOCUMENT(&it);
+
+    if (rc_set && bson_iter_init_find(&it, doc, "defaultReadConcern")) {
+        bson_append_value(op->reply, "defaultReadConcern", -1, bson_iter_value(&it));
+    } else {
+        BSON_APPEND_DOCUMENT_BEGIN(op->reply, "defaultReadConcern", &sub);
+        BSON_APPEND_UTF8(&sub, "level", "local");
+        bson_append_document_end(op->reply, &sub);
+    }
+    if (wc_set && bson_iter_init_find(&it, doc, "defaultWriteConcern")) {
+        bson_append_value(op->reply, "defaultWriteConcern", -1, bson_iter_value(&it));
+    } else {
+        BSON_APPEND_DOCUMENT_BEGIN(op->reply, "defaultWriteConcern", &sub);
+        BSON_APPEND_UTF8(&sub, "w", "majority");
+        BSON_APPEND_INT32(&sub, "wtimeout", 0);
+        bson_append_document_end(op->reply, &sub);
+    }
+    if (doc != NULL && bson_iter_init_find(&it, doc, "updateOpTime"))
+        bson_append_value(op->reply, "updateOpTime", -1, bson_iter_value(&it));
+    if (doc != NULL && bson_iter_init_find(&it, doc, "updateWallClockTime"))
+        bson_append_value(op->reply, "updateWallClockTime", -1, bson_iter_value(&it));
+    BSON_APPEND_UTF8(op->reply, "defaultWriteConcernSource", wc_set ? "global" : "implicit");
+    BSON_APPEND_UTF8(op->reply, "defaultReadConcernSource", rc_set ? "global" : "implicit");
+    BSON_APPEND_DATE_TIME(op->reply, "localUpdateWallClockTime", mf_now_ms());
+}
+
 static int
 cmd_get_default_rw_concern(mf_op_t *op)
 {
-    bson_t sub;
+    bson_t doc;
     /* mongod's assertNotStandaloneOrShardServer. */
     if (op->eng->repl == NULL)
         return mf_err_set(&op->err, MF_E_Location51300, "'getDefaultRWConcern' is not supported on standalone nodes.");
-    /*
-     * mongod 8.0's implicit defaults on a replica set: "local" reads and
-     * w: "majority" writes, which is also what every mayfly write gets (a
-     * write is acknowledged once a majority's raft logs hold it).
-     */
-    BSON_APPEND_DOCUMENT_BEGIN(op->reply, "defaultReadConcern", &sub);
-    BSON_APPEND_UTF8(&sub, "level", "local");
-    bson_append_document_end(op->reply, &sub);
-    BSON_APPEND_DOCUMENT_BEGIN(op->reply, "defaultWriteConcern", &sub);
-    BSON_APPEND_UTF8(&sub, "w", "majority");
-    BSON_APPEND_INT32(&sub, "wtimeout", 0);
-    bson_append_document_end(op->reply, &sub);
-    BSON_APPEND_UTF8(op->reply, "defaultWriteConcernSource", "implicit");
-    BSON_APPEND_UTF8(op->reply, "defaultReadConcernSource", "implicit");
-    BSON_APPEND_DATE_TIME(op->reply, "localUpdateWallClockTime", mf_now_ms());
+    int rc = rwc_defaults_load(op, &doc);
+    if (rc < 0)
+        return -1;
+    rwc_defaults_reply(op, rc == 0 ? &doc : NULL);
+    if (rc == 0)
+        bson_destroy(&doc);
     return 0;
+}
+
+/*
+ * The defaultReadConcern a setDefaultRWConcern gives (an object, not
+ * empty): a level mongod takes as a default (local, available, majority;
+ * snapshot and linearizable are not suitable) and nothing that names a
+ * point in time. 0, or -1 with op->err.
+ */
+static int
+rwc_check_read_concern(mf_op_t *op, const bson_t *rc)
+{
+    bson_iter_t it;
+    bson_iter_init(&it, rc);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "level") == 0) {
+            const char *l = BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : "";
+            if (strcmp(l, "snapshot") == 0 || strcmp(l, "linearizable") == 0)
+                return mf_err_set(&op->err, MF_E_BadValue, "level: '%s' is not suitable for the default read concern", l);
+            if (strcmp(l, "local") != 0 && strcmp(l, "available") != 0 && strcmp(l, "majority") != 0)
+                return mf_err_set(&op->err, MF_E_FailedToParse, "readConcern.level must be either 'local', "
+                                  "'majority', 'linearizable', 'available', or 'snapshot'");
+        } else if (strcmp(k, "afterOpTime") == 0 || strcmp(k, "afterClusterTime") == 0 ||
+                   strcmp(k, "atClusterTime") == 0) {
+            return mf_err_set(&op->err, MF_E_BadValue, "'%s' is not suitable for the default read concern", k);
+        } else if (strcmp(k, "provenance") == 0) {
+            return mf_err_set(&op->err, MF_E_BadValue, "'provenance' must be unset in default read concern");
+        } else {
+            return mf_err_set(&op->err, MF_E_Location40415, "BSON field 'readConcern.%s' is an unknown field.", k);
+        }
+    }
+    return 0;
+}
+
+/* The defaultWriteConcern a setDefaultRWConcern gives (an object, not empty): acknowledged. 0, or -1 with op->err. */
+static int
+rwc_check_write_concern(mf_op_t *op, const bson_t *wc)
+{
+    bson_iter_t it;
+    bson_iter_init(&it, wc);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        if (strcmp(k, "w") == 0) {
+            if (mf_value_is_number(v)) {
+                double w = mf_value_as_double(v);
+                if (w != w || w < 0 || w > 50)
+                    return mf_err_set(&op->err, MF_E_FailedToParse,
+                                      "w has to be a non-negative number and not greater than 50; found: %g", w);
+                if (w < 1)
+                    return mf_err_set(&op->err, MF_E_BadValue,
+                                      "Unacknowledged write concern is not suitable for the default write concern");
+            } else if (v->value_type != BSON_TYPE_UTF8) {
+                return mf_err_set(&op->err, MF_E_FailedToParse, "w has to be a number or a string");
+            }
+        } else if (strcmp(k, "j") == 0 || strcmp(k, "fsync") == 0) {
+            if (v->value_type != BSON_TYPE_BOOL && !mf_value_is_number(v))
+                return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'writeConcern.%s' is the wrong type '%s', "
+                                  "expected types '[bool, long, int, decimal, double']", k, mf_type_name(v->value_type));
+        } else if (strcmp(k, "wtimeout") == 0) {
+            if (!mf_value_is_number(v))
+                return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'writeConcern.wtimeout' is the wrong type "
+                                  "'%s', expected types '[int, long, decimal, double]'", mf_type_name(v->value_type));
+        } else if (strcmp(k, "provenance") == 0) {
+            return mf_err_set(&op->err, MF_E_BadValue, "'provenance' must be unset in default write concern");
+        } else {
+            return mf_err_set(&op->err, MF_E_FailedToParse, "unrecognized write concern field: %s", k);
+        }
+    }
+    return 0;
+}
+
+/*
+ * setDefaultRWConcern: mongod's generateNewCWRWCToBeSavedOnDisk. At least
+ * one of defaultReadConcern / defaultWriteConcern (objects); an empty one
+ * clears the read default, and the write default once set cannot be
+ * cleared (20). The one not given keeps its stored value. The document is
+ * upserted in config.settings with w: majority durability and the reply is
+ * getDefaultRWConcern's of the new document.
+ */
+static int
+cmd_set_default_rw_concern(mf_op_t *op)
+{
+    bson_t rc_doc, wc_doc, cur, doc = BSON_INITIALIZER, stmt = BSON_INITIALIZER, q;
+    bool has_rc = false, has_wc = false;
+    int loaded, rc = -1;
+    bson_iter_t it;
+
+    if (op->eng->repl == NULL)
+        return mf_err_set(&op->err, MF_E_Location51300, "'setDefaultRWConcern' is not supported on standalone nodes.");
+    if (mf_op_get_doc(op, "defaultReadConcern", &rc_doc, &has_rc) != 0 ||
+        mf_op_get_doc(op, "defaultWriteConcern", &wc_doc, &has_wc) != 0)
+        return -1;
+    if (!has_rc && !has_wc)
+        return mf_err_set(&op->err, MF_E_BadValue,
+                          "At least one of the \"defaultReadConcern\" or \"defaultWriteConcern\" fields must be present");
+    if ((has_rc && rwc_check_read_concern(op, &rc_doc) != 0) || (has_wc && rwc_check_write_concern(op, &wc_doc) != 0))
+        return -1;
+    if ((loaded = rwc_defaults_load(op, &cur)) < 0)
+        return -1;
+    bool cur_wc = loaded == 0 && bson_iter_init_find(&it, &cur, "defaultWriteConcern") && BSON_ITER_HOLDS_DOCUMENT(&it);
+    if (has_wc && bson_empty(&wc_doc) && cur_wc) {
+        mf_err_set(&op->err, MF_E_IllegalOperation, "The global default write concern cannot be unset once it is set.");
+        goto done;
+    }
+    BSON_APPEND_UTF8(&doc, "_id", RWC_DEFAULTS_ID);
+    if (has_rc ? !bson_empty(&rc_doc) : (loaded == 0 && bson_iter_init_find(&it, &cur, "defaultReadConcern"))) {
+        if (has_rc)
+            BSON_APPEND_DOCUMENT(&doc, "defaultReadConcern", &rc_doc);
+        else
+            bson_append_value(&doc, "defaultReadConcern", -1, bson_iter_value(&it));
+    }
+    if (has_wc ? !bson_empty(&wc_doc) : cur_wc) {
+        if (has_wc) {
+            BSON_APPEND_DOCUMENT(&doc, "defaultWriteConcern", &wc_doc);
+        } else {
+            bson_iter_init_find(&it, &cur, "defaultWriteConcern");
+            bson_append_value(&doc, "defaultWriteConcern", -1, bson_iter_value(&it));
+        }
+    }
+    uint32_t secs = (uint32_t)(mf_now_ms() / 1000), inc = 1;
+    if (op->eng->repl->op_time != NULL)
+        op->eng->repl->op_time(op->eng->repl_arg, &secs, &inc);
+    BSON_APPEND_TIMESTAMP(&doc, "updateOpTime", secs, inc);
+    BSON_APPEND_DATE_TIME(&doc, "updateWallClockTime", mf_now_ms());
+    BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &q);
+    BSON_APPEND_UTF8(&q, "_id", RWC_DEFAULTS_ID);
+    bson_append_document_end(&stmt, &q);
+    BSON_APPEND_DOCUMENT(&stmt, "u", &doc);
+    BSON_APPEND_BOOL(&stmt, "upsert", true);
+    mf_write_update_result_t res;
+    memset(&res, 0, sizeof(res));
+    if (mf_write_update(op->eng->cat, op->sess, true, false, "config", "settings", &stmt, &res, &op->err) != 0)
+        goto done;
+    if (res.upserted)
+        bson_value_destroy(&res.upserted_id);
+    rwc_defaults_reply(op, &doc);
+    rc = 0;
+done:
+    if (loaded == 0)
+        bson_destroy(&cur);
+    bson_destroy(&doc);
+    bson_destroy(&stmt);
+    return rc;
 }
 
 /*
@@ -1470,6 +1689,7 @@ cmd_kill_op(mf_op_t *op)
 /* Defined in cmd_dispatch.c, which owns the command table. */
 int mf_cmd_list_commands(mf_op_t *op);
 
+static const char *const set_rwc_fields[] = {"defaultReadConcern", "defaultWriteConcern", NULL};
 static const char *const fcv_fields[] = {"confirm", "fromConfigServer", "writeConcern", NULL};
 
 const mf_cmd_def_t mf_cmds_admin[] = {
@@ -1504,6 +1724,7 @@ const mf_cmd_def_t mf_cmds_admin[] = {
     {"_mfReplInfo", cmd_repl, MF_CMD_ADMIN_ONLY},
     {"_mfReplJoin", cmd_repl, MF_CMD_ADMIN_ONLY},
     {"getDefaultRWConcern", cmd_get_default_rw_concern, MF_CMD_ADMIN_ONLY},
+    {"setDefaultRWConcern", cmd_set_default_rw_concern, MF_CMD_ADMIN_ONLY | MF_CMD_WRITE, set_rwc_fields},
     {"setFeatureCompatibilityVersion", cmd_set_fcv, MF_CMD_ADMIN_ONLY, fcv_fields},
     {NULL, NULL, 0},
 };

@@ -686,6 +686,7 @@ static const rule_t rules[] = {
     {"replSetGetStatus", R_CLUSTER, MF_CACT_MONITOR},
     {"replSetGetConfig", R_CLUSTER, MF_CACT_MONITOR},
     {"getDefaultRWConcern", R_CLUSTER, MF_CACT_MONITOR},
+    {"setDefaultRWConcern", R_CLUSTER, MF_CACT_ADMIN},
     {"setParameter", R_CLUSTER, MF_CACT_ADMIN},
     {"killOp", R_AUTHED, 0}, /* its own operations; anyone's with the killop privilege (cmd_admin.c) */
     {"killAllSessions", R_CLUSTER, MF_CACT_ADMIN},

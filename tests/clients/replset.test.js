@@ -8,7 +8,7 @@
  * with replSetReconfig). MongoDB 8.0 is the reference for every reply shape.
  */
 const assert = require('node:assert/strict');
-const { MongoClient, BSON, Long, UUID } = require('mongodb');
+const { MongoClient, BSON, Long, UUID, Timestamp } = require('mongodb');
 const h = require('./harness');
 const R = require('./rs_harness');
 
@@ -163,6 +163,61 @@ R.test('getDefaultRWConcern: mongod 8.0\'s implicit defaults on a replica set, o
   }
   const notAdmin = await rs.raw(await rs.waitForPrimary(), 'test', { getDefaultRWConcern: 1 });
   assert.equal(notAdmin.code, 13, 'admin only (Unauthorized, as mongod)');
+});
+
+R.test('setDefaultRWConcern: stored in config.settings, reported by getDefaultRWConcern on every member, kept across a clean stop and kill -9; mongod\'s checks (helper-67: it was 59)', async () => {
+  const p = await rs.waitForPrimary();
+  const bad = [
+    [{}, 2, /^At least one of the "defaultReadConcern" or "defaultWriteConcern" fields must be present$/],
+    [{ defaultWriteConcern: { w: 0 } }, 2, /^Unacknowledged write concern is not suitable for the default write concern$/],
+    [{ defaultReadConcern: { level: 'snapshot' } }, 2, /^level: 'snapshot' is not suitable for the default read concern$/],
+    [{ defaultReadConcern: { level: 'local', afterClusterTime: new Timestamp({ t: 1, i: 1 }) } }, 2, /'afterClusterTime' is not suitable/],
+    [{ defaultReadConcern: 'x' }, 14, /wrong type/],
+    [{ defaultWriteConcern: { w: 1 }, bogus: 1 }, 40415, /setDefaultRWConcern\.bogus/],
+  ];
+  for (const [args, code, msg] of bad) {
+    const r = await rs.raw(p, 'admin', { setDefaultRWConcern: 1, ...args });
+    assert.equal(r.code, code, `${JSON.stringify(args)}: ${JSON.stringify(r)}`);
+    assert.match(r.errmsg, msg);
+  }
+  assert.equal((await rs.raw(p, 'admin', { getDefaultRWConcern: 1 })).defaultWriteConcernSource, 'implicit', 'the refused ones stored nothing');
+  const set = await rs.raw(p, 'admin', { setDefaultRWConcern: 1, defaultReadConcern: { level: 'majority' },
+    defaultWriteConcern: { w: 2, wtimeout: 5000 } });
+  assert.equal(set.ok, 1, JSON.stringify(set));
+  assert.deepEqual(set.defaultReadConcern, { level: 'majority' });
+  assert.deepEqual(set.defaultWriteConcern, { w: 2, wtimeout: 5000 });
+  assert.equal(set.defaultWriteConcernSource, 'global');
+  assert.equal(set.defaultReadConcernSource, 'global');
+  assert.ok(isTs(set.updateOpTime) && set.updateWallClockTime instanceof Date, JSON.stringify(set));
+  const same = (r) => r.ok === 1 && r.defaultWriteConcernSource === 'global' && r.defaultWriteConcern.w === 2 &&
+    r.defaultReadConcern.level === 'majority';
+  for (let i = 0; i < 3; i++) {
+    await h.waitFor(async () => same(await rs.raw(i, 'admin', { getDefaultRWConcern: 1 })), `member ${i} reports the defaults`, 15000);
+  }
+  // Only the read default: the write default stays; it cannot be cleared once set (20), the read one can.
+  const rc = await rs.raw(p, 'admin', { setDefaultRWConcern: 1, defaultReadConcern: { level: 'available' } });
+  assert.deepEqual([rc.defaultReadConcern, rc.defaultWriteConcern], [{ level: 'available' }, { w: 2, wtimeout: 5000 }]);
+  const unset = await rs.raw(p, 'admin', { setDefaultRWConcern: 1, defaultWriteConcern: {} });
+  assert.equal(unset.code, 20, JSON.stringify(unset));
+  assert.equal(unset.errmsg, 'The global default write concern cannot be unset once it is set.');
+  const clear = await rs.raw(p, 'admin', { setDefaultRWConcern: 1, defaultReadConcern: {} });
+  assert.deepEqual(clear.defaultReadConcern, { level: 'local' });
+  assert.equal(clear.defaultReadConcernSource, 'implicit');
+  // A secondary refuses it; on restart (clean, then kill -9) every member still reports the stored defaults.
+  const sec = [0, 1, 2].find((i) => i !== p);
+  const onSec = await rs.raw(sec, 'admin', { setDefaultRWConcern: 1, defaultWriteConcern: { w: 1 } });
+  assert.equal(onSec.code, 10107, JSON.stringify(onSec));
+  const stored = (r) => r.ok === 1 && r.defaultWriteConcern.w === 2 && r.defaultReadConcernSource === 'implicit';
+  for (let i = 0; i < 3; i++) {
+    await h.waitFor(async () => stored(await rs.raw(i, 'admin', { getDefaultRWConcern: 1 })), `member ${i} caught up`, 15000);
+  }
+  for (const kill9 of [false, true]) {
+    await rs.kill(sec, { kill9 });
+    await rs.restart(sec);
+    await h.waitFor(async () => stored(await rs.raw(sec, 'admin', { getDefaultRWConcern: 1 }).catch(() => ({}))),
+      `member ${sec} after ${kill9 ? 'kill -9' : 'a clean stop'}`, 30000);
+  }
+  await rs.waitForPrimary();
 });
 
 R.test('causal consistency: replies carry operationTime and $clusterTime; a session reading from a secondary after its write sees it (afterClusterTime waits)', async () => {
