@@ -405,7 +405,8 @@ merge_begin(mf_agg_writer_t *wr, mf_error_t *err)
     }
     mf_catalog_wrlock(wr->cat);
     mf_coll_t *target = mf_catalog_coll_find(wr->cat, wr->db, wr->coll);
-    if (target != NULL && target->is_view && !target->is_timeseries) {
+    /* A time-series collection too: $merge cannot add to one (mongod 8.0, where it is a view on its buckets). */
+    if (target != NULL && target->is_view) {
         mf_err_set(err, MF_E_CommandNotSupportedOnView, "Namespace %s.%s is a view, not a collection", wr->db,
                    wr->coll);
         mf_catalog_unlock(wr->cat);
