@@ -148,8 +148,12 @@ token_parse(const bson_iter_t *opt, const char *name, cs_pos_t *p, mf_error_t *e
     if (!BSON_ITER_HOLDS_DOCUMENT(opt))
         return mf_err_set(err, MF_E_TypeMismatch, "BSON field '$changeStream.%s' is the wrong type '%s', expected type 'object'",
                           name, mf_type_name(bson_iter_type(opt)));
-    if (!bson_iter_recurse(opt, &it) || !bson_iter_find(&it, "_data") || !BSON_ITER_HOLDS_UTF8(&it))
-        return mf_err_set(err, MF_E_FailedToParse, "Bad resume token: _data of missing or of wrong type");
+    if (!bson_iter_recurse(opt, &it) || !bson_iter_find(&it, "_data") || !BSON_ITER_HOLDS_UTF8(&it)) {
+        char shown[256];
+        mf_fmt_value(bson_iter_value((bson_iter_t *)opt), shown, sizeof(shown));
+        return mf_err_set(err, MF_E_Location40647, "Bad resume token: _data of missing or of wrong type. Expected "
+                          "string, got %s", shown);
+    }
     uint32_t len;
     const char *s = bson_iter_utf8(&it, &len);
     unsigned long long ts;
@@ -915,6 +919,10 @@ parse_options(mf_op_t *op, const bson_iter_t *spec, cs_state_t *st, bool *resumi
     if (!BSON_ITER_HOLDS_DOCUMENT(spec))
         return mf_err_set(&op->err, MF_E_Location50808, "$changeStream stage expects a document as argument");
     bson_iter_recurse(spec, &it);
+    bson_iter_t ra = it, sa = it;
+    if (bson_iter_find(&ra, "resumeAfter") && bson_iter_find(&sa, "startAfter"))
+        return mf_err_set(&op->err, MF_E_Location50865,
+                          "Do not specify both 'resumeAfter' and 'startAfter' in a $changeStream stage");
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
         if (strcmp(k, "fullDocument") == 0) {
@@ -971,7 +979,7 @@ parse_options(mf_op_t *op, const bson_iter_t *spec, cs_state_t *st, bool *resumi
         }
     }
     if (nresume > 1)
-        return mf_err_set(&op->err, MF_E_Location40674, "Only one type of resume option is allowed, but multiple were found.");
+        return mf_err_set(&op->err, MF_E_Location40674, "Only one type of resume option is allowed, but multiple were found");
     *have_start = nresume > 0;
     if (all_cluster) {
         if (strcmp(op->db, "admin") != 0 || st->scope != CS_DB)

@@ -508,6 +508,8 @@
     X(40194, Location40194)                                                    \
     X(40199, Location40199)                                                    \
     X(40600, Location40600)                                                    \
+    X(40647, Location40647)                                                    \
+    X(50865, Location50865)                                                    \
     X(51047, Location51047)                                                    \
     X(51132, Location51132)                                                    \
     X(51183, Location51183)                                                    \

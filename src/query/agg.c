@@ -1898,6 +1898,30 @@ parse_unwind(stage_t *s, const bson_value_t *v, mf_error_t *err)
     return 0;
 }
 
+/*
+ * A $changeStream among a $lookup's or $facet's sub-pipeline stages (the
+ * array pipeline): mongod's 51047 / 40600 for that stage (where, "$lookup"
+ * or "$facet"), which the stage's own parser would answer 40573 as if this
+ * were not a replica set. True with err when there is one.
+ */
+static bool
+sub_has_change_stream(const bson_value_t *pipeline, const char *where, mf_error_t *err)
+{
+    bson_iter_t it, st;
+    if (pipeline == NULL || pipeline->value_type != BSON_TYPE_ARRAY ||
+        !bson_iter_init_from_data(&it, pipeline->value.v_doc.data, pipeline->value.v_doc.data_len))
+        return false;
+    while (bson_iter_next(&it)) {
+        if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &st) && bson_iter_next(&st) &&
+            strcmp(bson_iter_key(&st), "$changeStream") == 0) {
+            mf_err_set(err, strcmp(where, "$lookup") == 0 ? MF_E_Location51047 : MF_E_Location40600,
+                       "$changeStream is not allowed to be used within a %s stage", where);
+            return true;
+        }
+    }
+    return false;
+}
+
 static int
 parse_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
 {
@@ -1962,6 +1986,8 @@ parse_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
         if (pipeline->value_type != BSON_TYPE_ARRAY)
             return mf_err_set(err, MF_E_FailedToParse, "'pipeline' option must be specified as an array");
         /* The sub-pipeline is parsed with the let names ambient, so "$$name" is accepted everywhere in it. */
+        if (sub_has_change_stream(pipeline, "$lookup", err))
+            return -1;
         mf_expr_vars_t frame = {(const char *const *)s->let.names, NULL, s->let.n, mf_expr_vars_current()};
         mf_expr_vars_set(&frame);
         s->sub = mf_pipeline_new(pipeline, err);
@@ -3044,6 +3070,8 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
                 return mf_err_set(err, MF_E_Location40170,
                                   "arguments to $facet must be arrays, %s is type %s", bson_iter_key(&it),
                                   mf_type_name(bson_iter_type(&it)));
+            if (sub_has_change_stream(bson_iter_value(&it), "$facet", err))
+                return -1;
             mf_pipeline_t *sub = mf_pipeline_new(bson_iter_value(&it), err);
             if (sub == NULL)
                 return -1;

@@ -661,6 +661,21 @@ R.test('errors as mongod: history lost 286, first stage 40602, unknown option 40
   await h.expectCode(db.command({ aggregate: 'c', pipeline: [{ $changeStream: {} }], explain: true }), 115);
   await db.createCollection('v', { viewOn: 'c', pipeline: [] });
   await h.expectCode(db.command({ aggregate: 'v', pipeline: [{ $changeStream: {} }], cursor: {} }), 166);
+  // Found by helper-66, as mongod's change_stream_pipeline_helpers / resume_token.cpp:
+  const cs = (spec) => db.command({ aggregate: 'c', pipeline: [{ $changeStream: spec }], cursor: {} });
+  const tok = { _data: '000000010000000100' };
+  // both resumeAfter and startAfter: 50865, before either token is read
+  await h.expectCode(cs({ resumeAfter: tok, startAfter: tok }), 50865,
+    /^Do not specify both 'resumeAfter' and 'startAfter' in a \$changeStream stage$/);
+  await h.expectCode(cs({ resumeAfter: { x: 1 }, startAfter: { y: 1 } }), 50865);
+  // a token without a string _data: 40647
+  await h.expectCode(cs({ resumeAfter: { foo: 1 } }), 40647, /^Bad resume token: _data of missing or of wrong type\. Expected string, got /);
+  await h.expectCode(cs({ startAfter: { _data: 1 } }), 40647);
+  await h.expectCode(cs({ resumeAfter: tok, startAtOperationTime: new Timestamp({ t: 1, i: 1 }) }), 40674,
+    /^Only one type of resume option is allowed, but multiple were found$/);
+  // $changeStream inside $lookup (51047) or $facet (40600), not the standalone's 40573
+  await h.expectCode(db.command({ aggregate: 'c', pipeline: [{ $lookup: { from: 'c', pipeline: [{ $changeStream: {} }], as: 'x' } }], cursor: {} }), 51047);
+  await h.expectCode(db.command({ aggregate: 'c', pipeline: [{ $facet: { a: [{ $changeStream: {} }] } }], cursor: {} }), 40600);
 });
 
 R.test('pre-images persist: after kill -9 and after a clean restart, a stream resumed from before the writes still reports them, and the option is kept', { timeout: 120000 }, async () => {
