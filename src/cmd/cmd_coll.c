@@ -1266,6 +1266,40 @@ cmd_db_stats(mf_op_t *op)
 
 /* ---------- validate ---------- */
 
+/* The truth of validate's option f (absent: false). */
+static bool
+validate_flag(mf_op_t *op, const char *f)
+{
+    bson_iter_t it;
+    return mf_op_find(op, f, &it) && bson_iter_as_bool(&it);
+}
+
+/* validate's option combinations mongod's CmdValidate refuses (72 InvalidOptions). 0, or -1 with op->err. */
+static int
+validate_options(mf_op_t *op)
+{
+    static const char pre[] = "Running the validate command with ";
+    bool background = validate_flag(op, "background"), full = validate_flag(op, "full");
+    bool fast_count = validate_flag(op, "enforceFastCount"), repair = validate_flag(op, "repair");
+    bool metadata = validate_flag(op, "metadata");
+    if (background && full)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "%sboth { background: true } and { full: true } is not "
+                          "supported.", pre);
+    if (background && fast_count)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "%sboth { background: true } and { enforceFastCount: true } "
+                          "is not supported.", pre);
+    if (repair && op->eng->repl != NULL)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "%s{ repair: true } can only be performed in standalone "
+                          "mode.", pre);
+    if (repair && background)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "%sboth { background: true } and { repair: true } is not "
+                          "supported.", pre);
+    if (metadata && (background || full || fast_count || repair))
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "%s{ metadata: true } is not supported with any other "
+                          "options", pre);
+    return 0;
+}
+
 /* validate: the check itself is the catalog's (mf_catalog_validate, catalog/validate.c). */
 static int
 cmd_validate(mf_op_t *op)
@@ -1274,7 +1308,7 @@ cmd_validate(mf_op_t *op)
     mf_coll_t *c;
     int rc;
 
-    if (mf_op_coll_name(op, &name) != 0)
+    if (mf_op_coll_name(op, &name) != 0 || validate_options(op) != 0)
         return -1;
     {
         bool done;

@@ -405,6 +405,22 @@ h.test('collStats of a missing collection fails with NamespaceNotFound (26)', as
   await h.expectCode(db.command({ collStats: 'missing' }), 26);
 });
 
+h.test('validate refuses mongod\'s conflicting options with 72 InvalidOptions (found by helper-66: they were run)', async () => {
+  const db = srv.freshDb('validateopts');
+  await db.collection('c').insertOne({ a: 1 });
+  for (const [opts, msg] of [
+    [{ background: true, full: true }, /both \{ background: true \} and \{ full: true \} is not supported\.$/],
+    [{ background: true, enforceFastCount: true }, /both \{ background: true \} and \{ enforceFastCount: true \}/],
+    [{ background: true, repair: true }, /both \{ background: true \} and \{ repair: true \}/],
+    [{ metadata: true, full: true }, /\{ metadata: true \} is not supported with any other options$/],
+  ]) {
+    await h.expectCode(db.command({ validate: 'c', ...opts }), 72, msg);
+  }
+  for (const opts of [{ full: true }, { background: true }, { metadata: true }, { full: true, enforceFastCount: true }]) {
+    assert.equal((await db.command({ validate: 'c', ...opts })).valid, true, JSON.stringify(opts));
+  }
+});
+
 h.test('validate reports a valid collection', async () => {
   const db = srv.freshDb('validate');
   await db.collection('c').insertMany(Array.from({ length: 50 }, (_, i) => ({ i })));

@@ -220,6 +220,15 @@ R.test('setDefaultRWConcern: stored in config.settings, reported by getDefaultRW
   await rs.waitForPrimary();
 });
 
+R.test('validate {repair: true} on a member is 72: it can only be performed in standalone mode, as mongod', async () => {
+  const p = await rs.waitForPrimary();
+  const dbName = rs.freshDb('validaterepair').databaseName;
+  await rs.raw(p, dbName, { insert: 'c', documents: [{ _id: 1 }] });
+  const r = await rs.raw(p, dbName, { validate: 'c', repair: true });
+  assert.equal(r.code, 72, JSON.stringify(r));
+  assert.equal(r.errmsg, 'Running the validate command with { repair: true } can only be performed in standalone mode.');
+});
+
 R.test('causal consistency: replies carry operationTime and $clusterTime; a session reading from a secondary after its write sees it (afterClusterTime waits)', async () => {
   const p = await rs.waitForPrimary();
   const dbName = rs.freshDb('causal').databaseName;
