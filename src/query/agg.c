@@ -3111,8 +3111,8 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
         s->geonear = mf_geonear_parse(v, false, err);
         return s->geonear ? 0 : -1;
     }
-    if (strcmp(name, "$indexStats") == 0 || strcmp(name, "$planCacheStats") == 0) {
-        /* An aggregate command takes a leading $indexStats / $planCacheStats itself (cmd_agg.c). */
+    if (strcmp(name, "$indexStats") == 0 || strcmp(name, "$planCacheStats") == 0 || strcmp(name, "$collStats") == 0) {
+        /* An aggregate command takes a leading $indexStats / $planCacheStats / $collStats itself (cmd_agg.c). */
         return mf_err_set(err, MF_E_Location40602, "%s is only valid as the first stage in a pipeline", name);
     }
     if (strcmp(name, "$archived") == 0) {

@@ -399,6 +399,15 @@ h.test('getDefaultRWConcern on a standalone: 51300, as mongod', async () => {
   assert.equal(err.message, "'getDefaultRWConcern' is not supported on standalone nodes.");
 });
 
+h.test('$collStats anywhere but first is 40602, as mongod (found by helper-66: it was 40324, an unknown stage)', async () => {
+  const db = srv.freshDb('collstatspos');
+  await db.collection('c').insertOne({ a: 1 });
+  await h.expectCode(db.collection('c').aggregate([{ $match: {} }, { $collStats: {} }]).toArray(), 40602,
+    /^\$collStats is only valid as the first stage in a pipeline$/);
+  const first = await db.collection('c').aggregate([{ $collStats: { count: {} } }]).toArray();
+  assert.equal(first[0].count, 1);
+});
+
 h.test('collStats of a missing collection fails with NamespaceNotFound (26)', async () => {
   const db = srv.freshDb('collstats2');
   await db.collection('other').insertOne({});
