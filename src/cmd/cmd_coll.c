@@ -1228,7 +1228,7 @@ static int
 cmd_db_stats(mf_op_t *op)
 {
     coll_list_t l = {0};
-    int64_t scale, objects = 0, data = 0, storage = 0, isz_total = 0, nidx = 0;
+    int64_t scale, objects = 0, data = 0, storage = 0, isz_total = 0, nidx = 0, views = 0;
     struct statvfs vfs;
 
     if (get_scale(op, &scale) != 0)
@@ -1237,6 +1237,10 @@ cmd_db_stats(mf_op_t *op)
     mf_catalog_coll_list(op->eng->cat, op->db, collect_coll, &l);
     for (int i = 0; i < l.n; i++) {
         int64_t isz = 0;
+        if (l.v[i]->is_view) {
+            views++; /* a time-series collection too: a view on its buckets, as in mongod 8.0 */
+            continue;
+        }
         objects += atomic_load(&l.v[i]->approx_count);
         data += atomic_load(&l.v[i]->approx_size);
         storage += coll_disk_size(op, l.v[i], &isz);
@@ -1245,8 +1249,8 @@ cmd_db_stats(mf_op_t *op)
     }
     mf_catalog_unlock(op->eng->cat);
     BSON_APPEND_UTF8(op->reply, "db", op->db);
-    BSON_APPEND_INT64(op->reply, "collections", l.n);
-    BSON_APPEND_INT64(op->reply, "views", 0);
+    BSON_APPEND_INT64(op->reply, "collections", l.n - views);
+    BSON_APPEND_INT64(op->reply, "views", views);
     BSON_APPEND_INT64(op->reply, "objects", objects);
     BSON_APPEND_DOUBLE(op->reply, "avgObjSize", objects ? (double)data / (double)objects : 0.0);
     BSON_APPEND_DOUBLE(op->reply, "dataSize", (double)scale_div(data, scale));

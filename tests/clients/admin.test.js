@@ -374,6 +374,15 @@ h.test('dbStats reports collections, objects and sizes', async () => {
   assert.equal(num(r.scaleFactor), 1);
   const viaHelper = await db.stats();
   assert.equal(num(viaHelper.objects), 3);
+  assert.equal(num(r.views), 0);
+  // Views are counted apart, a time-series collection among them (a view on its buckets, as mongod 8.0);
+  // found by helper-66: views was always 0 and each view counted as a collection.
+  await db.createCollection('v1', { viewOn: 'a', pipeline: [] });
+  await db.createCollection('v2', { viewOn: 'b', pipeline: [] });
+  await db.createCollection('ts', { timeseries: { timeField: 't' } });
+  const v = await db.command({ dbStats: 1 });
+  assert.equal(num(v.views), 3, JSON.stringify(v));
+  assert.equal(num(v.collections), 3, 'a, b and system.buckets.ts');
 });
 
 h.test('collStats reports ns, count, size and indexes', async () => {
