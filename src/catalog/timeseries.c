@@ -12,6 +12,7 @@
 
 #include "catalog/timeseries.h"
 #include "common/alloc.h"
+#include "common/fmt.h"
 #include "common/log.h"
 #include "doc/value.h"
 
@@ -375,6 +376,47 @@ auto_name(const bson_t *key, char *out, size_t outlen)
     }
 }
 
+/*
+ * The index kinds mongod's time-series conversion refuses (user: the whole
+ * spec, key its key): a text index (72), a sparse index on a measurement
+ * (72), and on a measurement or the time field anything but a number or
+ * "2dsphere", or a wildcard (67: hashed, $**, 2d). 0, or -1 with err.
+ */
+static int
+ts_key_check(const mf_ts_spec_t *spec, const bson_t *user, const bson_t *key, mf_error_t *err)
+{
+    bson_iter_t it;
+    bool measurement = false, sparse = bson_iter_init_find(&it, user, "sparse") && bson_iter_as_bool(&it);
+
+    bson_iter_init(&it, key);
+    while (bson_iter_next(&it)) {
+        const bson_value_t *v = bson_iter_value(&it);
+        if (v->value_type == BSON_TYPE_UTF8 && strcmp(v->value.v_utf8.str, "text") == 0)
+            return mf_err_set(err, MF_E_InvalidOptions, "Text indexes are not supported on time-series collections");
+        if (!is_meta_path(spec, bson_iter_key(&it)))
+            measurement = true;
+    }
+    if (sparse && measurement)
+        return mf_err_set(err, MF_E_InvalidOptions, "Sparse indexes are not supported on time-series measurements");
+    bson_iter_init(&it, key);
+    while (bson_iter_next(&it)) {
+        const bson_value_t *v = bson_iter_value(&it);
+        const char *f = bson_iter_key(&it);
+        size_t fl = strlen(f);
+        bool wildcard = fl >= 3 && strcmp(f + fl - 3, "$**") == 0;
+        if (is_meta_path(spec, f) ||
+            (!wildcard && (mf_value_is_number(v) ||
+                           (v->value_type == BSON_TYPE_UTF8 && strcmp(v->value.v_utf8.str, "2dsphere") == 0))))
+            continue;
+        char shown[512];
+        mf_fmt_doc(key, shown, sizeof(shown));
+        return mf_err_set(err, MF_E_CannotCreateIndex, "Invalid index spec for time-series collection: { key: %s }. "
+                          "Indexes on measurement fields must be ascending or descending (numbers only), or "
+                          "'2dsphere'", shown);
+    }
+    return 0;
+}
+
 int
 mf_ts_index_to_buckets(const mf_ts_spec_t *spec, const bson_t *user, bson_t *out, mf_error_t *err)
 {
@@ -407,6 +449,8 @@ mf_ts_index_to_buckets(const mf_ts_spec_t *spec, const bson_t *user, bson_t *out
     }
     if (!have_key)
         return 0; /* the spec checks report it */
+    if (ts_key_check(spec, user, &key, err) != 0)
+        return -1;
     bson_init(&bpf);
     if (have_pf && !mf_bucket_filter_meta_only(spec, &pf, &bpf)) {
         bson_destroy(&bpf);

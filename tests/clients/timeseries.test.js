@@ -209,6 +209,26 @@ h.test('F2 a bucket goes at its rounded start + bucketMaxSpanSeconds + N: never 
   assert.ok(st.metrics.ttl.deletedDocuments >= 1);
 });
 
+h.test('secondary indexes a time-series collection refuses, as mongod 8.0: text (72), sparse on a measurement (72), hashed / wildcard / 2d on a measurement (67); on the metaField they are kept (found by helper-66)', async () => {
+  const db = srv.freshDb('ts_ixkinds');
+  await db.createCollection('w', { timeseries: { timeField: 't', metaField: 'm' } });
+  const w = db.collection('w');
+  await w.insertOne({ t: new Date(), m: { k: 'a', loc: { type: 'Point', coordinates: [1, 2] } }, s: 'x', v: 1 });
+  await h.expectCode(w.createIndex({ s: 'text' }), 72, /^Text indexes are not supported on time-series collections$/);
+  await h.expectCode(w.createIndex({ v: 1 }, { sparse: true }), 72, /^Sparse indexes are not supported on time-series measurements$/);
+  for (const key of [{ v: 'hashed' }, { 'v.$**': 1 }, { '$**': 1 }, { v: '2d' }]) {
+    await h.expectCode(w.createIndex(key), 67, /Invalid index spec for time-series collection: .*Indexes on measurement fields must be ascending or descending \(numbers only\), or '2dsphere'$/);
+  }
+  // Allowed: ascending/descending measurements, 2dsphere, and hashed or sparse on the metaField.
+  await w.createIndex({ v: -1 });
+  await w.createIndex({ 'm.k': 'hashed' });
+  await w.createIndex({ 'm.k': 1 }, { sparse: true, name: 'mk_sparse' });
+  await w.createIndex({ 'm.loc': '2dsphere' });
+  const names = (await w.indexes()).map((i) => i.name).sort();
+  assert.deepEqual(names, ['m.k_hashed', 'm.loc_2dsphere', 'm_1_t_1', 'mk_sparse', 'v_-1'].sort(), names.join());
+  assert.equal(await w.countDocuments({ v: 1 }), 1);
+});
+
 h.test('F3 a partial TTL index on the metaField expires matching buckets sooner; bad partial TTL indexes are refused', async () => {
   const db = srv.freshDb('ts_f3');
   await db.createCollection('w', { timeseries: { timeField: 'timestamp', metaField: 'sensor', bucketMaxSpanSeconds: 1, bucketRoundingSeconds: 1 }, expireAfterSeconds: 3600 });
