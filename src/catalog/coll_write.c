@@ -22,6 +22,8 @@
 #include "common/fmt.h"
 #include "common/log.h"
 #include "index/index.h"
+#include "catalog/timeseries.h"
+#include "doc/bucket.h"
 #include "doc/collation.h"
 #include "doc/match.h"
 #include "doc/path.h"
@@ -744,9 +746,49 @@ capped_trim(mf_sess_t *s, mf_coll_t *c, int64_t keep, mf_error_t *err)
     return 0;
 }
 
+/* A Date field f under doc's control.<which> (min or max). */
+static bool
+control_date(const bson_t *doc, const char *which, const char *f)
+{
+    char path[600];
+    bson_iter_t it;
+    snprintf(path, sizeof(path), "control.%s.%s", which, f);
+    return bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &it) && BSON_ITER_HOLDS_DATE_TIME(&it);
+}
+
+/*
+ * A document a client writes into a time-series collection's buckets
+ * (system.buckets.<name>): mongod gives the buckets collection a
+ * $jsonSchema validator; here the bucket must be one reads can unpack (the
+ * unpacker's whole check) with an ObjectId _id and Date control.min and
+ * control.max of the time field, which reads, the planner and the TTL
+ * monitor rely on. One that is not would make every read of the collection
+ * fail. 0, or 121 DocumentValidationFailure.
+ */
+static int
+bucket_doc_check(const mf_coll_t *c, const bson_t *doc, mf_error_t *err)
+{
+    mf_ts_spec_t spec;
+    bson_iter_t it;
+    mf_error_t why;
+    mf_err_clear(&why);
+    if (!mf_ts_spec_of(c, &spec))
+        return 0;
+    mf_bucket_unpacker_t *u = mf_bucket_unpacker_new(&spec, doc, &why);
+    bool ok = u != NULL && bson_iter_init_find(&it, doc, "_id") && BSON_ITER_HOLDS_OID(&it) &&
+              control_date(doc, "min", spec.time_field) && control_date(doc, "max", spec.time_field);
+    mf_bucket_unpacker_free(u);
+    if (ok)
+        return 0;
+    return mf_err_set(err, MF_E_DocumentValidationFailure, "Document failed validation: not a time-series bucket of "
+                      "%s%s%s", c->ns, why.code != 0 ? ": " : "", why.code != 0 ? why.msg : "");
+}
+
 int
 mf_coll_validate(mf_coll_t *c, const bson_t *newdoc, const bson_t *olddoc, mf_error_t *err)
 {
+    if (c->is_timeseries && !c->is_view && bucket_doc_check(c, newdoc, err) != 0)
+        return -1;
     if (c->validator == NULL || c->validation_level == MF_VALIDATION_OFF)
         return 0;
     if (mf_matcher_match(c->validator, newdoc, NULL))

@@ -260,7 +260,7 @@ mf_write_insert(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, co
         goto out;
     /* With a validator to check, the ordinary path (it logs a failing document's warning once). */
     x.bulk = n >= BULK_MIN_DOCS && !x.c->capped && x.c->nindexes <= MF_PREP_MAX_INDEXES &&
-             !(validate && x.c->validator != NULL);
+             !(validate && (x.c->validator != NULL || (x.c->is_timeseries && !x.c->is_view)));
     while (i < n) {
         mf_error_t e;
         mf_err_clear(&e);

@@ -6,6 +6,7 @@
 // kill -9 in the middle of a mass bucket expiry.
 const assert = require('node:assert/strict');
 const h = require('./harness');
+const { ObjectId } = require('mongodb');
 
 const srv = h.useServer();
 const J = { writeConcern: { w: 1, j: true } };
@@ -229,6 +230,30 @@ h.test('secondary indexes a time-series collection refuses, as mongod 8.0: text 
   assert.equal(await w.countDocuments({ v: 1 }), 1);
 });
 
+h.test('a document written into system.buckets.<name> must be a bucket reads can unpack (121 otherwise), so the collection stays readable (found by helper-66)', async () => {
+  const db = srv.freshDb('ts_bucketval');
+  await db.createCollection('w', { timeseries: { timeField: 't', metaField: 'm' } });
+  const w = db.collection('w');
+  const b = db.collection('system.buckets.w');
+  await w.insertMany([{ t: new Date('2026-01-01T00:00:00Z'), m: 1, v: 1 }, { t: new Date('2026-01-01T00:00:01Z'), m: 1, v: 2 }]);
+  const good = await b.findOne({});
+  for (const bad of [{ a: 1 }, { ...good, _id: 7 }, { ...good, _id: new ObjectId(), data: null },
+    { ...good, _id: new ObjectId(), control: { ...good.control, min: { ...good.control.min, t: 1 } } },
+    { ...good, _id: new ObjectId(), control: { ...good.control, version: 9 } }]) {
+    await h.expectCode(b.insertOne(bad), 121, /^Document failed validation/);
+  }
+  await h.expectCode(b.insertMany(Array.from({ length: 40 }, () => ({ x: 1 }))), 121);
+  await h.expectCode(b.updateOne({ _id: good._id }, { $set: { 'control.max.t': 'late' } }), 121);
+  await h.expectCode(b.updateOne({ _id: good._id }, { $unset: { data: '' } }), 121);
+  assert.deepEqual((await w.find({}, { projection: { _id: 0, v: 1 } }).sort({ v: 1 }).toArray()).map((d) => d.v), [1, 2]);
+  // A real bucket (a copy of one under a new _id) is taken and read back.
+  await b.insertOne({ ...good, _id: new ObjectId() });
+  assert.equal(await w.countDocuments({}), 4);
+  // bypassDocumentValidation skips the check, as it skips mongod's validator.
+  await db.command({ insert: 'system.buckets.w', documents: [{ ...good, _id: new ObjectId() }], bypassDocumentValidation: true });
+  assert.equal(await w.countDocuments({}), 6);
+});
+
 h.test('F3 a partial TTL index on the metaField expires matching buckets sooner; bad partial TTL indexes are refused', async () => {
   const db = srv.freshDb('ts_f3');
   await db.createCollection('w', { timeseries: { timeField: 'timestamp', metaField: 'sensor', bucketMaxSpanSeconds: 1, bucketRoundingSeconds: 1 }, expireAfterSeconds: 3600 });
@@ -416,7 +441,9 @@ h.test('F1 bad input: malformed documents written straight into system.buckets n
     { _id: 4, control: { version: 1, min: { t: new Date(0) }, max: { t: new Date(0) } }, data: { t: [1, 2, 3] } },
     { _id: 5, control: { version: 1, min: { t: new Date(0) }, max: { t: new Date(0) } }, meta: 'ok', data: { t: { 0: new Date(0), 5: new Date(1) } } },
   ];
-  await b.insertMany(junk);
+  // Refused as buckets (121); with bypassDocumentValidation they get in, and reads must still not crash.
+  await h.expectCode(b.insertMany(junk), 121);
+  await b.insertMany(junk, { bypassDocumentValidation: true });
   await assert.rejects(w.find({}).toArray(), (e) => typeof e.code === 'number');
   // The server carries on: writes, a delete by meta, and expiry of the well-formed bucket still work.
   await w.insertOne({ m: 'ok', t: new Date(), v: 2 });
