@@ -366,9 +366,10 @@ out:
 /*
  * True when host (a Host header: name or address, then an optional port)
  * names this machine the way a browser does only when the user typed it:
- * an IPv4 or IPv6 address, localhost, or the machine's own host name. A web
- * page that points a name of its own at 127.0.0.1 (DNS rebinding) sends
- * that name, and is refused.
+ * an IPv4 or IPv6 address, localhost, or the machine's own host name, short
+ * or in any domain (a scraper may use the qualified name). A web page that
+ * points a name of its own at 127.0.0.1 (DNS rebinding) sends that name,
+ * and is refused unless it guessed the machine's name.
  */
 static bool
 host_is_local(const char *host)
@@ -388,7 +389,12 @@ host_is_local(const char *host)
     struct in_addr a4;
     if (inet_pton(AF_INET, name, &a4) == 1 || strcasecmp(name, "localhost") == 0)
         return true;
-    return gethostname(me, sizeof(me)) == 0 && (me[sizeof(me) - 1] = '\0', strcasecmp(name, me) == 0);
+    if (gethostname(me, sizeof(me)) != 0)
+        return false;
+    me[sizeof(me) - 1] = '\0';
+    /* The host name, short or qualified ("db1" and "db1.example.net" for a machine named either). */
+    size_t nl = strcspn(name, "."), ml = strcspn(me, ".");
+    return nl == ml && strncasecmp(name, me, nl) == 0;
 }
 
 /* The media type of a Content-Type header (before any ';'), compared without case or spaces. */
