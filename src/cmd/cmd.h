@@ -361,6 +361,28 @@ typedef struct mf_field_spec {
 int mf_op_check_types(mf_op_t *op, const char *ctx, const bson_t *doc, const mf_field_spec_t *spec, bool strict,
                       bool top_level) MF_WUR;
 /*
+ * mf_write_concern_shape: a writeConcern document as mongod's
+ * WriteConcernOptions parser reads it, for a command's writeConcern and for
+ * setDefaultRWConcern's defaultWriteConcern alike: w a number in [0, 50]
+ * (9), a string or an object (9 otherwise); j, fsync safe bools and
+ * wtimeout(MS) numbers (14; null counts as absent); not both j and fsync
+ * (9); no field outside the parser's (9). What it read goes to *out: w a
+ * view into wc (value_type BSON_TYPE_EOD when absent), whether j and fsync
+ * are true and provenance given. 0, or -1 with err.
+ */
+typedef struct mf_wc_shape {
+    bson_value_t w;
+    bool journal, fsync, provenance;
+} mf_wc_shape_t;
+int mf_write_concern_shape(mf_error_t *err, const bson_t *wc, mf_wc_shape_t *out) MF_WUR;
+/*
+ * mf_read_concern_shape: the readConcern at field as mongod's
+ * ReadConcernArgs parses it: an object (9), level a string (14) naming a
+ * level (9), after/atClusterTime timestamps (14), no other option (72), and
+ * none of the combinations it refuses (72). 0, or -1 with err.
+ */
+int mf_read_concern_shape(mf_error_t *err, const bson_iter_t *field) MF_WUR;
+/*
  * mf_cmd_check_inner_fields: the 40415 check of a command nested in another
  * (explain's): cmd's fields against its command's own list and the generic
  * arguments. 0, or -1 with op->err.

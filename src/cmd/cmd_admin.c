@@ -1388,71 +1388,59 @@ cmd_get_default_rw_concern(mf_op_t *op)
 
 /*
  * The defaultReadConcern a setDefaultRWConcern gives (an object, not
- * empty): a level mongod takes as a default (local, available, majority;
- * snapshot and linearizable are not suitable) and nothing that names a
- * point in time. 0, or -1 with op->err.
+ * empty): the fields of mongod's ReadConcernIdl (40415 for another), a
+ * readConcern's shape (mf_read_concern_shape), a level mongod takes as a
+ * default (local, available, majority; snapshot and linearizable are not
+ * suitable) and nothing that names a point in time. 0, or -1 with op->err.
  */
 static int
-rwc_check_read_concern(mf_op_t *op, const bson_t *rc)
+rwc_check_read_concern(mf_op_t *op)
 {
-    bson_iter_t it;
-    bson_iter_init(&it, rc);
+    bson_iter_t field, it;
+    static const char *const known[] = {"level", "afterOpTime", "afterClusterTime", "atClusterTime", "provenance", NULL};
+    if (!mf_op_find(op, "defaultReadConcern", &field) || !bson_iter_recurse(&field, &it))
+        return 0;
+    while (bson_iter_next(&it)) {
+        int i = 0;
+        while (known[i] != NULL && strcmp(known[i], bson_iter_key(&it)) != 0)
+            i++;
+        if (known[i] == NULL)
+            return mf_err_set(&op->err, MF_E_Location40415, "BSON field 'readConcern.%s' is an unknown field.",
+                              bson_iter_key(&it));
+    }
+    if (mf_read_concern_shape(&op->err, &field) != 0)
+        return -1;
+    bson_iter_recurse(&field, &it);
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
         if (strcmp(k, "level") == 0) {
-            const char *l = BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : "";
+            const char *l = bson_iter_utf8(&it, NULL); /* a string: mf_read_concern_shape */
             if (strcmp(l, "snapshot") == 0 || strcmp(l, "linearizable") == 0)
                 return mf_err_set(&op->err, MF_E_BadValue, "level: '%s' is not suitable for the default read concern", l);
-            if (strcmp(l, "local") != 0 && strcmp(l, "available") != 0 && strcmp(l, "majority") != 0)
-                return mf_err_set(&op->err, MF_E_FailedToParse, "readConcern.level must be either 'local', "
-                                  "'majority', 'linearizable', 'available', or 'snapshot'");
-        } else if (strcmp(k, "afterOpTime") == 0 || strcmp(k, "afterClusterTime") == 0 ||
-                   strcmp(k, "atClusterTime") == 0) {
-            return mf_err_set(&op->err, MF_E_BadValue, "'%s' is not suitable for the default read concern", k);
         } else if (strcmp(k, "provenance") == 0) {
             return mf_err_set(&op->err, MF_E_BadValue, "'provenance' must be unset in default read concern");
         } else {
-            return mf_err_set(&op->err, MF_E_Location40415, "BSON field 'readConcern.%s' is an unknown field.", k);
+            return mf_err_set(&op->err, MF_E_BadValue, "'%s' is not suitable for the default read concern", k);
         }
     }
     return 0;
 }
 
-/* The defaultWriteConcern a setDefaultRWConcern gives (an object, not empty): acknowledged. 0, or -1 with op->err. */
+/*
+ * The defaultWriteConcern a setDefaultRWConcern gives (an object, not
+ * empty): a write concern's shape, acknowledged, no provenance. 0, or -1
+ * with op->err.
+ */
 static int
 rwc_check_write_concern(mf_op_t *op, const bson_t *wc)
 {
-    bson_iter_t it;
-    bson_iter_init(&it, wc);
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        const bson_value_t *v = bson_iter_value(&it);
-        if (strcmp(k, "w") == 0) {
-            if (mf_value_is_number(v)) {
-                double w = mf_value_as_double(v);
-                if (w != w || w < 0 || w > 50)
-                    return mf_err_set(&op->err, MF_E_FailedToParse,
-                                      "w has to be a non-negative number and not greater than 50; found: %g", w);
-                if (w < 1)
-                    return mf_err_set(&op->err, MF_E_BadValue,
-                                      "Unacknowledged write concern is not suitable for the default write concern");
-            } else if (v->value_type != BSON_TYPE_UTF8) {
-                return mf_err_set(&op->err, MF_E_FailedToParse, "w has to be a number or a string");
-            }
-        } else if (strcmp(k, "j") == 0 || strcmp(k, "fsync") == 0) {
-            if (v->value_type != BSON_TYPE_BOOL && !mf_value_is_number(v))
-                return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'writeConcern.%s' is the wrong type '%s', "
-                                  "expected types '[bool, long, int, decimal, double']", k, mf_type_name(v->value_type));
-        } else if (strcmp(k, "wtimeout") == 0) {
-            if (!mf_value_is_number(v))
-                return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'writeConcern.wtimeout' is the wrong type "
-                                  "'%s', expected types '[int, long, decimal, double]'", mf_type_name(v->value_type));
-        } else if (strcmp(k, "provenance") == 0) {
-            return mf_err_set(&op->err, MF_E_BadValue, "'provenance' must be unset in default write concern");
-        } else {
-            return mf_err_set(&op->err, MF_E_FailedToParse, "unrecognized write concern field: %s", k);
-        }
-    }
+    mf_wc_shape_t shape;
+    if (mf_write_concern_shape(&op->err, wc, &shape) != 0)
+        return -1;
+    if (mf_value_is_number(&shape.w) && mf_value_as_double(&shape.w) < 1)
+        return mf_err_set(&op->err, MF_E_BadValue, "Unacknowledged write concern is not suitable for the default write concern");
+    if (shape.provenance)
+        return mf_err_set(&op->err, MF_E_BadValue, "'provenance' must be unset in default write concern");
     return 0;
 }
 
@@ -1480,7 +1468,7 @@ cmd_set_default_rw_concern(mf_op_t *op)
     if (!has_rc && !has_wc)
         return mf_err_set(&op->err, MF_E_BadValue,
                           "At least one of the \"defaultReadConcern\" or \"defaultWriteConcern\" fields must be present");
-    if ((has_rc && rwc_check_read_concern(op, &rc_doc) != 0) || (has_wc && rwc_check_write_concern(op, &wc_doc) != 0))
+    if ((has_rc && rwc_check_read_concern(op) != 0) || (has_wc && rwc_check_write_concern(op, &wc_doc) != 0))
         return -1;
     if ((loaded = rwc_defaults_load(op, &cur)) < 0)
         return -1;

@@ -327,8 +327,12 @@ typedef struct {
 static int
 check_write_concern(mf_op_t *op, wc_unmet_t *unmet)
 {
-    bson_iter_t it, wi;
-    bool journal = false, fsync = false;
+    bson_iter_t it;
+    const uint8_t *data;
+    uint32_t len;
+    bson_t wc;
+    mf_wc_shape_t shape;
+    const bson_value_t *v = &shape.w;
     unmet->code = 0;
     unmet->wnum = 0;
     if (!mf_op_find(op, "writeConcern", &it))
@@ -337,63 +341,35 @@ check_write_concern(mf_op_t *op, wc_unmet_t *unmet)
         return mf_err_set(&op->err, MF_E_TypeMismatch,
                           "BSON field '%s.writeConcern' is the wrong type '%s', expected type 'object'", op->name,
                           mf_type_name(bson_iter_type(&it)));
-    bson_iter_recurse(&it, &wi);
-    while (bson_iter_next(&wi)) {
-        const char *k = bson_iter_key(&wi);
-        const bson_value_t *v = bson_iter_value(&wi);
-        if (strcmp(k, "w") == 0) {
-            if (v->value_type == BSON_TYPE_UTF8) {
-                const char *mode = v->value.v_utf8.str;
-                if (strcmp(mode, "majority") == 0)
-                    continue;
-                if (op->eng->repl == NULL)
-                    return mf_err_set(&op->err, MF_E_BadValue, "cannot use non-majority 'w' mode \"%s\" when a host "
-                                      "is not a member of a replica set", mode);
-                unmet->code = MF_E_UnknownReplWriteConcern;
-                snprintf(unmet->msg, sizeof(unmet->msg),
-                         "No write concern mode named '%.100s' found in replica set configuration", mode);
-                unmet->w = *v;
-            } else if (mf_value_is_number(v)) {
-                double w = mf_value_as_double(v);
-                if (w != w || w < 0 || w > 50)
-                    return mf_err_set(&op->err, MF_E_FailedToParse,
-                                      "w has to be a non-negative number and not greater than 50; found: %g", w);
-                if (w > 1 && op->eng->repl == NULL)
-                    return mf_err_set(&op->err, MF_E_BadValue, "cannot use 'w' > 1 when a host is not replicated");
-                if (op->eng->repl != NULL && op->eng->repl->data_members != NULL &&
-                    w > op->eng->repl->data_members(op->eng->repl_arg)) {
-                    unmet->code = MF_E_UnsatisfiableWriteConcern;
-                    snprintf(unmet->msg, sizeof(unmet->msg), "Not enough data-bearing nodes");
-                    unmet->w = *v;
-                } else if (op->eng->repl != NULL) {
-                    unmet->wnum = (int)w;
-                    unmet->wv = *v;
-                }
-            } else if (v->value_type != BSON_TYPE_DOCUMENT) {
-                return mf_err_set(&op->err, MF_E_FailedToParse, "w has to be a number, string, or object");
-            }
-        } else if (strcmp(k, "j") == 0 || strcmp(k, "fsync") == 0) {
-            if (v->value_type != BSON_TYPE_BOOL && !mf_value_is_number(v) && v->value_type != BSON_TYPE_NULL)
-                return mf_err_set(&op->err, MF_E_TypeMismatch,
-                                  "BSON field 'writeConcern.%s' is the wrong type '%s', expected types '[bool, long, int, decimal, double']",
-                                  k, mf_type_name(v->value_type));
-            if (strcmp(k, "j") == 0)
-                journal = mf_value_truthy(v);
-            else
-                fsync = mf_value_truthy(v);
-        } else if (strcmp(k, "wtimeout") == 0 || strcmp(k, "wtimeoutMS") == 0) {
-            if (!mf_value_is_number(v) && v->value_type != BSON_TYPE_NULL)
-                return mf_err_set(&op->err, MF_E_TypeMismatch,
-                                  "BSON field 'writeConcern.%s' is the wrong type '%s', expected types '[int, long, decimal, double]'",
-                                  k, mf_type_name(v->value_type));
-        } else if (strcmp(k, "getLastError") != 0 && strcmp(k, "provenance") != 0 && strcmp(k, "wOpTime") != 0 &&
-                   strcmp(k, "wElectionId") != 0) {
-            return mf_err_set(&op->err, MF_E_FailedToParse, "unrecognized write concern field: %s", k);
+    bson_iter_document(&it, &len, &data);
+    if (!bson_init_static(&wc, data, len))
+        return mf_err_set(&op->err, MF_E_InvalidBSON, "invalid writeConcern");
+    if (mf_write_concern_shape(&op->err, &wc, &shape) != 0)
+        return -1;
+    if (v->value_type == BSON_TYPE_UTF8 && strcmp(v->value.v_utf8.str, "majority") != 0) {
+        const char *mode = v->value.v_utf8.str;
+        if (op->eng->repl == NULL)
+            return mf_err_set(&op->err, MF_E_BadValue, "cannot use non-majority 'w' mode \"%s\" when a host "
+                              "is not a member of a replica set", mode);
+        unmet->code = MF_E_UnknownReplWriteConcern;
+        snprintf(unmet->msg, sizeof(unmet->msg), "No write concern mode named '%.100s' found in replica set configuration",
+                 mode);
+        unmet->w = *v;
+    } else if (mf_value_is_number(v)) {
+        double w = mf_value_as_double(v);
+        if (w > 1 && op->eng->repl == NULL)
+            return mf_err_set(&op->err, MF_E_BadValue, "cannot use 'w' > 1 when a host is not replicated");
+        if (op->eng->repl != NULL && op->eng->repl->data_members != NULL &&
+            w > op->eng->repl->data_members(op->eng->repl_arg)) {
+            unmet->code = MF_E_UnsatisfiableWriteConcern;
+            snprintf(unmet->msg, sizeof(unmet->msg), "Not enough data-bearing nodes");
+            unmet->w = *v;
+        } else if (op->eng->repl != NULL) {
+            unmet->wnum = (int)w;
+            unmet->wv = *v;
         }
     }
-    if (journal && fsync)
-        return mf_err_set(&op->err, MF_E_FailedToParse, "fsync and j options cannot be used together");
-    if (journal && op->eng->in_memory)
+    if (shape.journal && op->eng->in_memory)
         return mf_err_set(&op->err, MF_E_BadValue, "cannot use 'j' option when a host does not have journaling enabled");
     return 0;
 }

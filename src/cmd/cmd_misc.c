@@ -1261,85 +1261,11 @@ check_api(mf_op_t *op, const char *name, const generic_args_t *g)
  * IllegalOperation). "local", "available" and "majority" run as they are. A
  * replica-set member leaves readConcern to replication.
  */
-/*
- * read_concern_shape: the readConcern document as mongod's ReadConcernArgs
- * parses it: an object (9), level a string (14) naming a level (9),
- * after/atClusterTime timestamps (14), no other option (72).
- */
-static int
-read_concern_shape(mf_op_t *op, const generic_args_t *g)
-{
-    bson_iter_t rc;
-    const char *level = "local";
-    bool after_ct = false, at_ct = false, after_op = false, null_after = false, null_at = false;
-    if (!BSON_ITER_HOLDS_DOCUMENT(&g->rc))
-        return mf_err_set(&op->err, MF_E_FailedToParse, "readConcern field should be an object");
-    bson_iter_recurse(&g->rc, &rc);
-    while (bson_iter_next(&rc)) {
-        const char *k = bson_iter_key(&rc);
-        bson_type_t t = bson_iter_type(&rc);
-        if (strcmp(k, "afterClusterTime") == 0 || strcmp(k, "atClusterTime") == 0) {
-            uint32_t ts = 1, inc = 1;
-            if (t == BSON_TYPE_TIMESTAMP)
-                bson_iter_timestamp(&rc, &ts, &inc);
-            bool null_ts = ts == 0 && inc == 0;
-            if (k[1] == 'f') {
-                after_ct = true;
-                null_after = null_ts;
-            } else {
-                at_ct = true;
-                null_at = null_ts;
-            }
-        } else if (strcmp(k, "afterOpTime") == 0) {
-            after_op = true;
-        } else if (strcmp(k, "level") == 0 && t == BSON_TYPE_UTF8) {
-            level = bson_iter_utf8(&rc, NULL);
-        }
-        if (strcmp(k, "level") == 0) {
-            static const char *const levels[] = {"local", "majority", "linearizable", "available", "snapshot", NULL};
-            int i = 0;
-            if (t != BSON_TYPE_UTF8)
-                return mf_err_set(&op->err, MF_E_TypeMismatch, "\"level\" had the wrong type. Expected string, found %s",
-                                  mf_type_name(t));
-            while (levels[i] != NULL && strcmp(levels[i], bson_iter_utf8(&rc, NULL)) != 0)
-                i++;
-            if (levels[i] == NULL)
-                return mf_err_set(&op->err, MF_E_FailedToParse,
-                                  "readConcern.level must be either 'local', 'majority', 'linearizable', 'available', or 'snapshot'");
-        } else if (strcmp(k, "afterClusterTime") == 0 || strcmp(k, "atClusterTime") == 0) {
-            if (t != BSON_TYPE_TIMESTAMP)
-                return mf_err_set(&op->err, MF_E_TypeMismatch, "\"%s\" had the wrong type. Expected timestamp, found %s",
-                                  k, mf_type_name(t));
-        } else if (strcmp(k, "afterOpTime") != 0 && strcmp(k, "provenance") != 0 &&
-                   strcmp(k, "$_allowTransactionTableSnapshot") != 0) {
-            return mf_err_set(&op->err, MF_E_InvalidOptions, "Unrecognized option in readConcern: %s", k);
-        }
-    }
-    /* The combinations mongod's ReadConcernArgs::parse refuses, in its order. */
-    bool snapshot = strcmp(level, "snapshot") == 0;
-    if (after_ct && after_op)
-        return mf_err_set(&op->err, MF_E_InvalidOptions, "Can not specify both afterClusterTime and afterOpTime");
-    if (after_ct && at_ct)
-        return mf_err_set(&op->err, MF_E_InvalidOptions, "Can not specify both afterClusterTime and atClusterTime");
-    if (after_ct && strcmp(level, "majority") != 0 && strcmp(level, "local") != 0 && !snapshot)
-        return mf_err_set(&op->err, MF_E_InvalidOptions,
-                          "afterClusterTime field can be set only if level is equal to majority, local, or snapshot");
-    if (after_op && snapshot)
-        return mf_err_set(&op->err, MF_E_InvalidOptions, "afterOpTime field cannot be set if level is equal to snapshot");
-    if (at_ct && !snapshot)
-        return mf_err_set(&op->err, MF_E_InvalidOptions, "atClusterTime field can be set only if level is equal to snapshot");
-    if (null_after)
-        return mf_err_set(&op->err, MF_E_InvalidOptions, "afterClusterTime cannot be a null timestamp");
-    if (null_at)
-        return mf_err_set(&op->err, MF_E_InvalidOptions, "atClusterTime cannot be a null timestamp");
-    return 0;
-}
-
 static int
 check_read_concern(mf_op_t *op, const char *name, const generic_args_t *g)
 {
     bson_iter_t rc;
-    if (g->has_rc && read_concern_shape(op, g) != 0)
+    if (g->has_rc && mf_read_concern_shape(&op->err, &g->rc) != 0)
         return -1;
     if (op->eng->repl != NULL && g->has_rc && strcmp(name, "count") == 0 && !mf_cmd_in_txn() &&
         bson_iter_recurse(&g->rc, &rc) && bson_iter_find(&rc, "level") && BSON_ITER_HOLDS_UTF8(&rc) &&

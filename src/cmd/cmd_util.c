@@ -21,6 +21,117 @@
 #include "cmd/profile.h"
 #include "ttl/ttl.h"
 
+int
+mf_write_concern_shape(mf_error_t *err, const bson_t *wc, mf_wc_shape_t *out)
+{
+    bson_iter_t it;
+    memset(out, 0, sizeof(*out));
+    out->w.value_type = BSON_TYPE_EOD;
+    bson_iter_init(&it, wc);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        if (strcmp(k, "w") == 0) {
+            if (mf_value_is_number(v)) {
+                double w = mf_value_as_double(v);
+                if (w != w || w < 0 || w > 50)
+                    return mf_err_set(err, MF_E_FailedToParse,
+                                      "w has to be a non-negative number and not greater than 50; found: %g", w);
+            } else if (v->value_type != BSON_TYPE_UTF8 && v->value_type != BSON_TYPE_DOCUMENT) {
+                return mf_err_set(err, MF_E_FailedToParse, "w has to be a number, string, or object");
+            }
+            out->w = *v;
+        } else if (strcmp(k, "j") == 0 || strcmp(k, "fsync") == 0) {
+            if (v->value_type != BSON_TYPE_BOOL && !mf_value_is_number(v) && v->value_type != BSON_TYPE_NULL)
+                return mf_err_set(err, MF_E_TypeMismatch,
+                                  "BSON field 'writeConcern.%s' is the wrong type '%s', expected types '[bool, long, int, decimal, double']",
+                                  k, mf_type_name(v->value_type));
+            *(k[0] == 'j' ? &out->journal : &out->fsync) = mf_value_truthy(v);
+        } else if (strcmp(k, "wtimeout") == 0 || strcmp(k, "wtimeoutMS") == 0) {
+            if (!mf_value_is_number(v) && v->value_type != BSON_TYPE_NULL)
+                return mf_err_set(err, MF_E_TypeMismatch,
+                                  "BSON field 'writeConcern.%s' is the wrong type '%s', expected types '[int, long, decimal, double]'",
+                                  k, mf_type_name(v->value_type));
+        } else if (strcmp(k, "provenance") == 0) {
+            out->provenance = true;
+        } else if (strcmp(k, "getLastError") != 0 && strcmp(k, "wOpTime") != 0 && strcmp(k, "wElectionId") != 0) {
+            return mf_err_set(err, MF_E_FailedToParse, "unrecognized write concern field: %s", k);
+        }
+    }
+    if (out->journal && out->fsync)
+        return mf_err_set(err, MF_E_FailedToParse, "fsync and j options cannot be used together");
+    return 0;
+}
+
+int
+mf_read_concern_shape(mf_error_t *err, const bson_iter_t *field)
+{
+    bson_iter_t rc;
+    const char *level = "local";
+    bool after_ct = false, at_ct = false, after_op = false, null_after = false, null_at = false;
+    if (!BSON_ITER_HOLDS_DOCUMENT(field))
+        return mf_err_set(err, MF_E_FailedToParse, "readConcern field should be an object");
+    bson_iter_recurse(field, &rc);
+    while (bson_iter_next(&rc)) {
+        const char *k = bson_iter_key(&rc);
+        bson_type_t t = bson_iter_type(&rc);
+        if (strcmp(k, "afterClusterTime") == 0 || strcmp(k, "atClusterTime") == 0) {
+            uint32_t ts = 1, inc = 1;
+            if (t == BSON_TYPE_TIMESTAMP)
+                bson_iter_timestamp(&rc, &ts, &inc);
+            bool null_ts = ts == 0 && inc == 0;
+            if (k[1] == 'f') {
+                after_ct = true;
+                null_after = null_ts;
+            } else {
+                at_ct = true;
+                null_at = null_ts;
+            }
+        } else if (strcmp(k, "afterOpTime") == 0) {
+            after_op = true;
+        } else if (strcmp(k, "level") == 0 && t == BSON_TYPE_UTF8) {
+            level = bson_iter_utf8(&rc, NULL);
+        }
+        if (strcmp(k, "level") == 0) {
+            static const char *const levels[] = {"local", "majority", "linearizable", "available", "snapshot", NULL};
+            int i = 0;
+            if (t != BSON_TYPE_UTF8)
+                return mf_err_set(err, MF_E_TypeMismatch, "\"level\" had the wrong type. Expected string, found %s",
+                                  mf_type_name(t));
+            while (levels[i] != NULL && strcmp(levels[i], bson_iter_utf8(&rc, NULL)) != 0)
+                i++;
+            if (levels[i] == NULL)
+                return mf_err_set(err, MF_E_FailedToParse,
+                                  "readConcern.level must be either 'local', 'majority', 'linearizable', 'available', or 'snapshot'");
+        } else if (strcmp(k, "afterClusterTime") == 0 || strcmp(k, "atClusterTime") == 0) {
+            if (t != BSON_TYPE_TIMESTAMP)
+                return mf_err_set(err, MF_E_TypeMismatch, "\"%s\" had the wrong type. Expected timestamp, found %s",
+                                  k, mf_type_name(t));
+        } else if (strcmp(k, "afterOpTime") != 0 && strcmp(k, "provenance") != 0 &&
+                   strcmp(k, "$_allowTransactionTableSnapshot") != 0) {
+            return mf_err_set(err, MF_E_InvalidOptions, "Unrecognized option in readConcern: %s", k);
+        }
+    }
+    /* The combinations mongod's ReadConcernArgs::parse refuses, in its order. */
+    bool snapshot = strcmp(level, "snapshot") == 0;
+    if (after_ct && after_op)
+        return mf_err_set(err, MF_E_InvalidOptions, "Can not specify both afterClusterTime and afterOpTime");
+    if (after_ct && at_ct)
+        return mf_err_set(err, MF_E_InvalidOptions, "Can not specify both afterClusterTime and atClusterTime");
+    if (after_ct && strcmp(level, "majority") != 0 && strcmp(level, "local") != 0 && !snapshot)
+        return mf_err_set(err, MF_E_InvalidOptions,
+                          "afterClusterTime field can be set only if level is equal to majority, local, or snapshot");
+    if (after_op && snapshot)
+        return mf_err_set(err, MF_E_InvalidOptions, "afterOpTime field cannot be set if level is equal to snapshot");
+    if (at_ct && !snapshot)
+        return mf_err_set(err, MF_E_InvalidOptions, "atClusterTime field can be set only if level is equal to snapshot");
+    if (null_after)
+        return mf_err_set(err, MF_E_InvalidOptions, "afterClusterTime cannot be a null timestamp");
+    if (null_at)
+        return mf_err_set(err, MF_E_InvalidOptions, "atClusterTime cannot be a null timestamp");
+    return 0;
+}
+
 static int
 wrong_type(mf_op_t *op, const char *field, bson_type_t got, const char *expected)
 {

@@ -174,6 +174,17 @@ R.test('setDefaultRWConcern: stored in config.settings, reported by getDefaultRW
     [{ defaultReadConcern: { level: 'local', afterClusterTime: new Timestamp({ t: 1, i: 1 }) } }, 2, /'afterClusterTime' is not suitable/],
     [{ defaultReadConcern: 'x' }, 14, /wrong type/],
     [{ defaultWriteConcern: { w: 1 }, bogus: 1 }, 40415, /setDefaultRWConcern\.bogus/],
+    // The shapes a command's readConcern and writeConcern have (mf_read_concern_shape, mf_write_concern_shape).
+    [{ defaultReadConcern: { level: 'local', bogus: 1 } }, 40415, /^BSON field 'readConcern\.bogus' is an unknown field\.$/],
+    [{ defaultReadConcern: { level: 'bogus' } }, 9, /^readConcern\.level must be either/],
+    [{ defaultReadConcern: { level: 5 } }, 14, /"level" had the wrong type/],
+    [{ defaultReadConcern: { provenance: 'global' } }, 2, /^'provenance' must be unset in default read concern$/],
+    [{ defaultWriteConcern: { w: 1, bogus: 1 } }, 9, /^unrecognized write concern field: bogus$/],
+    [{ defaultWriteConcern: { w: 51 } }, 9, /^w has to be a non-negative number and not greater than 50/],
+    [{ defaultWriteConcern: { w: true } }, 9, /^w has to be a number, string, or object$/],
+    [{ defaultWriteConcern: { w: 1, j: true, fsync: true } }, 9, /^fsync and j options cannot be used together$/],
+    [{ defaultWriteConcern: { w: 1, wtimeout: 'x' } }, 14, /writeConcern\.wtimeout' is the wrong type/],
+    [{ defaultWriteConcern: { w: 1, provenance: 'global' } }, 2, /^'provenance' must be unset in default write concern$/],
   ];
   for (const [args, code, msg] of bad) {
     const r = await rs.raw(p, 'admin', { setDefaultRWConcern: 1, ...args });
