@@ -1795,12 +1795,25 @@ mf_coll_indexes_by_key(mf_coll_t *c, const bson_t *kp, bool ready_only, mf_index
     return n;
 }
 
+bool
+mf_catalog_db_name_ok(const char *db, size_t len, bool dollar_ok)
+{
+    if (len == 0 || len >= 64)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char ch = db[i];
+        if (ch == '/' || ch == '\\' || ch == '.' || ch == ' ' || ch == '"' || (ch == '$' && !dollar_ok))
+            return false;
+    }
+    return true;
+}
+
 int
 mf_catalog_check_db_name(const char *db, mf_error_t *err)
 {
     size_t n = strlen(db);
     /* Names must be valid UTF-8: drivers decode them in listDatabases replies. */
-    if (n == 0 || n >= 64 || strpbrk(db, "/\\. \"$") != NULL || !bson_utf8_validate(db, n, false))
+    if (!mf_catalog_db_name_ok(db, n, false) || !bson_utf8_validate(db, n, false))
         return mf_err_set(err, MF_E_InvalidNamespace, "Invalid database name: '%s'", db);
     return 0;
 }

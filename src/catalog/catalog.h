@@ -590,7 +590,18 @@ int mf_coll_indexes_by_key(mf_coll_t *c, const bson_t *kp, bool ready_only, mf_i
 /* mf_coll_ready_indexes: c's indexes that are not being built (what listIndexes shows). */
 int mf_coll_ready_indexes(const mf_coll_t *c);
 
-/* mf_catalog_valid_db_name / coll_name: MongoDB's namespace rules (73 InvalidNamespace). */
+/*
+ * mf_catalog_db_name_ok: whether db (len bytes, no NUL) is a name mongod's
+ * DatabaseName::isValid takes: not empty, under 64 bytes, none of / \ .
+ * space " (nor $ unless dollar_ok: a command's $db may be $external, a
+ * database this server stores may not).
+ */
+bool mf_catalog_db_name_ok(const char *db, size_t len, bool dollar_ok);
+/*
+ * mf_catalog_check_db_name / coll_name: MongoDB's namespace rules for what
+ * is stored (73 InvalidNamespace): mf_catalog_db_name_ok without $, and
+ * valid UTF-8.
+ */
 int mf_catalog_check_db_name(const char *db, mf_error_t *err) MF_WUR;
 int mf_catalog_check_coll_name(const char *db, const char *name, mf_error_t *err) MF_WUR;
 

@@ -75,6 +75,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "catalog/catalog.h"
 #include "cmd/cmd.h"
 #include "engine/cursor.h"
 #include "engine/profiler.h"
@@ -611,24 +612,6 @@ work_cb(mf_net_pool_job_t *pj)
         compress_reply(job);
 }
 
-/*
- * Whether db (len bytes, no NUL) is a name mongod's DatabaseName::isValid
- * takes for a command ('$' allowed: $external): not empty, under 64 bytes,
- * none of / \ . space ". A loop, not strpbrk: it runs on every request.
- */
-static bool
-db_name_ok(const char *db, size_t len)
-{
-    if (len == 0 || len >= 64)
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        char ch = db[i];
-        if (ch == '/' || ch == '\\' || ch == '.' || ch == ' ' || ch == '"')
-            return false;
-    }
-    return true;
-}
-
 /* Parse, run, build the reply (work_cb's middle). */
 static void
 run_request(job_t *job)
@@ -685,7 +668,7 @@ run_request(job_t *job)
             mf_error_t e;
             mf_err_set(&e, MF_E_InvalidNamespace, "Invalid database name: contains a NUL byte");
             mf_cmd_error_reply(&reply, &e);
-        } else if (!db_name_ok(db, dblen)) {
+        } else if (!mf_catalog_db_name_ok(db, dblen, true)) {
             /* As mongod checks every command's $db first (DatabaseName::isValid, '$' allowed: $external). */
             mf_error_t e;
             mf_err_set(&e, MF_E_InvalidNamespace, "Invalid database name: '%s'", db);
