@@ -1138,6 +1138,54 @@ cmd_coll_stats(mf_op_t *op)
     return 0;
 }
 
+/*
+ * The $collStats specification as its IDL struct parses it (strict):
+ * latencyStats {histograms: bool}, storageStats an object, count and
+ * queryExecStats empty objects (31170), $_requestOnTimeseriesView a bool;
+ * another field is 40415, a wrong type 14. An argument that is not an
+ * object is 5447000, as the stage's lite parse. 0, or -1 with op->err.
+ */
+static int
+coll_stats_spec_check(mf_op_t *op, const bson_iter_t *spec)
+{
+    static const mf_field_spec_t fields[] = {
+        {"latencyStats", MF_FT_OBJ},   {"storageStats", MF_FT_OBJ}, {"count", MF_FT_OBJ},
+        {"queryExecStats", MF_FT_OBJ}, {"$_requestOnTimeseriesView", MF_FT_BOOL}, {NULL, MF_FT_ANY}};
+    static const mf_field_spec_t latency[] = {{"histograms", MF_FT_BOOL}, {NULL, MF_FT_ANY}};
+    const uint8_t *data;
+    uint32_t len;
+    bson_t doc, sub;
+    bson_iter_t it;
+
+    if (!BSON_ITER_HOLDS_DOCUMENT(spec)) {
+        char shown[256];
+        mf_fmt_value(bson_iter_value((bson_iter_t *)spec), shown, sizeof(shown));
+        return mf_err_set(&op->err, MF_E_Location5447000, "$collStats must take a nested object but found: $collStats: %s",
+                          shown);
+    }
+    bson_iter_document(spec, &len, &data);
+    if (!bson_init_static(&doc, data, len) || mf_op_check_types(op, "$collStats", &doc, fields, true, false) != 0)
+        return -1;
+    bson_iter_init(&it, &doc);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+            continue;
+        bson_iter_document(&it, &len, &data);
+        if (!bson_init_static(&sub, data, len))
+            continue;
+        if (strcmp(k, "latencyStats") == 0 &&
+            mf_op_check_types(op, "$collStats.latencyStats", &sub, latency, true, false) != 0)
+            return -1;
+        if ((strcmp(k, "count") == 0 || strcmp(k, "queryExecStats") == 0) && !bson_empty(&sub)) {
+            char shown[256];
+            mf_fmt_doc(&sub, shown, sizeof(shown));
+            return mf_err_set(&op->err, MF_E_Location31170, "expected an empty object, but got %s", shown);
+        }
+    }
+    return 0;
+}
+
 /* mf_cmd_coll_stats_doc (crud.h): the document $collStats yields (used by aggregate). */
 int
 mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, const bson_iter_t *spec, bson_t *out)
@@ -1147,6 +1195,8 @@ mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, const bson_iter_t *spec, bs
     char ns[512];
     bson_iter_t sit, hit;
 
+    if (spec != NULL && coll_stats_spec_check(op, spec) != 0)
+        return -1;
     bson_init(out);
     snprintf(ns, sizeof(ns), "%s.%s", op->db, name);
     BSON_APPEND_UTF8(out, "ns", ns);

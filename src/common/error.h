@@ -171,6 +171,8 @@
     X(28724, Location28724)                                                    \
     X(28745, Location28745)                                                    \
     X(31111, Location31111)                                                    \
+    X(31170, Location31170)                                                    \
+    X(5447000, Location5447000)                                                \
     X(31253, Location31253)                                                    \
     X(31254, Location31254)                                                    \
     X(31249, Location31249)                                                    \

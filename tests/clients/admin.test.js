@@ -417,6 +417,27 @@ h.test('$collStats anywhere but first is 40602, as mongod (found by helper-66: i
   assert.equal(first[0].count, 1);
 });
 
+h.test('$collStats takes what its IDL struct takes: 40415 for another field, 14 for a wrong type, 31170 for a count that is not {}, 5447000 for a spec that is not an object', async () => {
+  const c = srv.freshDb('collstatsspec').collection('c');
+  await c.insertOne({ a: 1 });
+  const bad = [
+    [{ foo: 1 }, 40415, /^BSON field '\$collStats\.foo' is an unknown field\.$/],
+    [{ latencyStats: { histograms: true, foo: 1 } }, 40415, /^BSON field '\$collStats\.latencyStats\.foo' is an unknown field\.$/],
+    [{ latencyStats: 1 }, 14, /^BSON field '\$collStats\.latencyStats' is the wrong type 'int', expected type 'object'$/],
+    [{ latencyStats: { histograms: 'x' } }, 14, /latencyStats\.histograms' is the wrong type 'string'/],
+    [{ storageStats: true }, 14, /storageStats' is the wrong type 'bool'/],
+    [{ count: { a: 1 } }, 31170, /^expected an empty object, but got \{ "?a"?: 1 \}$/],
+    [{ queryExecStats: { a: 1 } }, 31170, /^expected an empty object/],
+  ];
+  for (const [spec, code, msg] of bad)
+    await h.expectCode(c.aggregate([{ $collStats: spec }]).toArray(), code, msg);
+  await h.expectCode(c.aggregate([{ $collStats: null }]).toArray(), 5447000,
+    /^\$collStats must take a nested object but found: \$collStats: null$/);
+  const ok = await c.aggregate([{ $collStats: { latencyStats: { histograms: true }, count: {}, queryExecStats: {} } }]).toArray();
+  assert.equal(ok[0].count, 1);
+  assert.ok(ok[0].latencyStats.reads.histogram, 'histograms given');
+});
+
 h.test('collStats of a missing collection fails with NamespaceNotFound (26)', async () => {
   const db = srv.freshDb('collstats2');
   await db.collection('other').insertOne({});
