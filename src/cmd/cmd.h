@@ -409,8 +409,19 @@ bool mf_cmd_log_commands(mf_engine_t *eng);
  * without viewOn pass. 0, or -1 with op->err.
  */
 int mf_cmd_check_view_options(mf_op_t *op, const bson_t *opts) MF_WUR;
-/* mf_cmd_view_cycle: 5 GraphContainsCycle when db.name on view_on would close a cycle of views; catalog lock held. */
-int mf_cmd_view_cycle(mf_op_t *op, const char *db, const char *name, const char *view_on) MF_WUR;
+/*
+ * mf_cmd_view_graph_check: whether db.name may become a view on view_on
+ * running pipeline (the array value, may be NULL) with the "collation" of
+ * collation_holder (a view's options; none: simple), as mongod's view graph
+ * checks it: the views it reads directly share its collation (167 "...has
+ * conflicting collation with view..."), no cycle through viewOn or any
+ * stage that reads a collection (5 GraphContainsCycle), no view deeper
+ * than 20 through it either way (165), every view it reaches or that
+ * reaches it shares its collation (167). 0 or -1 with op->err. Catalog
+ * lock held.
+ */
+int mf_cmd_view_graph_check(mf_op_t *op, const char *db, const char *name, const char *view_on,
+                            const bson_value_t *pipeline, const bson_t *collation_holder) MF_WUR;
 /* mf_cmd_is_generic_arg: whether k is one of the generic arguments every command accepts (cmd_dispatch.c). */
 bool mf_cmd_is_generic_arg(const char *k);
 

@@ -167,6 +167,7 @@ env_set_limits(mf_agg_env_t *env, mf_op_t *op)
 {
     env->densify_max_docs = mf_param_get(op->eng->params, "internalQueryMaxAllowedDensifyDocs");
     env->densify_max_bytes = mf_param_get(op->eng->params, "internalDocumentSourceDensifyMaxMemoryBytes");
+    env->lookup_max_bytes = mf_param_get(op->eng->params, "internalLookupStageIntermediateDocumentMaxSizeBytes");
 }
 static int agg_list_sessions(void *ctx, const char *stage, const bson_t *spec, mf_docvec_t *out, mf_error_t *err);
 static int agg_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn visit, void *arg,

@@ -161,30 +161,250 @@ refuse_view(mf_op_t *op, const mf_coll_t *c)
 }
 
 /*
- * mf_cmd_view_cycle: whether making db.name a view on view_on would close a
- * cycle of views (following each view's viewOn from view_on comes back to
- * name): 5 GraphContainsCycle with the chain, as mongod's ViewGraph says
- * it. 0 when not. Catalog lock held.
+ * The view graph of one database, as mongod's ViewGraph checks it when a
+ * view is created or redefined: a node per namespace, a view's children
+ * the namespaces it reads (its viewOn and every collection its pipeline's
+ * stages read: mf_pipeline_foreign_colls). Built for the one check from
+ * the catalog's views (the lock held), so the check costs what the
+ * database's view definitions cost to parse.
  */
-int
-mf_cmd_view_cycle(mf_op_t *op, const char *db, const char *name, const char *view_on)
+#define VIEW_MAX_DEPTH 20 /* mongod's ViewGraph::kMaxViewDepth */
+
+typedef struct vnode {
+    char *name;
+    bool view;
+    const bson_t *collation; /* a view's options, holding its "collation" (none: simple); borrowed */
+    size_t *kids, nkids, capkids;
+    size_t *parents, nparents, capparents;
+    bool checked;
+    int height;
+} vnode_t;
+
+typedef struct vgraph {
+    vnode_t *n;
+    size_t len, cap;
+    const char *db;
+    size_t trail[VIEW_MAX_DEPTH + 3]; /* the children walk's path, for the cycle message */
+    int ntrail;
+} vgraph_t;
+
+static size_t
+vg_node(vgraph_t *g, const char *name)
 {
-    char chain[1024];
-    const char *at = view_on;
-    int n = snprintf(chain, sizeof(chain), "%s.%s => %s.%s", db, name, db, view_on);
-    for (int depth = 0; depth < 32; depth++) {
-        if (strcmp(at, name) == 0)
-            return mf_err_set(&op->err, MF_E_GraphContainsCycle, "View cycle detected: %s", chain);
-        mf_coll_t *v = mf_catalog_coll_find(op->eng->cat, db, at);
-        bson_iter_t it;
-        if (v == NULL || !v->is_view || v->is_timeseries || !bson_iter_init_find(&it, v->options, "viewOn") ||
-            !BSON_ITER_HOLDS_UTF8(&it))
-            return 0;
-        at = bson_iter_utf8(&it, NULL);
-        if (n > 0 && (size_t)n < sizeof(chain))
-            n += snprintf(chain + n, sizeof(chain) - (size_t)n, " => %s.%s", db, at);
+    for (size_t i = 0; i < g->len; i++)
+        if (strcmp(g->n[i].name, name) == 0)
+            return i;
+    if (g->len == g->cap) {
+        g->cap = g->cap ? g->cap * 2 : 16;
+        g->n = mf_realloc(g->n, g->cap * sizeof *g->n);
     }
+    memset(&g->n[g->len], 0, sizeof g->n[0]);
+    g->n[g->len].name = mf_strdup(name);
+    return g->len++;
+}
+
+static void
+vg_push(size_t **arr, size_t *n, size_t *cap, size_t v)
+{
+    for (size_t i = 0; i < *n; i++)
+        if ((*arr)[i] == v)
+            return; /* a set, as mongod's */
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 4;
+        *arr = mf_realloc(*arr, *cap * sizeof **arr);
+    }
+    (*arr)[(*n)++] = v;
+}
+
+typedef struct vg_edge_arg {
+    vgraph_t *g;
+    size_t from;
+} vg_edge_arg_t;
+
+static int
+vg_edge(void *arg, const char *coll)
+{
+    vg_edge_arg_t *a = arg;
+    size_t to = vg_node(a->g, coll); /* may move the array: index, never pointer, across this */
+    vnode_t *f = &a->g->n[a->from];
+    vg_push(&f->kids, &f->nkids, &f->capkids, to);
+    vg_push(&a->g->n[to].parents, &a->g->n[to].nparents, &a->g->n[to].capparents, a->from);
     return 0;
+}
+
+/* vg_add_view: the view name's node: its collation and the edges to what it reads (refs, then viewOn, as mongod). */
+static void
+vg_add_view(vgraph_t *g, const char *name, const char *view_on, const bson_value_t *pipeline, const bson_t *collation)
+{
+    size_t id = vg_node(g, name);
+    vg_edge_arg_t a = {g, id};
+    mf_error_t err;
+    mf_pipeline_t *p = NULL;
+
+    g->n[id].view = true;
+    g->n[id].collation = collation;
+    mf_err_clear(&err);
+    if (pipeline != NULL && pipeline->value_type == BSON_TYPE_ARRAY && (p = mf_pipeline_new(pipeline, &err)) != NULL)
+        (void)mf_pipeline_foreign_colls(p, vg_edge, &a);
+    mf_pipeline_free(p);
+    vg_edge(&a, view_on);
+}
+
+typedef struct vg_visit_arg {
+    vgraph_t *g;
+    const char *skip; /* the view being (re)defined: its new definition replaces the stored one */
+} vg_visit_arg_t;
+
+/* vg_visit: a stored view's node (time-series collections are not views of this graph). */
+static void
+vg_visit(void *arg, mf_coll_t *c)
+{
+    vg_visit_arg_t *a = arg;
+    bson_iter_t on, pl;
+    bson_value_t pv;
+    if (!c->is_view || c->is_timeseries || strcmp(c->name, a->skip) == 0 || c->options == NULL ||
+        !bson_iter_init_find(&on, c->options, "viewOn") || !BSON_ITER_HOLDS_UTF8(&on))
+        return;
+    bool has_pl = bson_iter_init_find(&pl, c->options, "pipeline");
+    if (has_pl)
+        pv = *bson_iter_value(&pl);
+    vg_add_view(a->g, c->name, bson_iter_utf8(&on, NULL), has_pl ? &pv : NULL, c->options);
+}
+
+/* vg_collation_equal: mongod's collatorsMatch for two views' options/collation holders (NULL: simple). */
+static bool
+vg_collation_equal(const bson_t *a, const bson_t *b)
+{
+    bson_iter_t ia, ib;
+    bool ha = a != NULL && bson_iter_init_find(&ia, a, "collation") && BSON_ITER_HOLDS_DOCUMENT(&ia);
+    bool hb = b != NULL && bson_iter_init_find(&ib, b, "collation") && BSON_ITER_HOLDS_DOCUMENT(&ib);
+    if (!ha || !hb)
+        return ha == hb;
+    const bson_value_t *va = bson_iter_value(&ia), *vb = bson_iter_value(&ib);
+    return va->value.v_doc.data_len == vb->value.v_doc.data_len &&
+           memcmp(va->value.v_doc.data, vb->value.v_doc.data, va->value.v_doc.data_len) == 0;
+}
+
+static int
+vg_mismatch(vgraph_t *g, size_t cur, size_t other, mf_error_t *err)
+{
+    return mf_err_set(err, MF_E_OptionNotSupportedOnView,
+                      "View %s.%s has a collation that does not match the collation of view %s.%s", g->db,
+                      g->n[cur].name, g->db, g->n[other].name);
+}
+
+static int
+vg_depth_error(mf_error_t *err)
+{
+    return mf_err_set(err, MF_E_ViewDepthLimitExceeded, "View depth limit exceeded; maximum depth is %d",
+                      VIEW_MAX_DEPTH);
+}
+
+/* vg_children: mongod's ViewGraph::_validateChildren (cycles, depth, children's collations, heights). */
+static int
+vg_children(vgraph_t *g, size_t start, size_t cur, int depth, mf_error_t *err)
+{
+    g->trail[g->ntrail++] = cur;
+    if (depth > 0 && cur == start) {
+        /* mongod's message: the last node, then the path from it back to the start. */
+        char msg[2048];
+        int n = snprintf(msg, sizeof msg, "%s.%s", g->db, g->n[g->trail[g->ntrail - 1]].name);
+        for (int i = g->ntrail - 1; i >= 0 && n > 0 && (size_t)n < sizeof msg; i--)
+            n += snprintf(msg + n, sizeof msg - (size_t)n, " => %s.%s", g->db, g->n[g->trail[i]].name);
+        return mf_err_set(err, MF_E_GraphContainsCycle, "View cycle detected: %s", msg);
+    }
+    if (depth > VIEW_MAX_DEPTH)
+        return vg_depth_error(err);
+    int maxh = 0;
+    for (size_t i = 0; i < g->n[cur].nkids; i++) {
+        size_t kid = g->n[cur].kids[i];
+        if (g->n[kid].checked)
+            continue;
+        if (g->n[kid].view && !vg_collation_equal(g->n[cur].collation, g->n[kid].collation))
+            return vg_mismatch(g, cur, kid, err);
+        if (vg_children(g, start, kid, depth + 1, err) != 0)
+            return -1;
+        if (g->n[kid].height > maxh)
+            maxh = g->n[kid].height;
+    }
+    g->ntrail--;
+    g->n[cur].checked = true;
+    g->n[cur].height = maxh + 1;
+    return 0;
+}
+
+/* vg_parents: mongod's ViewGraph::_validateParents (depth, parents' collations, heights). */
+static int
+vg_parents(vgraph_t *g, size_t cur, int depth, mf_error_t *err)
+{
+    if (depth > VIEW_MAX_DEPTH)
+        return vg_depth_error(err);
+    int maxh = 0;
+    for (size_t i = 0; i < g->n[cur].nparents; i++) {
+        size_t par = g->n[cur].parents[i];
+        if (g->n[par].view && !vg_collation_equal(g->n[cur].collation, g->n[par].collation))
+            return vg_mismatch(g, cur, par, err);
+        if (!g->n[par].checked && vg_parents(g, par, depth + 1, err) != 0)
+            return -1;
+        if (g->n[par].height > maxh)
+            maxh = g->n[par].height;
+    }
+    g->n[cur].checked = true;
+    g->n[cur].height = maxh + 1;
+    return 0;
+}
+
+int
+mf_cmd_view_graph_check(mf_op_t *op, const char *db, const char *name, const char *view_on,
+                        const bson_value_t *pipeline, const bson_t *collation_holder)
+{
+    vgraph_t g;
+    vg_visit_arg_t va;
+    int rc = 0;
+
+    memset(&g, 0, sizeof g);
+    g.db = db;
+    va.g = &g;
+    va.skip = name;
+    mf_catalog_coll_visit(op->eng->cat, db, vg_visit, &va);
+    size_t me = vg_node(&g, name);
+    vg_add_view(&g, name, view_on, pipeline, collation_holder);
+    /* The views this one reads directly must share its collation (mongod's validateCollation, before the graph). */
+    for (size_t i = 0; i < g.n[me].nkids && rc == 0; i++) {
+        vnode_t *k = &g.n[g.n[me].kids[i]];
+        if (k->view && g.n[me].kids[i] != me && !vg_collation_equal(collation_holder, k->collation))
+            rc = mf_err_set(&op->err, MF_E_OptionNotSupportedOnView, "View %s.%s has conflicting collation with view %s.%s",
+                            db, name, db, k->name);
+    }
+    if (rc == 0 && vg_children(&g, me, me, 0, &op->err) != 0)
+        rc = -1;
+    if (rc == 0) {
+        int children_height = g.n[me].height - 1;
+        for (size_t i = 0; i < g.len; i++)
+            g.n[i].checked = false, g.n[i].height = 0;
+        if (vg_parents(&g, me, 0, &op->err) != 0)
+            rc = -1;
+        else if (g.n[me].height + children_height - 1 > VIEW_MAX_DEPTH)
+            rc = vg_depth_error(&op->err);
+    }
+    for (size_t i = 0; i < g.len; i++) {
+        free(g.n[i].name);
+        free(g.n[i].kids);
+        free(g.n[i].parents);
+    }
+    free(g.n);
+    return rc;
+}
+
+/* view_pipeline: the "pipeline" of a view's options, copied (shallow) into *store; NULL when none. */
+static const bson_value_t *
+view_pipeline(const bson_t *opts, bson_value_t *store)
+{
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, opts, "pipeline"))
+        return NULL;
+    *store = *bson_iter_value(&it);
+    return store;
 }
 
 /*
@@ -544,12 +764,13 @@ cmd_create(mf_op_t *op)
     mf_catalog_wrlock(op->eng->cat);
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
     bson_iter_t vo;
+    bson_value_t pl_store;
     if (c != NULL) {
         /* MongoDB 7+: creating an existing collection with the same options succeeds. */
         if (!bson_equal(c->options, &opts))
             rc = mf_err_set(&op->err, MF_E_NamespaceExists, "Collection %s.%s already exists.", op->db, name);
     } else if (bson_iter_init_find(&vo, &opts, "viewOn") && BSON_ITER_HOLDS_UTF8(&vo) &&
-               mf_cmd_view_cycle(op, op->db, name, bson_iter_utf8(&vo, NULL)) != 0) {
+               mf_cmd_view_graph_check(op, op->db, name, bson_iter_utf8(&vo, NULL), view_pipeline(&opts, &pl_store), &opts) != 0) {
         rc = -1; /* after the existence check, as mongod's order */
     } else {
         rc = mf_catalog_coll_create(op->eng->cat, op->db, name, &opts, NULL, &op->err);

@@ -983,10 +983,13 @@ cmd_coll_mod(mf_op_t *op)
     }
     if (has_on) {
         /* The new definition is checked as create checks one: its pipeline, and no cycle of views. */
-        bson_iter_t vo;
+        bson_iter_t vo, pl;
+        bson_value_t pv;
         bson_iter_init_find(&vo, &opts, "viewOn");
+        bson_iter_init_find(&pl, &opts, "pipeline");
+        pv = *bson_iter_value(&pl);
         if ((rc = mf_cmd_check_view_options(op, &opts)) != 0 ||
-            (rc = mf_cmd_view_cycle(op, op->db, name, bson_iter_utf8(&vo, NULL))) != 0)
+            (rc = mf_cmd_view_graph_check(op, op->db, name, bson_iter_utf8(&vo, NULL), &pv, c->options)) != 0)
             goto out;
     }
     if (c->is_view) {

@@ -542,6 +542,105 @@ sort_plan_results(mf_op_t *op, mf_coll_t *c, mf_cursor_t *cur, const mf_sort_t *
     return rc;
 }
 
+/*
+ * natural_dir: the direction of a {$natural: d} in doc (a sort, or a hint
+ * given as a document), 0 when it has none.
+ */
+static int
+natural_dir(const bson_t *doc)
+{
+    bson_iter_t it;
+    if (doc == NULL || !bson_iter_init_find(&it, doc, "$natural"))
+        return 0;
+    return mf_value_as_double(bson_iter_value(&it)) < 0 ? -1 : 1;
+}
+
+/*
+ * find_combinations_check: the combinations mongod's CanonicalQuery::isValid
+ * refuses (2 BadValue), in its order: $near with a $natural sort or hint,
+ * $text with $near, with a $natural sort, with a hint (any non-empty one:
+ * the planner would otherwise bound a text search by another index) or
+ * with tailable, $near with tailable, and a hint that disagrees with a
+ * $natural sort. filter and sort may be NULL; hint is the command's field
+ * (a name or a key pattern) or NULL. Counting the filter's $text and $near
+ * clauses also answers their own errors (two of either, $text under $nor,
+ * $near below the top level).
+ */
+static int
+find_combinations_check(const bson_t *filter, const bson_t *sort, const bson_value_t *hint, bool tailable,
+                        mf_error_t *err)
+{
+    bson_t hdoc;
+    bool hinted = hint != NULL && !(hint->value_type == BSON_TYPE_DOCUMENT && hint->value.v_doc.data_len <= 5);
+    int sort_nat = natural_dir(sort), hint_nat = 0;
+    bson_value_t tv;
+    int text, near = 0;
+
+    if (hint != NULL && hint->value_type == BSON_TYPE_DOCUMENT &&
+        bson_init_static(&hdoc, hint->value.v_doc.data, hint->value.v_doc.data_len))
+        hint_nat = natural_dir(&hdoc);
+    if ((text = mf_text_find(filter, &tv, err)) < 0)
+        return -1;
+    if (text > 0 || sort_nat != 0 || hint_nat != 0 || tailable) {
+        bson_t gn;
+        if ((near = mf_geonear_from_find(filter, &gn, err)) < 0)
+            return -1;
+        if (near > 0)
+            bson_destroy(&gn);
+    }
+    if (near > 0 && (sort_nat != 0 || hint_nat != 0))
+        return mf_err_set(err, MF_E_BadValue, "geoNear expression not allowed with $natural %s",
+                          sort_nat != 0 ? "sort order" : "hint");
+    if (text > 0 && near > 0)
+        return mf_err_set(err, MF_E_BadValue, "text and geoNear not allowed in same query");
+    if (text > 0 && sort_nat != 0)
+        return mf_err_set(err, MF_E_BadValue, "text expression not allowed with $natural sort order");
+    if (text > 0 && hinted)
+        return mf_err_set(err, MF_E_BadValue, "text and hint not allowed in same query");
+    if (text > 0 && tailable)
+        return mf_err_set(err, MF_E_BadValue, "text and tailable cursor not allowed in same query");
+    if (near > 0 && tailable)
+        return mf_err_set(err, MF_E_BadValue, "Tailable cursors and geo $near cannot be used together");
+    if (sort_nat != 0 && hinted && hint_nat == 0)
+        return mf_err_set(err, MF_E_BadValue, "index hint not allowed with $natural sort order");
+    if (sort_nat != 0 && hint_nat != 0 && sort_nat != hint_nat)
+        return mf_err_set(err, MF_E_BadValue, "$natural hint must be in the same direction as $natural sort order");
+    return 0;
+}
+
+/*
+ * view_find_check: a find on a view runs as an aggregate, which has none of
+ * these options: mongod's asAggregationCommand refuses them in this order
+ * (168 InvalidPipelineOperator; ntoreturn 2). minmax names a non-empty min
+ * or max (NULL: neither); singleBatch is allowed with limit 1.
+ */
+static int
+view_find_check(mf_op_t *op, const char *minmax, bool return_key, bool show_rid, bool tailable, const bson_t *sort,
+                bool single, int64_t limit)
+{
+    static const char *const flags[] = {"noCursorTimeout", "allowPartialResults", NULL};
+    bson_iter_t it;
+    const char *opt = minmax ? minmax : return_key ? "returnKey" : show_rid ? "showRecordId" : NULL;
+
+    if (opt != NULL)
+        return mf_err_set(&op->err, MF_E_InvalidPipelineOperator, "Option %s not supported in aggregation.", opt);
+    if (tailable)
+        return mf_err_set(&op->err, MF_E_InvalidPipelineOperator, "Tailable cursors are not supported in aggregation.");
+    for (int i = 0; flags[i] != NULL; i++)
+        if (bson_iter_init_find(&it, op->cmd, flags[i]) && bson_iter_as_bool(&it))
+            return mf_err_set(&op->err, MF_E_InvalidPipelineOperator, "Option %s not supported in aggregation.",
+                              flags[i]);
+    if (bson_iter_init_find(&it, op->cmd, "ntoreturn"))
+        return mf_err_set(&op->err, MF_E_BadValue, "Cannot convert to an aggregation if ntoreturn is set.");
+    if (sort != NULL && bson_iter_init_find(&it, sort, "$natural"))
+        return mf_err_set(&op->err, MF_E_InvalidPipelineOperator, "Sort option $natural not supported in aggregation.");
+    if (single && limit != 1)
+        return mf_err_set(&op->err, MF_E_InvalidPipelineOperator, "Option singleBatch not supported in aggregation.");
+    if (bson_iter_init_find(&it, op->cmd, "readOnce") && bson_iter_as_bool(&it))
+        return mf_err_set(&op->err, MF_E_InvalidPipelineOperator, "Option readOnce not supported in aggregation.");
+    return 0;
+}
+
 /* find's typed fields (find_command.idl), checked in document order before anything runs. */
 static const mf_field_spec_t find_types[] = {
     {"filter", MF_FT_OBJ},       {"projection", MF_FT_OBJ},    {"sort", MF_FT_OBJ},
@@ -660,7 +759,13 @@ mf_cmd_find(mf_op_t *op)
         }
     }
 
+    if (find_combinations_check(has_filter ? &filter : NULL, srt ? &sort : NULL, hint, tailable, &op->err) != 0)
+        goto out;
     if (mf_crud_coll_acquire(op, name, false, &c) != 0)
+        goto out_unlock;
+    if (c != NULL && c->is_view &&
+        view_find_check(op, minmax ? (has_min && !bson_empty(&min) ? "min" : "max") : NULL, return_key, show_rid,
+                        tailable, srt ? &sort : NULL, single, limit) != 0)
         goto out_unlock;
     if (tailable && c != NULL) {
         /* Tailable cursors need a capped collection (and are not resumable here beyond a normal cursor). */
@@ -670,13 +775,6 @@ mf_cmd_find(mf_op_t *op)
                        op->db, name);
             goto out_unlock;
         }
-    }
-    if (c != NULL && c->is_view && (minmax || return_key || show_rid)) {
-        /* A find on a view runs as an aggregate, which has none of these (mongod's asAggregationCommand). */
-        mf_err_set(&op->err, MF_E_InvalidPipelineOperator, "Option %s not supported in aggregation.",
-                   has_min && !bson_empty(&min) ? "min" : (has_max && !bson_empty(&max)) ? "max"
-                                                        : return_key ? "returnKey" : "showRecordId");
-        goto out_unlock;
     }
     if (c != NULL && !c->is_view && has_filter) {
         /*
@@ -688,14 +786,6 @@ mf_cmd_find(mf_op_t *op)
         int near = mf_geonear_from_find(&filter, &gn, &op->err);
         if (near < 0)
             goto out_unlock;
-        if (near > 0 && ((srt && bson_has_field(&sort, "$natural")) ||
-                         (hint && hint->value_type == BSON_TYPE_DOCUMENT && hint->value.v_doc.data_len > 5 &&
-                          strcmp((const char *)hint->value.v_doc.data + 5, "$natural") == 0))) {
-            bson_destroy(&gn);
-            mf_err_set(&op->err, MF_E_BadValue, "geoNear expression not allowed with $natural %s",
-                       srt && bson_has_field(&sort, "$natural") ? "sort order" : "hint");
-            goto out_unlock;
-        }
         if (near > 0) {
             bson_t stages;
             int k = 0;

@@ -102,6 +102,7 @@
     X(63, StaleShardVersion)                                                   \
     X(150, StaleEpoch)                                                         \
     X(234, RetryChangeStream)                                                  \
+    X(232, MaxSubPipelineDepthExceeded)                                        \
     X(13388, StaleConfig)                                                      \
     X(224, QueryFeatureNotAllowed)                                             \
     X(263, OperationNotSupportedInTransaction)                                 \
@@ -429,6 +430,7 @@
     X(28748, Location28748)                                                    \
     X(28749, Location28749)                                                    \
     X(5858203, Location5858203)                                                \
+    X(4568, Location4568)                                                      \
     X(5414201, Location5414201)                                                \
     X(7429703, Location7429703)                                                \
     X(7436100, Location7436100)                                                \

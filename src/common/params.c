@@ -63,6 +63,8 @@ static const mf_param_t defaults[] = {
     /* $densify: documents it may generate, and the memory of its table of partitions (src/query/agg_densify.c). */
     {"internalQueryMaxAllowedDensifyDocs", MF_PARAM_INT, 0, INT32_MAX, true, true, true, 500000, NULL},
     {"internalDocumentSourceDensifyMaxMemoryBytes", MF_PARAM_INT, 0, I64MAX, true, true, true, 104857600, NULL},
+    /* What one $lookup may join to one document (4568 past it), src/query/agg.c run_lookup; at least 16 MB as in mongod. */
+    {"internalLookupStageIntermediateDocumentMaxSizeBytes", MF_PARAM_INT, 16777216, I64MAX, false, true, true, 104857600, NULL},
     /* The logical session cache (engine/sessions.h): its size and idle timeout, startup-only as in mongod. */
     {"maxSessions", MF_PARAM_INT, 1, INT32_MAX, false, true, false, 1000000, NULL},
     {"localLogicalSessionTimeoutMinutes", MF_PARAM_INT, 1, INT32_MAX, false, true, false, 30, NULL},

@@ -1922,6 +1922,57 @@ sub_has_change_stream(const bson_value_t *pipeline, const char *where, mf_error_
     return false;
 }
 
+/*
+ * facet_name_check: a $facet output name is one field name (mongod's
+ * FieldPath::uassertValidFieldName): 15998 empty, 16410 '$'-prefixed,
+ * 16412 holding a '.'.
+ */
+static int
+facet_name_check(const char *k, mf_error_t *err)
+{
+    if (k[0] == '\0')
+        return mf_err_set(err, MF_E_Location15998, "FieldPath field names may not be empty strings.");
+    const char *dot = strchr(k, '.');
+    if (k[0] == '$') {
+        char first[64];
+        size_t n = dot ? (size_t)(dot - k) : strlen(k);
+        /* mf_field_path_check knows the few '$' names mongod allows; a longer name is not one of them. */
+        if (n >= sizeof first)
+            n = sizeof first - 1;
+        memcpy(first, k, n);
+        first[n] = '\0';
+        if (mf_field_path_check(first, err) != 0)
+            return -1;
+    }
+    if (dot != NULL)
+        return mf_err_set(err, MF_E_Location16412,
+                          "FieldPath field names may not contain '.'. Consider using $getField or $setField.");
+    return 0;
+}
+
+/*
+ * sub_pipeline_new: mf_pipeline_new for a $lookup's or $unionWith's
+ * sub-pipeline. They nest at most MAX_SUB_PIPELINE_DEPTH deep, as mongod's
+ * internalMaxSubPipelineViewDepth default (232 past it); the depth being
+ * parsed is per thread, as a pipeline is parsed on one.
+ */
+#define MAX_SUB_PIPELINE_DEPTH 20
+static __thread int tls_sub_depth;
+
+static mf_pipeline_t *
+sub_pipeline_new(const bson_value_t *pipeline, mf_error_t *err)
+{
+    if (tls_sub_depth >= MAX_SUB_PIPELINE_DEPTH) {
+        mf_err_set(err, MF_E_MaxSubPipelineDepthExceeded, "Maximum number of nested sub-pipelines exceeded. Limit is %d",
+                   MAX_SUB_PIPELINE_DEPTH);
+        return NULL;
+    }
+    tls_sub_depth++;
+    mf_pipeline_t *p = mf_pipeline_new(pipeline, err);
+    tls_sub_depth--;
+    return p;
+}
+
 static int
 parse_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
 {
@@ -1975,6 +2026,10 @@ parse_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
                           "$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified");
     if (let != NULL && pipeline == NULL)
         return mf_err_set(err, MF_E_FailedToParse, "$lookup with a 'let' argument must also specify 'pipeline'");
+    /* as, localField and foreignField are field paths (mongod's FieldPath: 40352, 40353, 15998, 16410). */
+    if (mf_field_path_check(s->field, err) != 0 || (s->local != NULL && mf_field_path_check(s->local, err) != 0) ||
+        (s->foreign != NULL && mf_field_path_check(s->foreign, err) != 0))
+        return -1;
     if (let != NULL) {
         /* The let expressions see the enclosing scope (an outer $lookup's variables). */
         bson_iter_init_from_data(&it, let->value.v_doc.data, let->value.v_doc.data_len);
@@ -1990,7 +2045,7 @@ parse_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
             return -1;
         mf_expr_vars_t frame = {(const char *const *)s->let.names, NULL, s->let.n, mf_expr_vars_current()};
         mf_expr_vars_set(&frame);
-        s->sub = mf_pipeline_new(pipeline, err);
+        s->sub = sub_pipeline_new(pipeline, err);
         mf_expr_vars_set(frame.up);
         if (s->sub == NULL || sub_text_check(s->sub, err) != 0)
             return -1;
@@ -2779,7 +2834,7 @@ parse_union_with(stage_t *s, const bson_value_t *v, mf_error_t *err)
             return mf_err_set(err, MF_E_Location40415, "BSON field '$unionWith.%s' is an unknown field.", k);
         }
     }
-    if (pipeline != NULL && ((s->sub = mf_pipeline_new(pipeline, err)) == NULL || sub_text_check(s->sub, err) != 0))
+    if (pipeline != NULL && ((s->sub = sub_pipeline_new(pipeline, err)) == NULL || sub_text_check(s->sub, err) != 0))
         return -1;
     if (pipeline != NULL) {
         /* Kept as given: a streaming run opens it through env->sub_open. */
@@ -3066,6 +3121,8 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
                               mf_type_name(v->value_type));
         bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
         while (bson_iter_next(&it)) {
+            if (facet_name_check(bson_iter_key(&it), err) != 0)
+                return -1;
             if (!BSON_ITER_HOLDS_ARRAY(&it))
                 return mf_err_set(err, MF_E_Location40170,
                                   "arguments to $facet must be arrays, %s is type %s", bson_iter_key(&it),
@@ -3078,6 +3135,12 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
             if (sub_text_check(sub, err) != 0) {
                 mf_pipeline_free(sub);
                 return -1;
+            }
+            for (size_t i = 0; i < sub->n; i++) {
+                if (sub->stages[i].kind == S_FACET) {
+                    mf_pipeline_free(sub);
+                    return mf_err_set(err, MF_E_Location40600, "$facet is not allowed to be used within a $facet stage");
+                }
             }
             s->facets = bson_realloc(s->facets, (s->nfacets + 1) * sizeof *s->facets);
             s->facet_names = bson_realloc(s->facet_names, (s->nfacets + 1) * sizeof *s->facet_names);
@@ -3299,6 +3362,24 @@ mf_pipeline_write_target(const mf_pipeline_t *p, const char **db, const char **c
     return true;
 }
 
+int
+mf_pipeline_foreign_colls(const mf_pipeline_t *p, int (*fn)(void *arg, const char *coll), void *arg)
+{
+    for (size_t i = 0; p != NULL && i < p->n; i++) {
+        const stage_t *s = &p->stages[i];
+        int rc = 0;
+        if ((s->kind == S_LOOKUP || s->kind == S_UNIONWITH || s->kind == S_GRAPHLOOKUP) && s->from != NULL)
+            rc = fn(arg, s->from);
+        if (rc == 0 && (s->kind == S_LOOKUP || s->kind == S_UNIONWITH))
+            rc = mf_pipeline_foreign_colls(s->sub, fn, arg);
+        for (size_t j = 0; rc == 0 && s->kind == S_FACET && j < s->nfacets; j++)
+            rc = mf_pipeline_foreign_colls(s->facets[j], fn, arg);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
 bool
 mf_pipeline_is_collectionless(const mf_pipeline_t *p)
 {
@@ -3392,8 +3473,19 @@ lookup_visit(void *arg, const bson_value_t *v, int32_t pos)
  */
 static __thread const char *tls_geo_source;
 
+/*
+ * What the $lookup whose sub-pipeline is running on this thread has let its
+ * inner $lookups produce for its current document (run_lookup).
+ */
+typedef struct lookup_budget {
+    int64_t used, max;
+    const char *from; /* the outer $lookup's collection, for the message */
+} lookup_budget_t;
+static __thread lookup_budget_t *tls_lookup_budget;
+
 static int
-run_sub(const stage_t *s, const mf_agg_env_t *env, const bson_t *local, mf_docvec_t *docs, mf_error_t *err)
+run_sub(const stage_t *s, const mf_agg_env_t *env, const bson_t *local, mf_docvec_t *docs, lookup_budget_t *budget,
+        mf_error_t *err)
 {
     bson_value_t *vals;
     int rc = let_vars_eval(&s->let, local, &vals, err);
@@ -3402,8 +3494,11 @@ run_sub(const stage_t *s, const mf_agg_env_t *env, const bson_t *local, mf_docve
         mf_expr_vars_t frame = {(const char *const *)s->let.names, vals, s->let.n, mf_expr_vars_current()};
         mf_expr_vars_set(&frame);
         const char *outer = tls_geo_source;
+        lookup_budget_t *outer_budget = tls_lookup_budget;
         tls_geo_source = s->from; /* a $geoNear in the sub-pipeline reads the foreign collection's indexes */
+        tls_lookup_budget = budget;
         rc = run_stages(s->sub, env, docs, err);
+        tls_lookup_budget = outer_budget;
         tls_geo_source = outer;
         mf_expr_vars_set(frame.up);
     } else {
@@ -3413,6 +3508,15 @@ run_sub(const stage_t *s, const mf_agg_env_t *env, const bson_t *local, mf_docve
     return rc;
 }
 
+/* lookup_too_big: 4568, mongod's message for a $lookup of 'from' past max bytes. */
+static int
+lookup_too_big(const char *from, int64_t max, mf_error_t *err)
+{
+    return mf_err_set(err, MF_E_Location4568,
+                      "Total size of documents in %s matching pipeline's $lookup stage exceeds %lld bytes",
+                      from ? from : "$cmd.aggregate", (long long)max);
+}
+
 /*
  * run_lookup: for each local document, the foreign documents it joins:
  * env->scan of 'from' with {<foreignField>: {$in: <local values>}} (the
@@ -3420,6 +3524,14 @@ run_sub(const stage_t *s, const mf_agg_env_t *env, const bson_t *local, mf_docve
  * 'from' for a pure sub-pipeline; the sub-pipeline, if any, then runs over
  * them. One scan per local document, as MongoDB's classic $lookup does, so
  * the input streams and memory is bounded by one document's matches.
+ *
+ * Bounds: one document's 'as' array may total env->lookup_max_bytes (4568
+ * past it, as mongod). A sub-pipeline runs over vectors held in memory
+ * (mongod streams it), so a $lookup nested in another's sub-pipeline also
+ * charges every document it outputs to the outer one's budget for its
+ * current document: nesting cannot multiply memory beyond the limit. Each
+ * local document is a yield point (killOp, maxTimeMS, shutdown), so nesting
+ * that multiplies work ends on those too.
  */
 static int
 run_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
@@ -3431,10 +3543,15 @@ run_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec
         mf_docvec_destroy(in);
         return mf_err_set(err, MF_E_InternalError, "$lookup needs a collection scanner");
     }
+    int64_t max = env != NULL && env->lookup_max_bytes > 0 ? env->lookup_max_bytes : 104857600;
+    lookup_budget_t *outer = tls_lookup_budget;
     for (size_t i = 0; i < in->len && rc == 0; i++) {
         bson_t *doc = in->docs[i];
         bson_t filter = BSON_INITIALIZER;
         mf_docvec_t matched;
+        lookup_budget_t budget = {0, max, s->from};
+        if ((rc = mf_curop_check_current(err)) != 0)
+            break;
         mf_docvec_init(&matched);
         if (s->local) {
             lvals_t l;
@@ -3458,23 +3575,34 @@ run_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec
             rc = env->scan(env->ctx, s->from, s->local ? &filter : NULL, collect_visit, &matched, err);
         bson_destroy(&filter);
         if (rc == 0 && s->sub)
-            rc = run_sub(s, env, doc, &matched, err);
-        if (rc != 0) {
-            mf_docvec_destroy(&matched);
-            break;
-        }
+            rc = run_sub(s, env, doc, &matched, &budget, err);
         bson_t arr = BSON_INITIALIZER;
-        for (size_t j = 0; j < matched.len; j++) {
+        int64_t size = 0;
+        for (size_t j = 0; j < matched.len && rc == 0; j++) {
             char buf[16];
             const char *key;
+            if ((size += matched.docs[j]->len) > max) {
+                rc = lookup_too_big(s->from, max, err);
+                break;
+            }
             bson_uint32_to_string((uint32_t)j, &key, buf, sizeof buf);
             bson_append_document(&arr, key, -1, matched.docs[j]);
         }
         mf_docvec_destroy(&matched);
+        if (rc != 0) {
+            bson_destroy(&arr);
+            break;
+        }
         bson_value_t av;
         doc_value(&arr, true, &av);
-        mf_docvec_push_steal(out, doc_set_path(doc, s->field, &av));
+        bson_t *o = doc_set_path(doc, s->field, &av);
         bson_destroy(&arr);
+        if (outer != NULL && (outer->used += o->len) > outer->max) {
+            bson_destroy(o);
+            rc = lookup_too_big(outer->from, outer->max, err);
+            break;
+        }
+        mf_docvec_push_steal(out, o);
     }
     mf_docvec_destroy(in);
     return rc;

@@ -158,9 +158,27 @@ typedef struct mf_agg_env {
      */
     int64_t densify_max_docs;
     int64_t densify_max_bytes;
+    /*
+     * internalLookupStageIntermediateDocumentMaxSizeBytes: the documents one
+     * $lookup joins to one input document (its 'as' array) may total this
+     * much (4568 past it); 0 for mongod's default, 100 MB. A $lookup inside
+     * another's sub-pipeline also counts everything it produces for one outer
+     * document against the outer one's limit, since the sub-pipeline's
+     * results are held in memory (run_lookup in agg.c).
+     */
+    int64_t lookup_max_bytes;
 } mf_agg_env_t;
 
 typedef struct mf_pipeline mf_pipeline_t;
+
+/*
+ * mf_pipeline_foreign_colls: calls fn for every collection of p's database
+ * that its stages read besides the pipeline's own source: each $lookup's
+ * and $graphLookup's from, each $unionWith's coll, in their sub-pipelines
+ * and in $facet's too (mongod's involved namespaces). coll is valid during
+ * the call. Stops at fn's first non-zero result and returns it; 0 else.
+ */
+int mf_pipeline_foreign_colls(const mf_pipeline_t *p, int (*fn)(void *arg, const char *coll), void *arg);
 
 /* mf_pipeline_new: parses an array of stages (pipeline is the array value). NULL with err on error. */
 mf_pipeline_t *mf_pipeline_new(const bson_value_t *pipeline, mf_error_t *err);

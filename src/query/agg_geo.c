@@ -416,6 +416,13 @@ mf_geonear_prepare(const mf_geonear_t *g, const bson_t *specs, const char *ns, m
     if (kind == MF_GEO_IX_2D && n.geojson)
         return mf_err_set(err, MF_E_NoQueryExecutionPlans, "error processing query: ns=%s planner returned error :: "
                           "caused by :: unable to find index for $geoNear query", ns);
+    /*
+     * A flat search from a legacy pair ($near, $geoNear without spherical)
+     * cannot use a 2dsphere index (mongod's planner finds none for it).
+     */
+    if (kind == MF_GEO_IX_2DSPHERE && !n.geojson && !g->spherical)
+        return mf_err_set(err, MF_E_NoQueryExecutionPlans, "error processing query: ns=%s planner returned error :: "
+                          "caused by :: unable to find index for $geoNear query", ns);
     /* A legacy centre is measured on the sphere unless the search is flat (a 2d index, not spherical). */
     if (!n.geojson)
         n.spherical = g->spherical || kind == MF_GEO_IX_2DSPHERE;

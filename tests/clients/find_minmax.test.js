@@ -136,6 +136,21 @@ h.test('commands that take no min / max, and views', async () => {
   await h.expectCode(v.find({}, { min: { a: 1 }, hint: { a: 1 } }).toArray(), 168, /Option min not supported in aggregation/);
   await h.expectCode(v.find({}, { returnKey: true }).toArray(), 168, /Option returnKey not supported/);
   await h.expectCode(v.find({}, { showRecordId: true }).toArray(), 168, /Option showRecordId not supported/);
+  // The rest of mongod's asAggregationCommand refusals, each in its words.
+  const cmd = (extra) => db.command({ find: 'v', filter: {}, ...extra });
+  await h.expectCode(cmd({ tailable: true }), 168, /^Tailable cursors are not supported in aggregation\.$/);
+  await h.expectCode(cmd({ noCursorTimeout: true }), 168, /^Option noCursorTimeout not supported in aggregation\.$/);
+  await h.expectCode(cmd({ allowPartialResults: true }), 168, /^Option allowPartialResults not supported in aggregation\.$/);
+  await h.expectCode(cmd({ ntoreturn: 2 }), 2, /^Cannot convert to an aggregation if ntoreturn is set\.$/);
+  await h.expectCode(cmd({ sort: { $natural: 1 } }), 168, /^Sort option \$natural not supported in aggregation\.$/);
+  await h.expectCode(cmd({ singleBatch: true }), 168, /^Option singleBatch not supported in aggregation\.$/);
+  await h.expectCode(cmd({ readOnce: true }), 168, /^Option readOnce not supported in aggregation\.$/);
+  // singleBatch with limit 1 (the drivers' findOne) is the exception; false flags are no options at all.
+  await c.insertOne({ _id: 'view-probe', a: 1 });
+  assert.equal((await cmd({ filter: { _id: 'view-probe' }, singleBatch: true, limit: 1 })).cursor.firstBatch.length, 1);
+  assert.equal((await v.findOne({ _id: 'view-probe' }))._id, 'view-probe');
+  assert.equal((await cmd({ filter: { _id: 'view-probe' }, noCursorTimeout: false, readOnce: false, allowPartialResults: false })).cursor.firstBatch.length, 1);
+  await c.deleteOne({ _id: 'view-probe' });
 });
 
 h.test('explain shows the IXSCAN with the range as its bounds', async () => {

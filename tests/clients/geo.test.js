@@ -263,8 +263,21 @@ h.test('$near / $geoNear need a geo index (291, 27) and $geoNear\'s own checks',
   assert.equal(n3, 27);
   assert.ok(m3.startsWith('There is more than one 2dsphere index on ') && m3.endsWith('.c; unsure which to use for $geoNear'), m3);
   // key picks one; a key without a geo index is 291.
-  const ok = await c.aggregate([{ $geoNear: { near: [0, 0], distanceField: 'd', key: 'other' } }]).toArray();
+  const ok = await c.aggregate([{ $geoNear: { near: [0, 0], distanceField: 'd', key: 'other', spherical: true } }]).toArray();
   near(ok[0].d, hav([0, 0], [2, 2]), 1e-9);
+  // A legacy pair searched flat ($near, or $geoNear without spherical) cannot use a 2dsphere index
+  // (geonear_cmd_input_validation.js): 291, where it was measured on the sphere anyway.
+  const flat = 'unable to find index for $geoNear query';
+  for (const p of [c.aggregate([{ $geoNear: { near: [0, 0], distanceField: 'd', key: 'other' } }]).toArray(),
+    c.aggregate([{ $geoNear: { near: [0, 0], distanceField: 'd', key: 'other', spherical: false } }]).toArray(),
+    c.find({ loc: { $near: [0, 0] } }).toArray()]) {
+    const [n, m] = await code(p);
+    assert.equal(n, 291, m);
+    assert.ok(m.includes(flat), m);
+  }
+  // $nearSphere with a legacy pair and a GeoJSON $near are spherical: the 2dsphere index answers them.
+  assert.equal((await c.find({ loc: { $nearSphere: [0, 0] } }).toArray()).length, 1);
+  assert.equal((await c.find({ loc: { $near: { $geometry: { type: 'Point', coordinates: [0, 0] } } } }).toArray()).length, 1);
   const [n4] = await code(c.aggregate([{ $geoNear: { near: [0, 0], distanceField: 'd', key: 'nothing' } }]).toArray());
   assert.equal(n4, 291);
   const spec = [

@@ -673,3 +673,115 @@ h.test('$out and $merge of a document over 16 MiB + 16 KiB fail with 10334 and l
   }
   await stillServing();
 });
+
+// $lookup's bounds (helper-69, session 48): a join that grows past
+// internalLookupStageIntermediateDocumentMaxSizeBytes answers 4568, nesting
+// past 20 sub-pipelines answers 232, and a join whose work multiplies with
+// nesting ends on maxTimeMS and killOp, the server serving on.
+function nestedLookup(depth, from, inner) {
+  let st = inner;
+  for (let i = 0; i < depth; i++) st = [{ $lookup: { from, pipeline: st, as: 'm' } }];
+  return st;
+}
+
+h.test('a $lookup whose joined documents total past the limit answers 4568 with mongod\'s message', { timeout: 60000 }, async () => {
+  const db = srv.freshDb('lookupcap');
+  const admin = srv.client.db('admin');
+  await db.collection('big').insertMany(Array.from({ length: 18 }, (_, i) => ({ _id: i, b: 'x'.repeat(MB) })));
+  await db.collection('one').insertOne({ _id: 1 });
+  const prev = await admin.command({ setParameter: 1, internalLookupStageIntermediateDocumentMaxSizeBytes: 16 * 1024 * 1024 });
+  assert.equal(prev.was, 104857600, 'the default is mongod\'s 100 MB');
+  try {
+    await h.expectCode(admin.command({ setParameter: 1, internalLookupStageIntermediateDocumentMaxSizeBytes: 1000 }), 2);
+    const join = { $lookup: { from: 'big', pipeline: [], as: 'all' } };
+    await assert.rejects(db.collection('one').aggregate([join]).toArray(), (e) => e.code === 4568 &&
+      e.message === "Total size of documents in big matching pipeline's $lookup stage exceeds 16777216 bytes");
+    // Under the limit the join is whole: 15 documents of 1 MiB, projected down after the stage.
+    const r = await db.collection('one').aggregate([{ $lookup: { from: 'big', pipeline: [{ $match: { _id: { $lt: 15 } } }], as: 'all' } },
+      { $project: { n: { $size: '$all' } } }]).toArray();
+    assert.deepEqual(r, [{ _id: 1, n: 15 }]);
+    // Nested joins multiply their size; the outer $lookup's limit stops them before memory does.
+    const small = db.collection('small');
+    await small.insertMany(Array.from({ length: 20 }, (_, i) => ({ _id: i, pad: 'p'.repeat(100) })));
+    const t0 = Date.now();
+    await assert.rejects(small.aggregate(nestedLookup(6, 'small', [])).toArray(), (e) => e.code === 4568 &&
+      /^Total size of documents in small matching pipeline's \$lookup stage exceeds 16777216 bytes$/.test(e.message));
+    console.log(`# six nested $lookups of 20 documents refused after ${Date.now() - t0} ms`);
+  } finally {
+    await admin.command({ setParameter: 1, internalLookupStageIntermediateDocumentMaxSizeBytes: 104857600 });
+  }
+  await stillServing();
+});
+
+h.test('$lookup and $unionWith sub-pipelines nest 20 deep; the 21st answers 232', async () => {
+  const db = srv.freshDb('lookupdepth');
+  await db.collection('c').insertOne({ _id: 1 });
+  const ok = await db.collection('c').aggregate(nestedLookup(20, 'c', [{ $project: { _id: 1 } }])).toArray();
+  assert.equal(ok.length, 1);
+  const msg = 'Maximum number of nested sub-pipelines exceeded. Limit is 20';
+  await assert.rejects(db.collection('c').aggregate(nestedLookup(21, 'c', [])).toArray(), (e) => e.code === 232 &&
+    e.codeName === 'MaxSubPipelineDepthExceeded' && e.message === msg);
+  let u = [];
+  for (let i = 0; i < 21; i++) u = [{ $unionWith: { coll: 'c', pipeline: u } }];
+  await assert.rejects(db.collection('c').aggregate(u).toArray(), (e) => e.code === 232 && e.message === msg);
+  await stillServing();
+});
+
+h.test('nested $lookups whose work multiplies end on maxTimeMS (50) and on killOp (11601)', { timeout: 60000 }, async () => {
+  const db = srv.freshDb('lookupwork');
+  const c = db.collection('c');
+  await c.insertMany(Array.from({ length: 30 }, (_, i) => ({ _id: i })));
+  // 30^8 scans, each finding nothing at the bottom: no size limit applies, only interruption.
+  const pipeline = nestedLookup(8, 'c', [{ $match: { _id: -1 } }]);
+  let t0 = Date.now();
+  await assert.rejects(c.aggregate(pipeline, { maxTimeMS: 300 }).toArray(), (e) => e.code === 50);
+  console.log(`# maxTimeMS 300 ended it after ${Date.now() - t0} ms`);
+  const running = c.aggregate(pipeline, { comment: 'lookupwork-kill' }).toArray().then(() => null, (e) => e);
+  const admin = srv.client.db('admin');
+  let opid;
+  for (let i = 0; i < 200 && opid === undefined; i++) {
+    const ops = await admin.aggregate([{ $currentOp: {} }, { $match: { 'command.comment': 'lookupwork-kill' } }]).toArray();
+    if (ops.length) opid = ops[0].opid;
+    else await new Promise((r) => setTimeout(r, 25));
+  }
+  assert.notEqual(opid, undefined, 'the aggregate shows in $currentOp');
+  t0 = Date.now();
+  await admin.command({ killOp: 1, op: opid });
+  const err = await running;
+  assert.ok(err && err.code === 11601, `killOp ended it: ${err && err.message}`);
+  console.log(`# killOp ended it after ${Date.now() - t0} ms`);
+  await stillServing();
+});
+
+h.test('$lookup\'s as, localField and foreignField are field paths: 40352, 40353, 15998, 16410 as mongod\'s FieldPath', async () => {
+  const db = srv.freshDb('lookuppaths');
+  await db.collection('c').insertOne({ _id: 1, a: 1 });
+  const run = (spec) => db.collection('c').aggregate([{ $lookup: { from: 'c', ...spec } }]).toArray();
+  const eq = { localField: 'a', foreignField: 'a' };
+  await h.expectCode(run({ ...eq, as: '' }), 40352, /^FieldPath cannot be constructed with empty string$/);
+  await h.expectCode(run({ ...eq, as: 'x.' }), 40353);
+  await h.expectCode(run({ ...eq, as: 'x..y' }), 15998);
+  await h.expectCode(run({ ...eq, as: '$x' }), 16410, /^FieldPath field names may not start with '\$'/);
+  await h.expectCode(run({ localField: '$a', foreignField: 'a', as: 'x' }), 16410);
+  await h.expectCode(run({ localField: 'a', foreignField: 'a..b', as: 'x' }), 15998);
+  await h.expectCode(run({ pipeline: [], as: '' }), 40352);
+  // Dotted paths are fine.
+  const [d] = await run({ localField: 'a', foreignField: 'a', as: 'x.y' });
+  assert.deepEqual(d.x.y.map((e) => e._id), [1]);
+  await stillServing();
+});
+
+h.test('$facet: output names are field names (15998, 16410, 16412) and a $facet inside a $facet is 40600', async () => {
+  const db = srv.freshDb('facetnames');
+  await db.collection('c').insertOne({ _id: 1 });
+  const run = (spec) => db.collection('c').aggregate([{ $facet: spec }]).toArray();
+  await h.expectCode(run({ '': [] }), 15998, /^FieldPath field names may not be empty strings\.$/);
+  await h.expectCode(run({ $x: [] }), 16410);
+  await h.expectCode(run({ 'a.b': [] }), 16412, /^FieldPath field names may not contain '\.'/);
+  await h.expectCode(run({ a: [{ $match: {} }, { $facet: { b: [] } }] }), 40600,
+    /^\$facet is not allowed to be used within a \$facet stage$/);
+  // Through a $lookup inside the facet a $facet is allowed, as in mongod.
+  const [r] = await run({ a: [{ $lookup: { from: 'c', pipeline: [{ $facet: { b: [{ $count: 'n' }] } }], as: 'l' } }] });
+  assert.deepEqual(r.a[0].l, [{ b: [{ n: 1 }] }]);
+  await stillServing();
+});

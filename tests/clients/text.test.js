@@ -464,3 +464,34 @@ h.test('other commands over $text: distinct, findOneAndUpdate, explain of aggreg
   assert.match(JSON.stringify(ed.queryPlanner.winningPlan), /TEXT_OR/);
   assert.equal(await c.countDocuments({ $text: { $search: 'coffee' } }), 3);
 });
+
+h.test('combinations CanonicalQuery::isValid refuses (2): $text with a hint, min/max, $natural, tailable or $near; $near with tailable; hint against $natural sort', async () => {
+  const { db, c } = await articlesColl('combos');
+  await c.createIndex({ views: 1 });
+  await db.createCollection('capped', { capped: true, size: 4096 });
+  await db.collection('places').createIndex({ loc: '2dsphere' });
+  const err = async (p) => { try { await p; } catch (e) { return [e.code, e.message]; } return null; };
+  const t = { $text: { $search: 'coffee' } };
+  // A hint would bound the text search by another index and return documents that do not match it.
+  assert.deepEqual(await err(c.find(t).hint({ views: 1 }).toArray()), [2, 'text and hint not allowed in same query']);
+  assert.deepEqual(await err(c.find(t).hint('views_1').toArray()), [2, 'text and hint not allowed in same query']);
+  assert.deepEqual(await err(c.find(t).hint({ views: 1 }).min({ views: 0 }).max({ views: 1000 }).toArray()),
+    [2, 'text and hint not allowed in same query']);
+  assert.deepEqual(await err(c.find(t).sort({ $natural: 1 }).toArray()), [2, 'text expression not allowed with $natural sort order']);
+  assert.deepEqual(await err(db.collection('capped').find(t, { tailable: true }).toArray()),
+    [2, 'text and tailable cursor not allowed in same query']);
+  const near = { loc: { $near: { $geometry: { type: 'Point', coordinates: [0, 0] } } } };
+  assert.deepEqual(await err(c.find({ ...t, ...near }).toArray()), [2, 'text and geoNear not allowed in same query']);
+  assert.deepEqual(await err(db.collection('capped').find(near, { tailable: true }).toArray()),
+    [2, 'Tailable cursors and geo $near cannot be used together']);
+  assert.deepEqual(await err(db.collection('places').find(near).sort({ $natural: 1 }).toArray()),
+    [2, 'geoNear expression not allowed with $natural sort order']);
+  assert.deepEqual(await err(c.find({}).sort({ $natural: 1 }).hint({ views: 1 }).toArray()),
+    [2, 'index hint not allowed with $natural sort order']);
+  assert.deepEqual(await err(c.find({}).sort({ $natural: 1 }).hint({ $natural: -1 }).toArray()),
+    [2, '$natural hint must be in the same direction as $natural sort order']);
+  // What stays allowed: an empty hint with $text, a matching $natural hint, and the plain text search.
+  assert.deepEqual(sorted(ids(await c.find(t).hint({}).toArray())), [1, 2, 7]);
+  assert.equal((await c.find({}).sort({ $natural: -1 }).hint({ $natural: -1 }).toArray())[0]._id, 8);
+  assert.deepEqual(sorted(ids(await search(c, { $search: 'coffee' }))), [1, 2, 7]);
+});

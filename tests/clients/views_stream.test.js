@@ -86,17 +86,68 @@ h.test('count, countDocuments and distinct on a view, and views on views', async
   assert.deepEqual(counted, [{ n: 500 }]);
 });
 
-h.test('a chain of views deeper than 20 answers 165 ViewDepthLimitExceeded', async () => {
+h.test('a chain of views deeper than 20 answers 165 ViewDepthLimitExceeded when it is defined, either way', async () => {
   const db = srv.freshDb('vs_depth');
   await db.collection('base').insertOne({ _id: 1 });
   let on = 'base';
-  for (let i = 1; i <= 21; i++) {
+  for (let i = 1; i <= 20; i++) {
     await db.createCollection(`d${i}`, { viewOn: on, pipeline: [] });
     on = `d${i}`;
   }
   assert.equal((await db.collection('d20').find().toArray()).length, 1);
-  await assert.rejects(db.collection('d21').find().toArray(), (e) => e.code === 165);
-  await assert.rejects(db.collection('d21').aggregate([]).toArray(), (e) => e.code === 165);
+  const msg = /^View depth limit exceeded; maximum depth is 20$/;
+  await h.expectCode(db.createCollection('d21', { viewOn: 'd20', pipeline: [] }), 165, msg);
+  // From above: a chain of views on a name that does not exist yet, then that name as a view.
+  on = 'top';
+  for (let i = 1; i <= 20; i++) {
+    await db.createCollection(`u${i}`, { viewOn: on, pipeline: [] });
+    on = `u${i}`;
+  }
+  await h.expectCode(db.createCollection('top', { viewOn: 'base', pipeline: [] }), 165, msg);
+  // Through a $lookup's collection as well as through viewOn.
+  await h.expectCode(db.createCollection('d21', { viewOn: 'base', pipeline: [{ $lookup: { from: 'd20', pipeline: [], as: 'x' } }] }), 165, msg);
+  assert.deepEqual((await db.listCollections({ name: { $in: ['d21', 'top'] } }).toArray()), [], 'nothing refused was created');
+});
+
+h.test('view cycles through pipeline stages, and views whose collations differ, are refused as mongod\'s view graph refuses them', async () => {
+  const db = srv.freshDb('vs_graph');
+  await db.collection('base').insertOne({ _id: 1, s: 'a' });
+  await db.createCollection('v1', { viewOn: 'base', pipeline: [] });
+  const ns = (...names) => new RegExp(`^${names.map((n) => `${db.databaseName}\\.${n}`).join(' => ')}$`);
+  // Each stage that reads a collection closes a cycle back to v1 (5 GraphContainsCycle) at create and at collMod.
+  const back = [
+    { $lookup: { from: 'v2', pipeline: [], as: 'x' } },
+    { $lookup: { from: 'base', localField: 's', foreignField: 's', as: 'x' } },
+    { $unionWith: { coll: 'v2' } },
+    { $graphLookup: { from: 'v2', startWith: '$s', connectFromField: 's', connectToField: 's', as: 'x' } },
+    { $facet: { f: [{ $lookup: { from: 'base', pipeline: [{ $unionWith: 'v2' }], as: 'x' } }] } },
+  ];
+  await db.createCollection('v2', { viewOn: 'base', pipeline: [{ $lookup: { from: 'v1', pipeline: [], as: 'y' } }] });
+  for (const st of back) {
+    if (st.$lookup && st.$lookup.from === 'base' && !st.$lookup.pipeline) continue; /* no cycle: reads base only */
+    const e = await db.command({ collMod: 'v1', viewOn: 'base', pipeline: [st] }).then(() => null, (x) => x);
+    assert.equal(e && e.code, 5, JSON.stringify(st));
+    assert.ok(e.message.startsWith('View cycle detected: ') && ns('v1', 'v1', 'v2', 'v1').test(e.message.slice(21)), e.message);
+  }
+  const se = await db.createCollection('self', { viewOn: 'base', pipeline: [{ $unionWith: 'self' }] }).then(() => null, (x) => x);
+  assert.equal(se && se.code, 5);
+  assert.ok(ns('self', 'self', 'self').test(se.message.slice(21)), se.message);
+  // A stage that reads no view in a loop is fine, and the view still works.
+  await db.command({ collMod: 'v1', viewOn: 'base', pipeline: [back[1]] });
+  assert.equal((await db.collection('v1').find().toArray())[0].x.length, 1);
+  // Collations: a view reading a view with another collation (167), directly or through a stage.
+  await db.createCollection('fr', { viewOn: 'base', pipeline: [], collation: { locale: 'fr' } });
+  await h.expectCode(db.createCollection('plain', { viewOn: 'fr', pipeline: [] }), 167,
+    new RegExp(`^View ${db.databaseName}\\.plain has conflicting collation with view ${db.databaseName}\\.fr$`));
+  await h.expectCode(db.createCollection('plain', { viewOn: 'base', pipeline: [{ $lookup: { from: 'fr', pipeline: [], as: 'z' } }] }), 167,
+    new RegExp(`^View ${db.databaseName}\\.plain has conflicting collation with view ${db.databaseName}\\.fr$`));
+  await db.createCollection('fr2', { viewOn: 'fr', pipeline: [], collation: { locale: 'fr' } });
+  // From above: a French view on a name that becomes a view without a collation.
+  await db.createCollection('frtop', { viewOn: 'later', pipeline: [], collation: { locale: 'fr' } });
+  await h.expectCode(db.createCollection('later', { viewOn: 'base', pipeline: [] }), 167,
+    new RegExp(`^View ${db.databaseName}\\.later has a collation that does not match the collation of view ${db.databaseName}\\.frtop$`));
+  const names = (await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name).sort();
+  assert.deepEqual(names, ['base', 'fr', 'fr2', 'frtop', 'v1', 'v2']);
 });
 
 h.test('collMod changes a view\'s definition (viewOn and pipeline together, as mongod); a cycle of views is 5 GraphContainsCycle, at create and at collMod', async () => {
