@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include "common/alloc.h"
 #include "catalog/coll_write.h"
@@ -335,14 +336,23 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
     return 0;
 }
 
+/* is_view: whether db.coll is a view; *plain (may be NULL): a view that is not a time-series collection. */
 static bool
-is_view(mf_op_t *op, const char *coll)
+is_view_of(mf_op_t *op, const char *coll, bool *plain)
 {
     mf_catalog_rdlock(op->eng->cat);
     mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, coll);
     bool v = c != NULL && c->is_view;
+    if (plain != NULL)
+        *plain = v && !c->is_timeseries;
     mf_catalog_unlock(op->eng->cat);
     return v;
+}
+
+static bool
+is_view(mf_op_t *op, const char *coll)
+{
+    return is_view_of(op, coll, NULL);
 }
 
 /*
@@ -511,6 +521,13 @@ mf_cmd_explain(mf_op_t *op)
     const char *update_key = NULL;   /* where its change is ("u", "update"), NULL for a delete */
     if (strcmp(kind, "find") == 0 && is_view(op, coll))
         return explain_find_as_aggregate(op, coll, &inner, NULL, verbosity);
+    if (strcmp(kind, "update") == 0 || strcmp(kind, "delete") == 0 || strcasecmp(kind, "findAndModify") == 0) {
+        /* Writes never run on a view, and neither does their explain (166, as the write itself). */
+        bool plain = false;
+        if (is_view_of(op, coll, &plain) && plain)
+            return mf_err_set(&op->err, MF_E_CommandNotSupportedOnView, "Namespace %s.%s is a view, not a collection",
+                              op->db, coll);
+    }
     if (strcmp(kind, "find") == 0 && sub_doc(&inner, "filter", &filter)) {
         /* A $near find explains as what it runs: a $geoNear stage (cmd_find.c). */
         bson_t gn;

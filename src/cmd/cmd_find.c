@@ -437,18 +437,24 @@ get_nonneg(mf_op_t *op, const char *field, int64_t *out, bool *present, int64_t 
 }
 
 /*
- * natural_alone: a sort or hint (what: "sort" / "hint"; NULL: none) naming
- * $natural names nothing else, as mongod's CanonicalQuery::isValid:
- * 2 BadValue "Cannot include '$natural' in compound sort: {...}".
+ * natural_param: a sort or hint (what: "sort" / "hint"; NULL: none) that
+ * names $natural is exactly {$natural: 1} or {$natural: -1}, as mongod's
+ * validateFindCommandRequest (hasInvalidNaturalParam) requires: otherwise
+ * 2 BadValue "$natural <what> cannot be set to a value other than -1 or 1."
+ * (a compound one included).
  */
 static int
-natural_alone(mf_op_t *op, const bson_t *doc, const char *what)
+natural_param(mf_op_t *op, const bson_t *doc, const char *what)
 {
-    char text[300];
-    if (doc == NULL || !bson_has_field(doc, "$natural") || bson_count_keys(doc) == 1)
+    bson_iter_t it;
+    if (doc == NULL || !bson_iter_init_find(&it, doc, "$natural"))
         return 0;
-    mf_fmt_doc(doc, text, sizeof(text));
-    return mf_err_set(&op->err, MF_E_BadValue, "Cannot include '$natural' in compound %s: %s", what, text);
+    if (bson_count_keys(doc) == 1 && BSON_ITER_HOLDS_NUMBER(&it)) {
+        double d = mf_value_as_double(bson_iter_value(&it));
+        if (d == 1 || d == -1)
+            return 0;
+    }
+    return mf_err_set(&op->err, MF_E_BadValue, "$natural %s cannot be set to a value other than -1 or 1.", what);
 }
 
 /*
@@ -690,13 +696,6 @@ mf_cmd_find(mf_op_t *op)
     bool minmax = (has_min && !bson_empty(&min)) || (has_max && !bson_empty(&max));
     if (await_data && !tailable)
         return mf_err_set(&op->err, MF_E_FailedToParse, "Cannot set 'awaitData' without also setting 'tailable'");
-    if (tailable && has_sort && !bson_empty(&sort)) {
-        bson_iter_t si;
-        if (!(bson_iter_init(&si, &sort) && bson_iter_next(&si) && strcmp(bson_iter_key(&si), "$natural") == 0 &&
-              mf_value_as_double(bson_iter_value(&si)) > 0 && !bson_iter_next(&si)))
-            return mf_err_set(&op->err, MF_E_BadValue, "cannot use tailable option with a sort other than {$natural: 1}");
-        has_sort = false;
-    }
     if (mf_op_get_int64(op, "limit", &limit, &present) != 0)
         return -1;
     if (limit < 0) {
@@ -704,15 +703,25 @@ mf_cmd_find(mf_op_t *op)
                        (long long)limit))
             return -1;
     }
+    /* validateFindCommandRequest's order: $natural in the sort, then in the hint, then tailable's rules. */
     if (mf_crud_get_hint(op, op->cmd, &hint, &hint_store) != 0 ||
-        natural_alone(op, has_sort ? &sort : NULL, "sort") != 0)
+        natural_param(op, has_sort ? &sort : NULL, "sort") != 0)
         return -1;
     if (hint != NULL && hint->value_type == BSON_TYPE_DOCUMENT) {
         bson_t h;
         if (bson_init_static(&h, hint->value.v_doc.data, hint->value.v_doc.data_len) &&
-            natural_alone(op, &h, "hint") != 0)
+            natural_param(op, &h, "hint") != 0)
             return -1;
     }
+    if (tailable && has_sort && !bson_empty(&sort)) {
+        bson_iter_t si;
+        if (!(bson_iter_init(&si, &sort) && bson_iter_next(&si) && strcmp(bson_iter_key(&si), "$natural") == 0 &&
+              mf_value_as_double(bson_iter_value(&si)) > 0 && !bson_iter_next(&si)))
+            return mf_err_set(&op->err, MF_E_BadValue, "cannot use tailable option with a sort other than {$natural: 1}");
+        has_sort = false;
+    }
+    if (tailable && single)
+        return mf_err_set(&op->err, MF_E_BadValue, "cannot use tailable option with the 'singleBatch' option");
     atomic_fetch_add(&op->eng->op_query, 1);
 
     if ((m = mf_matcher_new(has_filter ? &filter : NULL, &op->err)) == NULL)

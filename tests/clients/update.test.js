@@ -186,14 +186,24 @@ h.test('upsert: $all seeds as an AND of equalities (jstests/sharding/upsert_shar
   await h.expectCode(c.updateOne({ x: { $all: [1, 2] } }, { $set: { a: 1 } }, { upsert: true }), 54, /path 'x' is matched twice/);
 });
 
-h.test('$natural cannot be part of a compound sort or hint: 2 BadValue, as mongod\'s CanonicalQuery::isValid', async () => {
+h.test('$natural in a find\'s sort or hint is {$natural: 1} or {$natural: -1} alone: 2 BadValue, as mongod\'s validateFindCommandRequest', async () => {
   const db = srv.freshDb('natural');
+  await db.createCollection('capped', { capped: true, size: 4096 });
   await db.collection('c').insertOne({ a: 1 });
-  await h.expectCode(db.command({ find: 'c', sort: { $natural: 1, a: 1 } }), 2,
-    /^Cannot include '\$natural' in compound sort: \{ \$natural: 1, a: 1 \}$/);
-  await h.expectCode(db.command({ find: 'c', hint: { a: 1, $natural: 1 } }), 2,
-    /^Cannot include '\$natural' in compound hint: \{ a: 1, \$natural: 1 \}$/);
+  for (const sort of [{ $natural: 1, a: 1 }, { $natural: 2 }, { $natural: 'x' }, { a: 1, $natural: -1 }]) {
+    await h.expectCode(db.command({ find: 'c', sort }), 2, /^\$natural sort cannot be set to a value other than -1 or 1\.$/);
+  }
+  for (const hint of [{ a: 1, $natural: 1 }, { $natural: 0 }]) {
+    await h.expectCode(db.command({ find: 'c', hint }), 2, /^\$natural hint cannot be set to a value other than -1 or 1\.$/);
+  }
   assert.equal((await db.command({ find: 'c', sort: { $natural: -1 } })).cursor.firstBatch.length, 1);
+  assert.equal((await db.command({ find: 'c', sort: { $natural: 1.0 }, hint: { $natural: 1 } })).cursor.firstBatch.length, 1);
+  // Tailable: a sort other than {$natural: 1}, then singleBatch.
+  await h.expectCode(db.command({ find: 'capped', tailable: true, sort: { $natural: -1 } }), 2,
+    /^cannot use tailable option with a sort other than \{\$natural: 1\}$/);
+  await h.expectCode(db.command({ find: 'capped', tailable: true, singleBatch: true }), 2,
+    /^cannot use tailable option with the 'singleBatch' option$/);
+  assert.equal((await db.command({ find: 'capped', tailable: true, singleBatch: false })).ok, 1);
 });
 
 h.test('updateMany updates every match; updateOne only one', async () => {

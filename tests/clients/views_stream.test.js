@@ -292,3 +292,19 @@ h.test('a view is not renamed, nor renamed onto: 166 "cannot rename view", 48 "a
   assert.deepEqual(names, ['c:collection', 'v:view'], 'both left as they were');
   assert.deepEqual(await db.collection('v').find().toArray(), [{ _id: 1 }]);
 });
+
+h.test('explain of an update, a delete or a findAndModify on a view is 166, as the write itself', async () => {
+  const db = srv.freshDb('vs_explainw');
+  await db.collection('base').insertOne({ _id: 1, k: 1 });
+  await db.createCollection('v', { viewOn: 'base', pipeline: [] });
+  const re = new RegExp(`^Namespace ${db.databaseName}\\.v is a view, not a collection$`);
+  for (const inner of [{ update: 'v', updates: [{ q: {}, u: { $set: { k: 2 } } }] }, { delete: 'v', deletes: [{ q: {}, limit: 1 }] },
+    { findAndModify: 'v', query: {}, update: { $set: { k: 2 } } }, { findandmodify: 'v', query: {}, remove: true }]) {
+    await h.expectCode(db.command({ explain: inner, verbosity: 'queryPlanner' }), 166, re);
+  }
+  await assert.rejects(db.collection('v').updateOne({}, { $set: { k: 2 } }), (e) => e.code === 166);
+  // A find's explain on the view still explains the pipeline it runs.
+  const e = await db.command({ explain: { find: 'v', filter: {} }, verbosity: 'queryPlanner' });
+  assert.equal(e.ok, 1);
+  assert.deepEqual(await db.collection('base').find().toArray(), [{ _id: 1, k: 1 }]);
+});
