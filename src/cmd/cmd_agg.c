@@ -708,6 +708,7 @@ agg_sub_next(void *ctx, void *sub, bson_t **out, mf_error_t *err)
     env_set_limits(&env, x->op);
     env.pull = agg_pull;
     env.ctx = &s->sc;
+    env.source_indexes = agg_source_indexes; /* a $geoNear heading it reads the other collection's indexes */
     env_set_streams(&env);
     return mf_agg_stream_next(s->stream, &env, out, err);
 }

@@ -1413,6 +1413,9 @@ ix_visit(void *arg, const bson_value_t *v, int32_t pos)
     (void)pos;
     if (v == NULL || v->value_type == BSON_TYPE_NULL || v->value_type == BSON_TYPE_UNDEFINED)
         return false;
+    /* An empty array holds no location: a 2dsphere index leaves the document out, as a missing field (mongod). */
+    if (x->kind == MF_GEO_IX_2DSPHERE && v->value_type == BSON_TYPE_ARRAY && v->value.v_doc.data_len <= 5)
+        return false;
     if (v->value_type == BSON_TYPE_ARRAY && !looks_legacy_pair(v) && v->value.v_doc.data_len > 5) {
         /* An array of locations: each element is one (mongod indexes them all). */
         bson_iter_t it;

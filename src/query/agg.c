@@ -4217,8 +4217,15 @@ union_other(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *out, mf_erro
             return -1;
         }
     }
-    if (s->sub && run_stages(s->sub, env, &other, err) < 0)
-        return -1;
+    if (s->sub != NULL) {
+        /* A $geoNear heading the sub-pipeline reads the other collection's indexes, as in a $lookup's. */
+        const char *outer = tls_geo_source;
+        tls_geo_source = s->from;
+        int rc = run_stages(s->sub, env, &other, err);
+        tls_geo_source = outer;
+        if (rc < 0)
+            return -1;
+    }
     take_vec(out, &other);
     return 0;
 }

@@ -191,9 +191,11 @@ h.test('2dsphere: stored values are validated (16755 with mongod\'s reasons), al
     assert.ok(msg.startsWith('Can\'t extract geo keys'), msg);
     assert.ok(msg.includes(why), `${msg} should include ${why}`);
   }
-  // Documents without the field, and null, are simply not indexed.
-  await c.insertMany([{ n: 1 }, { loc: null }, { loc: { type: 'Point', coordinates: [1, 2, 3] } }]);
-  assert.equal(await c.countDocuments(), 3);
+  // Documents without the field, null, and an empty array (Mongoose's default for [Number]) are simply not indexed.
+  await c.insertMany([{ n: 1 }, { loc: null }, { loc: { type: 'Point', coordinates: [1, 2, 3] } }, { n: 2, loc: [] }]);
+  assert.equal(await c.countDocuments(), 4);
+  assert.deepEqual((await c.find({ loc: { $nearSphere: [1, 2] } }).toArray()).map((x) => x.loc), [{ type: 'Point', coordinates: [1, 2, 3] }]);
+  await c.deleteOne({ n: 2 });
   // An update that makes a location invalid is refused too.
   const [uc] = await code(c.updateOne({ n: 1 }, { $set: { loc: [500, 500] } }));
   assert.equal(uc, 16755);
@@ -268,10 +270,10 @@ h.test('$near / $geoNear need a geo index (291, 27) and $geoNear\'s own checks',
   // A legacy pair searched flat ($near, or $geoNear without spherical) cannot use a 2dsphere index
   // (geonear_cmd_input_validation.js): 291, where it was measured on the sphere anyway.
   const flat = 'unable to find index for $geoNear query';
-  for (const p of [c.aggregate([{ $geoNear: { near: [0, 0], distanceField: 'd', key: 'other' } }]).toArray(),
-    c.aggregate([{ $geoNear: { near: [0, 0], distanceField: 'd', key: 'other', spherical: false } }]).toArray(),
-    c.find({ loc: { $near: [0, 0] } }).toArray()]) {
-    const [n, m] = await code(p);
+  for (const run of [() => c.aggregate([{ $geoNear: { near: [0, 0], distanceField: 'd', key: 'other' } }]).toArray(),
+    () => c.aggregate([{ $geoNear: { near: [0, 0], distanceField: 'd', key: 'other', spherical: false } }]).toArray(),
+    () => c.find({ loc: { $near: [0, 0] } }).toArray()]) {
+    const [n, m] = await code(run());
     assert.equal(n, 291, m);
     assert.ok(m.includes(flat), m);
   }
@@ -547,4 +549,22 @@ h.test('strict-winding (big) polygons: the winding decides the inside; one loop 
     const [pc, pm] = await code(c.find({ g: { $geoIntersects: { $geometry: { type: 'Point', coordinates: [0, 0], crs } } } }).toArray());
     assert.deepEqual([pc, pm], [2, 'Strict winding order CRS is only supported by polygon']);
   }
+});
+
+h.test('$geoNear heading a $unionWith sub-pipeline reads the other collection\'s index: streamed, in $facet, in $lookup', async () => {
+  const db = srv.freshDb('unionnear');
+  const p = db.collection('p');
+  await p.insertMany([{ _id: 1, loc: { type: 'Point', coordinates: [0, 0] } }, { _id: 2, loc: { type: 'Point', coordinates: [1, 1] } }]);
+  await p.createIndex({ loc: '2dsphere' });
+  await db.collection('o').insertOne({ _id: 'o' });
+  const g = { $geoNear: { near: { type: 'Point', coordinates: [0, 0] }, distanceField: 'd' } };
+  const union = { $unionWith: { coll: 'p', pipeline: [g, { $project: { d: 1 } }] } };
+  const want = [{ _id: 'o' }, { _id: 1, d: 0 }, { _id: 2, d: hav([0, 0], [1, 1]) * R }];
+  const check = (got, what) => {
+    assert.deepEqual(got.map((x) => x._id), want.map((x) => x._id), what);
+    near(got[2].d, want[2].d, 1e-9);
+  };
+  check(await db.collection('o').aggregate([union]).toArray(), 'streamed');
+  check((await db.collection('o').aggregate([{ $facet: { f: [union] } }]).toArray())[0].f, 'in $facet');
+  check((await db.collection('o').aggregate([{ $lookup: { from: 'o', pipeline: [union], as: 'm' } }]).toArray())[0].m, 'in $lookup');
 });
