@@ -152,7 +152,14 @@ agg_adapter_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_deta
 {
     agg_visit_adapter_t *a = arg;
     (void)rid;
-    (void)d;
+    if (d != NULL && d->has_text_score) {
+        /* A $text filter (a sub-pipeline's leading $match): the score rides along as the hidden last field. */
+        bson_t *scored = bson_copy(doc);
+        BSON_APPEND_DOUBLE(scored, MF_TEXT_SCORE_FIELD, d->text_score);
+        int r = a->visit(a->arg, scored);
+        bson_destroy(scored);
+        return r;
+    }
     return a->visit(a->arg, doc);
 }
 
@@ -710,7 +717,11 @@ agg_sub_next(void *ctx, void *sub, bson_t **out, mf_error_t *err)
     env.ctx = &s->sc;
     env.source_indexes = agg_source_indexes; /* a $geoNear heading it reads the other collection's indexes */
     env_set_streams(&env);
-    return mf_agg_stream_next(s->stream, &env, out, err);
+    if (mf_agg_stream_next(s->stream, &env, out, err) != 0)
+        return -1;
+    if (*out != NULL && s->plan != NULL && s->plan->text != NULL)
+        mf_text_strip_score(out); /* a leading $text: its scores stay inside the sub-pipeline */
+    return 0;
 }
 
 /* env_set_streams: the sub-stream callbacks of a streaming environment. */

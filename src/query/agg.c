@@ -231,6 +231,7 @@ struct mf_pipeline {
     size_t n;
     bool collectionless; /* first stage is $documents, $currentOp, $listLocalSessions or $listSessions */
     bool writes;         /* last stage is $out or $merge */
+    int text_first;      /* first stage is a $match with $text (2: under $or): its source scan is a text search */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -2047,7 +2048,7 @@ parse_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
         mf_expr_vars_set(&frame);
         s->sub = sub_pipeline_new(pipeline, err);
         mf_expr_vars_set(frame.up);
-        if (s->sub == NULL || sub_text_check(s->sub, err) != 0)
+        if (s->sub == NULL)
             return -1;
     }
     if (s->from == NULL && !(s->sub != NULL && s->sub->collectionless && s->local == NULL))
@@ -2834,7 +2835,7 @@ parse_union_with(stage_t *s, const bson_value_t *v, mf_error_t *err)
             return mf_err_set(err, MF_E_Location40415, "BSON field '$unionWith.%s' is an unknown field.", k);
         }
     }
-    if (pipeline != NULL && ((s->sub = sub_pipeline_new(pipeline, err)) == NULL || sub_text_check(s->sub, err) != 0))
+    if (pipeline != NULL && (s->sub = sub_pipeline_new(pipeline, err)) == NULL)
         return -1;
     if (pipeline != NULL) {
         /* Kept as given: a streaming run opens it through env->sub_open. */
@@ -2940,8 +2941,9 @@ parse_graph_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
 
 /*
  * A $match with $text must head the top-level pipeline, whose source is a
- * text plan; a sub-pipeline's documents come from none, so its leading
- * $text would match everything: 17313 there too.
+ * text plan; a $lookup's or $unionWith's sub-pipeline may start with one
+ * too (its foreign collection is scanned with it), a $facet's may not
+ * (its documents come from no scan): 17313 there.
  */
 static int
 sub_text_check(const mf_pipeline_t *sub, mf_error_t *err)
@@ -3320,6 +3322,11 @@ mf_pipeline_new(const bson_value_t *pipeline, mf_error_t *err)
         return NULL;
     }
     limit_before_projections(p);
+    bson_value_t tv;
+    mf_error_t te = {0};
+    p->text_first = mf_text_find(mf_pipeline_first_match(p), &tv, &te);
+    if (p->text_first < 0)
+        p->text_first = 0;
     return p;
 }
 
@@ -3508,6 +3515,14 @@ run_sub(const stage_t *s, const mf_agg_env_t *env, const bson_t *local, mf_docve
     return rc;
 }
 
+/* strip_scores: a text search's hidden score fields leave the sub-pipeline that made them (doc/text.h). */
+static void
+strip_scores(mf_docvec_t *v)
+{
+    for (size_t i = 0; i < v->len; i++)
+        mf_text_strip_score(&v->docs[i]);
+}
+
 /* lookup_too_big: 4568, mongod's message for a $lookup of 'from' past max bytes. */
 static int
 lookup_too_big(const char *from, int64_t max, mf_error_t *err)
@@ -3571,11 +3586,36 @@ run_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec
             bson_append_document_end(&filter, &cond);
             bson_destroy(&l.arr);
         }
-        if (scans)
+        if (scans && s->sub != NULL && s->sub->text_first) {
+            /*
+             * A leading $text: the scan is the text search (with the equality, if any), scores attached;
+             * the $match stage then applies the rest of its filter (its $text matches every scanned
+             * document), with the let variables set. Under $or the whole filter must plan the search.
+             */
+            bson_t both = BSON_INITIALIZER, and, tonly = BSON_INITIALIZER;
+            const bson_t *m = mf_pipeline_first_match(s->sub);
+            bson_value_t tv;
+            if (s->sub->text_first == 1 && mf_text_find(m, &tv, err) == 1) {
+                bson_append_value(&tonly, "$text", 5, &tv);
+                m = &tonly;
+            }
+            if (s->local) {
+                bson_append_array_begin(&both, "$and", 4, &and);
+                bson_append_document(&and, "0", 1, &filter);
+                bson_append_document(&and, "1", 1, m);
+                bson_append_array_end(&both, &and);
+            }
+            rc = env->scan(env->ctx, s->from, s->local ? &both : m, collect_visit, &matched, err);
+            bson_destroy(&both);
+            bson_destroy(&tonly);
+        } else if (scans) {
             rc = env->scan(env->ctx, s->from, s->local ? &filter : NULL, collect_visit, &matched, err);
+        }
         bson_destroy(&filter);
         if (rc == 0 && s->sub)
             rc = run_sub(s, env, doc, &matched, &budget, err);
+        if (rc == 0 && s->sub != NULL && s->sub->text_first)
+            strip_scores(&matched);
         bson_t arr = BSON_INITIALIZER;
         int64_t size = 0;
         for (size_t j = 0; j < matched.len && rc == 0; j++) {
@@ -4225,6 +4265,8 @@ union_other(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *out, mf_erro
         tls_geo_source = outer;
         if (rc < 0)
             return -1;
+        if (s->sub->text_first)
+            strip_scores(&other); /* scanned with its leading $text above */
     }
     take_vec(out, &other);
     return 0;
@@ -4658,6 +4700,8 @@ mf_pipeline_run(const mf_pipeline_t *p, const mf_agg_env_t *env, const char *col
     }
     if (run_stages(p, env, &docs, err) < 0)
         return -1;
+    if (p->text_first)
+        strip_scores(&docs);
     take_vec(out, &docs);
     return 0;
 }

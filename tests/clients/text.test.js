@@ -265,9 +265,7 @@ h.test('aggregate: $match $text first, $sort / $project / $addFields with textSc
   assert.deepEqual(g, [{ _id: null, n: 3 }]);
   await assert.rejects(c.aggregate([{ $match: { views: { $gt: 1 } } }, { $match: { $text: { $search: 'x' } } }]).toArray(),
     (e) => e.code === 17313);
-  // sub-pipelines read no text plan: $text heading them is refused too
-  await assert.rejects(c.aggregate([{ $lookup: { from: 'articles', pipeline: [{ $match: { $text: { $search: 'x' } } }], as: 'l' } }]).toArray(),
-    (e) => e.code === 17313);
+  // a $facet's sub-pipeline reads no text plan: $text heading it is refused
   await assert.rejects(c.aggregate([{ $facet: { f: [{ $match: { $text: { $search: 'x' } } }] } }]).toArray(),
     (e) => e.code === 17313);
   // a $facet after $text sees the scores
@@ -494,4 +492,36 @@ h.test('combinations CanonicalQuery::isValid refuses (2): $text with a hint, min
   assert.deepEqual(sorted(ids(await c.find(t).hint({}).toArray())), [1, 2, 7]);
   assert.equal((await c.find({}).sort({ $natural: -1 }).hint({ $natural: -1 }).toArray())[0]._id, 8);
   assert.deepEqual(sorted(ids(await search(c, { $search: 'coffee' }))), [1, 2, 7]);
+});
+
+h.test('$text heading a $lookup or $unionWith sub-pipeline searches the other collection, with textScore, as mongod', async () => {
+  const { db } = await articlesColl('subtext');
+  const o = db.collection('o');
+  await o.insertMany([{ _id: 'a', who: 'xyz', word: 'coffee' }, { _id: 'b', who: 'abc', word: 'cake' }]);
+  // Uncorrelated, with the score in the sub-pipeline, and the hidden score never showing.
+  const l = await o.aggregate([{ $match: { _id: 'a' } }, { $lookup: { from: 'articles', as: 'hits', pipeline: [
+    { $match: { $text: { $search: 'coffee' } } }, { $sort: { s: { $meta: 'textScore' }, _id: 1 } },
+    { $project: { _id: 1, s: { $meta: 'textScore' } } }] } }]).toArray();
+  assert.deepEqual(l[0].hits, [{ _id: 1, s: 1 }, { _id: 2, s: 0.75 }, { _id: 7, s: 0.75 }]);
+  const plain = await o.aggregate([{ $match: { _id: 'a' } }, { $lookup: { from: 'articles', as: 'hits',
+    pipeline: [{ $match: { $text: { $search: 'cake' } } }] } }]).toArray();
+  assert.deepEqual(plain[0].hits, [{ _id: 3, subject: 'Baking a cake', author: 'abc', views: 90 }]);
+  // Correlated by localField/foreignField and by let: the search and the join together.
+  const byField = await o.aggregate([{ $sort: { _id: 1 } }, { $lookup: { from: 'articles', localField: 'who', foreignField: 'author', as: 'h',
+    pipeline: [{ $match: { $text: { $search: 'coffee cake' } } }, { $project: { _id: 1 } }] } }]).toArray();
+  assert.deepEqual(byField.map((d) => [d._id, d.h.map((x) => x._id).sort()]), [['a', [1]], ['b', [3]]]);
+  const byLet = await o.aggregate([{ $sort: { _id: 1 } }, { $lookup: { from: 'articles', let: { w: '$who' }, as: 'h',
+    pipeline: [{ $match: { $text: { $search: 'coffee cake' }, $expr: { $eq: ['$author', '$$w'] } } }, { $project: { _id: 1 } }] } }]).toArray();
+  assert.deepEqual(byLet.map((d) => [d._id, d.h.map((x) => x._id).sort()]), [['a', [1]], ['b', [3]]]);
+  // $unionWith, streamed and inside a $facet.
+  const u = await o.aggregate([{ $match: { _id: 'a' } }, { $unionWith: { coll: 'articles', pipeline: [
+    { $match: { $text: { $search: 'leche' } } }, { $project: { _id: 1, s: { $meta: 'textScore' } } }] } }]).toArray();
+  assert.deepEqual(u.map((d) => d._id).sort(), [5, 8, 'a']);
+  assert.ok(u.filter((d) => d._id !== 'a').every((d) => Math.abs(d.s - 0.6666666666666666) < 1e-12));
+  const uf = await o.aggregate([{ $match: { _id: 'a' } }, { $facet: { f: [{ $unionWith: { coll: 'articles', pipeline: [
+    { $match: { $text: { $search: 'leche' } } }] } }] } }]).toArray();
+  assert.deepEqual(uf[0].f.map((d) => Object.keys(d).join()).sort(), ['_id,subject,author,views', '_id,subject,author,views', '_id,who,word']);
+  // A collection without a text index: 27, as a top-level search.
+  await assert.rejects(o.aggregate([{ $lookup: { from: 'o', as: 'x', pipeline: [{ $match: { $text: { $search: 'x' } } }] } }]).toArray(),
+    (e) => e.code === 27);
 });
