@@ -525,3 +525,15 @@ h.test('$text heading a $lookup or $unionWith sub-pipeline searches the other co
   await assert.rejects(o.aggregate([{ $lookup: { from: 'o', as: 'x', pipeline: [{ $match: { $text: { $search: 'x' } } }] } }]).toArray(),
     (e) => e.code === 27);
 });
+
+h.test('$graphLookup restrictSearchWithMatch is parsed with the default features: $text is 224 and $near 5626500, with mongod\'s context', async () => {
+  const { db } = await articlesColl('glrestrict');
+  await db.collection('o').insertOne({ _id: 'o' });
+  const gl = (restrictSearchWithMatch) => db.collection('o').aggregate([{ $graphLookup: { from: 'articles', startWith: 1,
+    connectFromField: '_id', connectToField: '_id', as: 'g', restrictSearchWithMatch } }]).toArray();
+  await h.expectCode(gl({ $text: { $search: 'coffee' } }), 224,
+    /^Failed to parse 'restrictSearchWithMatch' option to \$graphLookup :: caused by :: \$text is not allowed in this context$/);
+  await h.expectCode(gl({ loc: { $near: [0, 0] } }), 5626500, /^Failed to parse 'restrictSearchWithMatch' option to \$graphLookup :: caused by :: \$geoNear, \$near/);
+  const [ok] = await gl({ views: { $gt: 10 } });
+  assert.deepEqual(ok.g.map((d) => d._id), [1]);
+});
