@@ -396,6 +396,57 @@ mf_cmd_view_graph_check(mf_op_t *op, const char *db, const char *name, const cha
     return rc;
 }
 
+/* append_number: mongod's BSONObjBuilder::appendNumber of a long long: an int below 2^30, else a long. */
+static void
+append_number(bson_t *b, const char *k, int64_t n)
+{
+    if (n > -(1LL << 30) && n < (1LL << 30))
+        BSON_APPEND_INT32(b, k, (int32_t)n);
+    else
+        BSON_APPEND_INT64(b, k, n);
+}
+
+/*
+ * capped_options_normalise: a create's capped, size and max as mongod's
+ * CollectionOptions keeps and shows them (fromCreateCommand, appendBSON):
+ * for a capped collection {capped: true, size, max} first, size rounded up
+ * to a multiple of 256 (adjustCappedSize), max <= 0 meaning 2^31 - 1
+ * (adjustCappedMaxDocs); size and max are dropped when not capped. Sizes
+ * the catalog refuses (not positive) are left for it to answer.
+ */
+static void
+capped_options_normalise(bson_t *opts)
+{
+    bson_iter_t it;
+    bool capped = bson_iter_init_find(&it, opts, "capped") && bson_iter_as_bool(&it);
+    bool has_size = bson_iter_init_find(&it, opts, "size") && mf_value_is_number(bson_iter_value(&it));
+    int64_t size = has_size ? bson_iter_as_int64(&it) : 0;
+    bool has_max = bson_iter_init_find(&it, opts, "max") && mf_value_is_number(bson_iter_value(&it));
+    int64_t max = has_max ? bson_iter_as_int64(&it) : 0;
+
+    if (!bson_has_field(opts, "capped") && !bson_has_field(opts, "size") && !bson_has_field(opts, "max"))
+        return;
+    if (capped && (!has_size || size <= 0))
+        return;
+    bson_t out = BSON_INITIALIZER;
+    if (capped) {
+        BSON_APPEND_BOOL(&out, "capped", true);
+        append_number(&out, "size", size <= INT64_MAX - 0xff ? (size + 0xff) & ~(int64_t)0xff : size);
+        if (has_max)
+            append_number(&out, "max", max <= 0 || max == INT64_MAX ? 0x7fffffff : max);
+    }
+    bson_iter_init(&it, opts);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "capped") != 0 && strcmp(k, "size") != 0 && strcmp(k, "max") != 0)
+            bson_append_value(&out, k, -1, bson_iter_value(&it));
+    }
+    bson_destroy(opts);
+    bson_init(opts);
+    bson_concat(opts, &out);
+    bson_destroy(&out);
+}
+
 /* view_pipeline: the "pipeline" of a view's options, copied (shallow) into *store; NULL when none. */
 static const bson_value_t *
 view_pipeline(const bson_t *opts, bson_value_t *store)
@@ -714,6 +765,7 @@ cmd_create(mf_op_t *op)
         }
         bson_append_value(&opts, k, -1, bson_iter_value(&it));
     }
+    capped_options_normalise(&opts);
     bson_iter_t ti;
     if (bson_iter_init_find(&ti, &opts, "timeseries")) {
         rc = create_timeseries(op, name, &opts);

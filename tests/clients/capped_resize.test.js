@@ -162,3 +162,23 @@ for (const kill9 of [false, true]) {
     assert.equal(Number(opts.max), 3);
   });
 }
+
+h.test('create keeps capped options as mongod shows them: {capped, size, max} first, size rounded up to 256, max <= 0 is 2^31 - 1, none when not capped', async () => {
+  const db = srv.freshDb('cappedopts');
+  await db.createCollection('a', { capped: true, size: 1000 });
+  await db.createCollection('b', { validator: { x: { $exists: true } }, capped: true, size: 5000, max: -1 });
+  await db.createCollection('c', { size: 5000, max: 10 });
+  await db.createCollection('d', { capped: false, size: 4096 });
+  const opts = Object.fromEntries((await db.listCollections().toArray()).map((i) => [i.name, i.options]));
+  assert.deepEqual(opts.a, { capped: true, size: 1024 });
+  assert.deepEqual(Object.keys(opts.b), ['capped', 'size', 'max', 'validator']);
+  assert.equal(opts.b.size, 5120);
+  assert.equal(Number(opts.b.max), 2147483647);
+  assert.deepEqual(opts.c, {});
+  assert.deepEqual(opts.d, {});
+  // The same create again is accepted (the options compare as stored); another size is 48.
+  await db.createCollection('a', { capped: true, size: 1000 });
+  await assert.rejects(db.createCollection('a', { capped: true, size: 2000 }), (e) => e.code === 48);
+  // Capped behaviour is unchanged: the collection still holds at least 4096 bytes.
+  assert.equal((await db.command({ collStats: 'a' })).maxSize, 4096);
+});
