@@ -11,6 +11,7 @@
  * Pure functions over BSON: createIndexes (cmd/) calls them before touching
  * the catalog.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -589,6 +590,18 @@ partial_supported(const bson_t *f, int depth, char *bad, size_t cap)
     return true;
 }
 
+/* key_has_type: whether a key pattern names an index type (a string value: "2dsphere", "2d", ...). */
+static bool
+key_has_type(const bson_t *key, const char *type)
+{
+    bson_iter_t kt;
+    bson_iter_init(&kt, key);
+    while (bson_iter_next(&kt))
+        if (BSON_ITER_HOLDS_UTF8(&kt) && strcmp(bson_iter_utf8(&kt, NULL), type) == 0)
+            return true;
+    return false;
+}
+
 /*
  * Validates one requested spec and normalises it into out (v, key, name,
  * then every other option verbatim, in the order given). A spec with
@@ -819,6 +832,25 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
         if (gerr != 0) {
             bson_destroy(&built);
             return -1;
+        }
+    }
+    if (bson_iter_init_find(&it, req, "2dsphereIndexVersion") && key_has_type(&key, "2dsphere")) {
+        /* mongod's S2AccessMethod::fixSpec: a number, a normal one if a double, 1, 2 or 3 (67). */
+        const bson_value_t *v = bson_iter_value(&it);
+        char shown[128];
+        const char *what = NULL;
+        mf_fmt_value(v, shown, sizeof shown);
+        if (!mf_value_is_number(v))
+            what = "Invalid type for geo index version";
+        else if (v->value_type == BSON_TYPE_DOUBLE && !isnormal(v->value.v_double))
+            what = "Invalid value for geo index version";
+        else if (!(mf_value_as_double(v) >= 1 && mf_value_as_double(v) < 4))
+            what = "unsupported geo index version";
+        if (what != NULL) {
+            bson_destroy(&built);
+            return mf_err_set(err, MF_E_CannotCreateIndex,
+                              "%s { 2dsphereIndexVersion : 2dsphereIndexVersion: %s }, only versions: [1,2,3] are supported",
+                              what, shown);
         }
     }
     if (!bson_has_field(req, "2dsphereIndexVersion")) {
