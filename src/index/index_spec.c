@@ -218,7 +218,7 @@ check_key_pattern(const bson_t *key, const char *shown, mf_error_t *err)
                 known = known || strcmp(known_plugins[i], p) == 0;
             if (p[0] == '\0')
                 return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Values in the index key pattern cannot be empty strings");
-            if (wildcard && strcmp(p, "wildcard") != 0)
+            if ((wildcard && strcmp(p, "wildcard") != 0) || (!wildcard && strcmp(p, plugin) != 0))
                 return mf_err_set(err, MF_E_CannotCreateIndex,
                                   "Can't use more than one index plugin for a single index.");
             if (strcmp(p, "wildcard") == 0)

@@ -580,4 +580,8 @@ h.test('2dsphereIndexVersion is 1, 2 or 3 (67 with mongod\'s fixSpec messages); 
   assert.equal(await c.createIndex({ loc: '2dsphere' }, { '2dsphereIndexVersion': 2 }), 'loc_2dsphere');
   const ix = (await c.listIndexes().toArray()).find((i) => i.name === 'loc_2dsphere');
   assert.equal(ix['2dsphereIndexVersion'], 2);
+  // Two plugins in one key pattern: 67, whichever they are (index_key_validate's pluginName check).
+  for (const key of [{ a: '2dsphere', b: 'text' }, { a: '2dsphere', b: '2d' }, { a: 'text', b: '2dsphere' }, { a: '2dsphere', b: 'bogus' }]) {
+    await h.expectCode(c.createIndex(key), 67, /^Can't use more than one index plugin for a single index\.$/);
+  }
 });
