@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fmt.h"
 #include "doc/expr.h"
 #include "doc/path.h"
 #include "doc/value.h"
@@ -317,6 +318,14 @@ parse_element(pctx_t *c, const char *key, const bson_value_t *v, pnode_t *parent
             return mf_err_set(c->err, MF_E_BadValue,
                               "positional projection cannot be used with an expression or sub object");
         bson_init_static(&sub, v->value.v_doc.data, v->value.v_doc.data_len);
+        if (bson_count_keys(&sub) > 1 && bson_iter_init(&it, &sub) && bson_iter_next(&it) &&
+            bson_iter_key(&it)[0] == '$' && mf_expr_operator_known(bson_iter_key(&it))) {
+            /* An expression (its first field an operator) with more fields: mongod's parseExpression. */
+            char shown[256];
+            mf_fmt_doc(&sub, shown, sizeof shown);
+            return mf_err_set(c->err, MF_E_Location15983, "An object representing an expression must have exactly one field: %s",
+                              shown);
+        }
         if (c->agg && bson_count_keys(&sub) == 1 && bson_iter_init(&it, &sub) && bson_iter_next(&it) &&
             bson_iter_key(&it)[0] == '$')
             return parse_expression(c, key, v, parent, false); /* $slice, $filter ...: aggregation expressions */

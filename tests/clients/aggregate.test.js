@@ -440,3 +440,15 @@ h.test('$out over an existing target while the TTL monitor sweeps never times ou
     await lister;
   }
 });
+
+h.test('a projection value that is an expression with more fields is 15983 in find and $project (mongod\'s parseExpression)', async () => {
+  const db = srv.freshDb('projexpr');
+  const c = db.collection('c');
+  await c.insertOne({ _id: 1, x: 2 });
+  const msg = (shown) => new RegExp(`An object representing an expression must have exactly one field: ${shown.replace(/[$[\]{}]/g, '\\$&')}$`);
+  await h.expectCode(c.find({}, { projection: { s: { $meta: 'textScore', x: 1 } } }).toArray(), 15983, msg('{ $meta: "textScore", x: 1 }'));
+  await h.expectCode(c.aggregate([{ $project: { s: { $add: [1, 2], x: 1 } } }]).toArray(), 15983, msg('{ $add: [ 1, 2 ], x: 1 }'));
+  // Not an operator first: a nested projection whose '$' field is a FieldPath error, as before.
+  await h.expectCode(c.find({}, { projection: { s: { x: 1, $meta: 'textScore' } } }).toArray(), 16410);
+  assert.deepEqual(await c.aggregate([{ $project: { s: { $add: ['$x', 1] } } }]).toArray(), [{ _id: 1, s: 3 }]);
+});
