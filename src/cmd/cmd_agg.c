@@ -629,8 +629,9 @@ allow_disk_default(mf_op_t *op)
 
 /*
  * view_stream: a streaming run of `stages` (array value or NULL) over
- * `name`, a view resolved to its collection, or a collection. hint applies
- * only to a collection (a view's pipeline is planned without it). Catalog
+ * `name`, a view resolved to its collection, or a collection. hint (may
+ * be NULL) plans the resolved pipeline over the underlying collection, as
+ * mongod keeps a view read's hint (a bad one is 2 there too). Catalog
  * lock held. The state is owned by the caller; NULL with err.
  */
 static agg_stream_t *
@@ -638,12 +639,11 @@ view_stream(mf_op_t *op, const char *name, const bson_value_t *stages, int depth
             bool allow_disk, mf_error_t *err)
 {
     char *base = NULL;
-    int depth0 = depth;
     mf_pipeline_t *pl = view_resolve(op, name, stages, &depth, &base, err);
     agg_stream_t *x = NULL;
 
     if (pl != NULL) {
-        x = agg_stream_new(op, base, pl, depth == depth0 ? hint : NULL, allow_disk, depth);
+        x = agg_stream_new(op, base, pl, hint, allow_disk, depth);
         if (x == NULL && err != &op->err)
             *err = op->err;
     }
@@ -653,10 +653,10 @@ view_stream(mf_op_t *op, const char *name, const bson_value_t *stages, int depth
 
 /* view_each: calls visit for every result of stages over view name (0 or -1 with err; visit > 0 stops). */
 static int
-view_each(mf_op_t *op, const char *name, const bson_value_t *stages, int depth, mf_agg_visit_fn visit, void *arg,
-          mf_error_t *err)
+view_each(mf_op_t *op, const char *name, const bson_value_t *stages, int depth, const bson_value_t *hint,
+          mf_agg_visit_fn visit, void *arg, mf_error_t *err)
 {
-    agg_stream_t *x = view_stream(op, name, stages, depth, NULL, allow_disk_default(op), err);
+    agg_stream_t *x = view_stream(op, name, stages, depth, hint, allow_disk_default(op), err);
     mf_agg_env_t env;
     int rc = 0;
 
@@ -748,7 +748,7 @@ view_scan(agg_scan_ctx_t *x, const char *name, const bson_t *filter, mf_agg_visi
     if (filter != NULL && !bson_empty(filter))
         mf_crud_stage_doc(&stages, &k, "$match", filter);
     bson_value_t sv = array_value(&stages);
-    int rc = view_each(x->op, name, &sv, x->view_depth, visit, arg, err);
+    int rc = view_each(x->op, name, &sv, x->view_depth, NULL, visit, arg, err);
     bson_destroy(&stages);
     return rc;
 }
@@ -782,7 +782,7 @@ agg_stream_start(mf_op_t *op, const char *name, mf_pipeline_t **plp, const bson_
     if ((mf_pipeline_writes(*plp) && !for_write) || mf_pipeline_is_collectionless(*plp))
         return 0;
     if (c != NULL && c->is_view) {
-        x = view_stream(op, name, pv, 0, NULL, allow_disk, &op->err);
+        x = view_stream(op, name, pv, 0, hint, allow_disk, &op->err);
     } else {
         x = agg_stream_new(op, name, *plp, hint, allow_disk, 0);
         *plp = NULL;
@@ -1005,10 +1005,11 @@ agg_write_perform(mf_op_t *op, agg_write_t *w)
 
 
 int
-mf_crud_view_each(mf_op_t *op, const char *name, const bson_t *stages, mf_agg_visit_fn visit, void *arg)
+mf_crud_view_each(mf_op_t *op, const char *name, const bson_t *stages, const bson_value_t *hint, mf_agg_visit_fn visit,
+                  void *arg)
 {
     bson_value_t sv = array_value(stages);
-    return view_each(op, name, &sv, 0, visit, arg, &op->err);
+    return view_each(op, name, &sv, 0, hint, visit, arg, &op->err);
 }
 
 int

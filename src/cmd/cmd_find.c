@@ -1204,7 +1204,7 @@ mf_cmd_count(mf_op_t *op)
             mf_crud_stage_int(&stages, &k, "$skip", x.skip);
         if (x.limit > 0)
             mf_crud_stage_int(&stages, &k, "$limit", x.limit);
-        rc = mf_crud_view_each(op, name, &stages, view_count_visit, &x.n);
+        rc = mf_crud_view_each(op, name, &stages, hint, view_count_visit, &x.n);
         bson_destroy(&stages);
     } else if (c != NULL) {
         if ((!has_query || bson_empty(&query)) && hint == NULL) {
@@ -1297,7 +1297,7 @@ mf_cmd_distinct(mf_op_t *op)
         bson_init(&stages);
         if (has_query)
             mf_crud_stage_doc(&stages, &k, "$match", &query);
-        rc = mf_crud_view_each(op, name, &stages, view_distinct_visit, &x);
+        rc = mf_crud_view_each(op, name, &stages, hint, view_distinct_visit, &x);
         bson_destroy(&stages);
     } else if (c != NULL) {
         mf_plan_request_t req = {.filter = has_query ? &query : NULL, .hint = hint};

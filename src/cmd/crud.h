@@ -163,11 +163,13 @@ int mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, int64_t 
  * mf_crud_view_each: calls visit for every result of stages (an array
  *   document: the stages a count or distinct becomes) over view name;
  *   visit returning > 0 stops early. 0 or -1 with op->err.
+ *   hint (may be NULL) plans the resolved pipeline over the underlying
+ *   collection, as mongod keeps a view read's hint (a bad one is 2).
  * mf_crud_view_cursor: makes cur a streaming (MF_CURSOR_EXT) cursor over
  *   the results of stages over name, a view or a collection (a find on a
  *   view, or a find whose sort no index provides: the $sort then keeps the
  *   sort memory budget and spills, or answers 292 without allow_disk).
- *   hint applies to a collection only. proj (find semantics, may be NULL)
+ *   hint: as for mf_crud_view_each. proj (find semantics, may be NULL)
  *   is applied to each result, with m (the find's filter, may be NULL) for
  *   the positional operator; both are stolen, even on failure. 0 or -1
  *   with op->err.
@@ -176,7 +178,8 @@ int mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, int64_t 
  */
 int mf_crud_view_resolve(mf_op_t *op, const char *name, const bson_value_t *stages, int *depth, char **base, bson_t *all,
                          mf_error_t *err);
-int mf_crud_view_each(mf_op_t *op, const char *name, const bson_t *stages, mf_agg_visit_fn visit, void *arg);
+int mf_crud_view_each(mf_op_t *op, const char *name, const bson_t *stages, const bson_value_t *hint, mf_agg_visit_fn visit,
+                      void *arg);
 int mf_crud_view_cursor(mf_op_t *op, const char *name, const bson_t *stages, const bson_value_t *hint, bool allow_disk,
                         mf_projection_t *proj, mf_matcher_t *m, mf_cursor_t *cur);
 

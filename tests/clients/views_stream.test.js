@@ -308,3 +308,21 @@ h.test('explain of an update, a delete or a findAndModify on a view is 166, as t
   assert.equal(e.ok, 1);
   assert.deepEqual(await db.collection('base').find().toArray(), [{ _id: 1, k: 1 }]);
 });
+
+h.test('a hint on a read of a view plans the resolved pipeline over the collection: a bad one is 2 for find, aggregate, count and distinct', async () => {
+  const db = srv.freshDb('vs_hint');
+  await db.collection('b').insertMany([{ _id: 1, a: 1 }, { _id: 2, a: 2 }]);
+  await db.collection('b').createIndex({ a: 1 });
+  await db.createCollection('v', { viewOn: 'b', pipeline: [{ $match: { a: { $gte: 1 } } }] });
+  const v = db.collection('v');
+  const bad = /^hint provided does not correspond to an existing index$/;
+  await h.expectCode(v.find({}).hint({ nope: 1 }).toArray(), 2, bad);
+  await h.expectCode(v.aggregate([], { hint: { nope: 1 } }).toArray(), 2, bad);
+  await h.expectCode(db.command({ count: 'v', query: {}, hint: { nope: 1 } }), 2, bad);
+  await h.expectCode(db.command({ distinct: 'v', key: 'a', hint: 'nope_1' }), 2, bad);
+  // A hint naming an index of the collection is used.
+  assert.deepEqual((await v.find({}).hint({ a: 1 }).toArray()).map((d) => d._id), [1, 2]);
+  assert.equal((await db.command({ count: 'v', query: { a: 2 }, hint: 'a_1' })).n, 1);
+  const e = await v.aggregate([{ $match: { a: 2 } }], { hint: { a: 1 }, explain: true }).toArray();
+  assert.ok(JSON.stringify(e).includes('a_1'), 'the plan uses the hinted index');
+});
