@@ -45,6 +45,7 @@
 #include "common/log.h"
 #include "doc/match.h"
 #include "doc/value.h"
+#include "doc/geo.h"
 #include "doc/text.h"
 #include "index/index_spec.h"
 
@@ -229,6 +230,10 @@ parse_options(const bson_t *options, bool exact_size, parsed_opts_t *p, mf_error
             mf_error_t te = {0};
             if (mf_text_find(&vd, &tv, &te) != 0) { /* no text plan validates a document */
                 mf_err_set(err, MF_E_QueryFeatureNotAllowed, "$text is not allowed in this context");
+                goto fail;
+            }
+            if (mf_geo_filter_has_near(&vd)) { /* nor does a nearest-first search */
+                mf_err_set(err, MF_E_Location5626500, MF_GEO_NEAR_CONTEXT_MSG);
                 goto fail;
             }
             if (p->validator)

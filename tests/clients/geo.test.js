@@ -585,3 +585,14 @@ h.test('2dsphereIndexVersion is 1, 2 or 3 (67 with mongod\'s fixSpec messages); 
     await h.expectCode(c.createIndex(key), 67, /^Can't use more than one index plugin for a single index\.$/);
   }
 });
+
+h.test('a validator may not use $near or $nearSphere (5626500), at create and at collMod; $geoWithin is fine', async () => {
+  const db = srv.freshDb('nearvalidator');
+  const re = /^\$geoNear, \$near, and \$nearSphere are not allowed in this context/;
+  await h.expectCode(db.createCollection('c', { validator: { loc: { $near: [0, 0] } } }), 5626500, re);
+  await h.expectCode(db.createCollection('c', { validator: { $and: [{ loc: { $nearSphere: { $geometry: { type: 'Point', coordinates: [0, 0] } } } }] } }), 5626500, re);
+  await db.createCollection('c', { validator: { loc: { $geoWithin: { $center: [[0, 0], 10] } } } });
+  await h.expectCode(db.command({ collMod: 'c', validator: { loc: { $near: [0, 0] } } }), 5626500, re);
+  await db.collection('c').insertOne({ loc: [1, 1] });
+  await h.expectCode(db.collection('c').insertOne({ loc: [50, 50] }), 121);
+});
