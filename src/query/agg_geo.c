@@ -21,6 +21,7 @@
 
 #include "common/alloc.h"
 #include "common/curop.h"
+#include "doc/path.h"
 #include "doc/geo.h"
 #include "doc/match.h"
 #include "doc/value.h"
@@ -232,6 +233,8 @@ mf_geonear_parse(const bson_value_t *spec, bool find_mode, mf_error_t *err)
                 mf_err_set(err, MF_E_Location16606, "$geoNear requires that the 'distanceField' option is a String");
                 goto err_free;
             }
+            if (mf_field_path_check(v->value.v_utf8.str, err) != 0) /* mongod's FieldPath */
+                goto err_free;
             free(g->dist_field);
             g->dist_field = mf_strdup(v->value.v_utf8.str);
         } else if (strcmp(k, "maxDistance") == 0) {
@@ -275,6 +278,8 @@ mf_geonear_parse(const bson_value_t *spec, bool find_mode, mf_error_t *err)
                 mf_err_set(err, MF_E_Location16607, "$geoNear requires that 'includeLocs' option is a String");
                 goto err_free;
             }
+            if (mf_field_path_check(v->value.v_utf8.str, err) != 0)
+                goto err_free;
             free(g->locs_field);
             g->locs_field = mf_strdup(v->value.v_utf8.str);
         } else if (strcmp(k, "uniqueDocs") == 0) {
