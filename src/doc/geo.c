@@ -1187,7 +1187,7 @@ parse_near(mf_geo_query_t *q, const bson_value_t *operand, const bson_value_t *o
             if (!mf_value_is_number(v))
                 return bad(err, "%s must be a number", k);
             d = mf_value_as_double(v);
-            if (!(d >= 0 && isfinite(d)))
+            if (!(d >= 0)) /* Infinity is a distance (no bound), as mongod's parseNewQuery; NaN is not */
                 return bad(err, "%s must be non-negative", k);
             if (k[2] == 'i')
                 n->min = d;

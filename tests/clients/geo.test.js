@@ -600,3 +600,14 @@ h.test('a validator may not use $near or $nearSphere (5626500), at create and at
   await db.collection('c').insertOne({ loc: [1, 1] });
   await h.expectCode(db.collection('c').insertOne({ loc: [50, 50] }), 121);
 });
+
+h.test('a GeoJSON $near / $nearSphere takes $maxDistance: Infinity (no bound) and $minDistance: Infinity (nothing), as mongod', async () => {
+  const c = await places('inf');
+  const pt = { type: 'Point', coordinates: [-73.9667, 40.78] };
+  const all = (await c.find({ location: { $near: { $geometry: pt } } }).toArray()).length;
+  assert.ok(all > 0);
+  assert.equal((await c.find({ location: { $near: { $geometry: pt, $maxDistance: Infinity } } }).toArray()).length, all);
+  assert.equal((await c.find({ location: { $nearSphere: { $geometry: pt, $maxDistance: Infinity } } }).toArray()).length, all);
+  assert.equal((await c.find({ location: { $near: { $geometry: pt, $minDistance: Infinity } } }).toArray()).length, 0);
+  await h.expectCode(c.find({ location: { $near: { $geometry: pt, $maxDistance: NaN } } }).toArray(), 2, /\$maxDistance must be non-negative/);
+});
