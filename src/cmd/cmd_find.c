@@ -614,6 +614,17 @@ find_combinations_check(const bson_t *filter, const bson_t *sort, const bson_val
     return 0;
 }
 
+/* find_on_view: whether db.name is a view (not a time-series collection) now, under a short read lock. */
+static bool
+find_on_view(mf_op_t *op, const char *name)
+{
+    mf_catalog_rdlock(op->eng->cat);
+    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, name);
+    bool v = c != NULL && c->is_view && !c->is_timeseries;
+    mf_catalog_unlock(op->eng->cat);
+    return v;
+}
+
 /*
  * view_find_check: a find on a view runs as an aggregate, which has none of
  * these options: mongod's asAggregationCommand refuses them in this order
@@ -739,7 +750,10 @@ mf_cmd_find(mf_op_t *op)
             }
         }
     } else if (has_proj && !bson_empty(&projection) && (p = mf_projection_new(&projection, &op->err)) == NULL) {
-        goto out;
+        /* A view takes it as an aggregation projection instead (below): its parse decides then. */
+        if (!find_on_view(op, name))
+            goto out;
+        mf_err_clear(&op->err);
     }
     if (has_sort && !bson_empty(&sort) && (srt = mf_sort_new(&sort, &op->err)) == NULL)
         goto out;
@@ -776,6 +790,23 @@ mf_cmd_find(mf_op_t *op)
         view_find_check(op, minmax ? (has_min && !bson_empty(&min) ? "min" : "max") : NULL, return_key, show_rid,
                         tailable, srt ? &sort : NULL, single, limit) != 0)
         goto out_unlock;
+    if (c != NULL && c->is_view && !c->is_timeseries && has_proj && !bson_empty(&projection)) {
+        /*
+         * mongod runs a find on a view as an aggregate whose $project is the
+         * find's projection: it is parsed and applied as one, so what an
+         * aggregation projection refuses (positional 31324, $elemMatch 168,
+         * find's $slice forms) fails the same way, and $slice is the expression.
+         */
+        mf_projection_t *ap = mf_projection_new_agg(&projection, "$project", &op->err);
+        if (ap == NULL)
+            goto out_unlock;
+        if (p != NULL)
+            mf_projection_free(p);
+        p = ap;
+    } else if (has_proj && !bson_empty(&projection) && p == NULL && !return_key &&
+               (p = mf_projection_new(&projection, &op->err)) == NULL) {
+        goto out_unlock; /* was a view when first looked at; no longer one: find's parse decides */
+    }
     if (tailable && c != NULL) {
         /* Tailable cursors need a capped collection (and are not resumable here beyond a normal cursor). */
         bson_iter_t ci;

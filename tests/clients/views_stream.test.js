@@ -326,3 +326,19 @@ h.test('a hint on a read of a view plans the resolved pipeline over the collecti
   const e = await v.aggregate([{ $match: { a: 2 } }], { hint: { a: 1 }, explain: true }).toArray();
   assert.ok(JSON.stringify(e).includes('a_1'), 'the plan uses the hinted index');
 });
+
+h.test('a find on a view takes its projection as an aggregation $project: find-only forms fail as there (31324, 168, 16020)', async () => {
+  const db = srv.freshDb('vs_proj');
+  await db.collection('b').insertOne({ _id: 1, a: [1, 2, 3], s: 'x' });
+  await db.createCollection('v', { viewOn: 'b', pipeline: [] });
+  const v = db.collection('v');
+  await h.expectCode(v.find({ a: 2 }, { projection: { 'a.$': 1 } }).toArray(), 31324,
+    /^Invalid \$project :: caused by :: Cannot use positional projection in aggregation projection$/);
+  await h.expectCode(v.find({}, { projection: { a: { $elemMatch: { $gt: 1 } } } }).toArray(), 168, /Unrecognized expression '\$elemMatch'/);
+  await h.expectCode(v.find({}, { projection: { a: { $slice: 1 } } }).toArray(), 16020);
+  // What an aggregation projection takes works as before.
+  assert.deepEqual(await v.find({}, { projection: { s: 1 } }).toArray(), [{ _id: 1, s: 'x' }]);
+  assert.deepEqual(await v.find({}, { projection: { a: { $slice: ['$a', 2] }, _id: 0 } }).toArray(), [{ a: [1, 2] }]);
+  // The collection itself keeps find's projection forms.
+  assert.deepEqual(await db.collection('b').find({ a: 2 }, { projection: { 'a.$': 1 } }).toArray(), [{ _id: 1, a: [2] }]);
+});
