@@ -702,8 +702,23 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
             version = &version_value;
         } else if (strcmp(k, "expireAfterSeconds") == 0) {
             has_ttl = true;
+        } else if (strcmp(k, "2dsphereIndexVersion") == 0 || strcmp(k, "textIndexVersion") == 0 ||
+                   strcmp(k, "bits") == 0 || strcmp(k, "min") == 0 || strcmp(k, "max") == 0 ||
+                   strcmp(k, "coarsestIndexedLevel") == 0 || strcmp(k, "finestIndexedLevel") == 0) {
+            /* mongod's validateIndexSpec: numbers, whatever the index type (before any plugin's rules). */
+            if (!mf_value_is_number(v))
+                return SPEC_ERR(err, MF_E_TypeMismatch, shown, "The field '%s' must be a number, but got %s", k,
+                                mf_type_name(v->value_type));
+        } else if (strcmp(k, "default_language") == 0 || strcmp(k, "language_override") == 0) {
+            if (v->value_type != BSON_TYPE_UTF8)
+                return SPEC_ERR(err, MF_E_TypeMismatch, shown, "The field '%s' must be a string, but got %s", k,
+                                mf_type_name(v->value_type));
         }
     }
+    if (bson_has_field(req, "weights") && strcmp(plugin_name(&key), "text") != 0)
+        return mf_err_set(err, MF_E_CannotCreateIndex,
+                          "Invalid index specification %s; the field 'weights' can only be specified with text indexes",
+                          shown);
     if (bson_iter_init_find(&it, req, "unique") && (BSON_ITER_HOLDS_BOOL(&it) || mf_value_is_number(bson_iter_value(&it))))
         unique = bson_iter_as_bool(&it);
     if (hashed_rules(&key, unique, err) != 0 || wildcard_rules(req, &key, err) != 0)

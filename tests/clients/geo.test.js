@@ -573,13 +573,19 @@ h.test('$geoNear heading a $unionWith sub-pipeline reads the other collection\'s
   check((await db.collection('o').aggregate([{ $lookup: { from: 'o', pipeline: [union], as: 'm' } }]).toArray())[0].m, 'in $lookup');
 });
 
-h.test('2dsphereIndexVersion is 1, 2 or 3 (67 with mongod\'s fixSpec messages); a given one is kept', async () => {
+h.test('2dsphereIndexVersion is a number (14) and 1, 2 or 3 (67 with mongod\'s fixSpec messages); a given one is kept', async () => {
   const db = srv.freshDb('s2version');
   const c = db.collection('c');
   const msg = (what, shown) => new RegExp(`^${what} \\{ 2dsphereIndexVersion : 2dsphereIndexVersion: ${shown} \\}, only versions: \\[1,2,3\\] are supported$`);
   await h.expectCode(c.createIndex({ loc: '2dsphere' }, { '2dsphereIndexVersion': 4 }), 67, msg('unsupported geo index version', '4'));
   await h.expectCode(c.createIndex({ loc: '2dsphere' }, { '2dsphereIndexVersion': 0 }), 67, msg('unsupported geo index version', '0'));
-  await h.expectCode(c.createIndex({ loc: '2dsphere' }, { '2dsphereIndexVersion': 'x' }), 67, msg('Invalid type for geo index version', '"x"'));
+  // Its type is checked first, with every numeric index option (validateIndexSpec): 14.
+  await h.expectCode(c.createIndex({ loc: '2dsphere' }, { '2dsphereIndexVersion': 'x' }), 14,
+    /The field '2dsphereIndexVersion' must be a number, but got string$/);
+  await h.expectCode(c.createIndex({ p: '2d' }, { bits: 'x' }), 14, /The field 'bits' must be a number, but got string$/);
+  await h.expectCode(c.createIndex({ p: '2d' }, { min: null }), 14, /The field 'min' must be a number, but got null$/);
+  await h.expectCode(db.command({ createIndexes: 'c', indexes: [{ key: { loc: '2dsphere' }, name: 'f', finestIndexedLevel: true }] }), 14,
+    /The field 'finestIndexedLevel' must be a number, but got bool$/);
   await h.expectCode(c.createIndex({ loc: '2dsphere' }, { '2dsphereIndexVersion': NaN }), 67, /^Invalid value for geo index version/);
   assert.equal(await c.createIndex({ loc: '2dsphere' }, { '2dsphereIndexVersion': 2 }), 'loc_2dsphere');
   const ix = (await c.listIndexes().toArray()).find((i) => i.name === 'loc_2dsphere');

@@ -78,9 +78,7 @@ h.test('bad text index options: 67 CannotCreateIndex with mongod\'s messages', a
   };
   const cases = [
     [{ a: 'text' }, { default_language: 'klingon' }, 'default_language is not valid'],
-    [{ a: 'text' }, { default_language: 5 }, 'default_language needs a string type'],
     [{ a: 'text' }, { language_override: '$x' }, 'language_override is not valid'],
-    [{ a: 'text' }, { language_override: 1 }, 'language_override must be a string'],
     [{ a: 'text' }, { weights: { a: 'x' } }, 'weight for text index needs numeric type'],
     [{ a: 'text' }, { weights: 3 }, "text index option 'weights' must be an object"],
     [{ a: 'text' }, { weights: { b: 0.5 } }, 'text index weight must be in the exclusive interval (0,100000) but found: 0'],
@@ -96,6 +94,17 @@ h.test('bad text index options: 67 CannotCreateIndex with mongod\'s messages', a
     assert.equal(r[0], 67, `${JSON.stringify(opts)}: ${r[1]}`);
     assert.ok(r[1].includes(msg), `${JSON.stringify(opts)}: ${r[1]}`);
   }
+  // Option types come first, as mongod's validateIndexSpec checks them before the text plugin's rules: 14.
+  for (const [opts, msg] of [[{ default_language: 5 }, "The field 'default_language' must be a string, but got int"],
+    [{ language_override: 1 }, "The field 'language_override' must be a string, but got int"],
+    [{ textIndexVersion: 'x' }, "The field 'textIndexVersion' must be a number, but got string"]]) {
+    const r = await errOf({ a: 'text' }, opts);
+    assert.deepEqual(r && [r[0], r[1].includes(msg)], [14, true], `${JSON.stringify(opts)}: ${r && r[1]}`);
+  }
+  // weights belong to text indexes only: 67.
+  const w = await errOf({ a: 1 }, { weights: { a: 2 } });
+  assert.equal(w[0], 67);
+  assert.ok(w[1].endsWith("the field 'weights' can only be specified with text indexes"), w[1]);
   assert.equal((await c.indexes()).length, 1);
   // weights are whole numbers (numberInt); textIndexVersion 2 is kept
   assert.equal(await c.createIndex({ a: 'text' }, { weights: { a: 2.7 }, textIndexVersion: 2 }), 'a_text');
