@@ -693,6 +693,9 @@
     X(13067, Location13067)                                                    \
     X(13068, Location13068)                                                    \
     X(16755, Location16755)                                                    \
+    X(16747, Location16747)                                                    \
+    X(16748, Location16748)                                                    \
+    X(16749, Location16749)                                                    \
     X(16804, Location16804)                                                    \
     X(16606, Location16606)                                                    \
     X(16607, Location16607)                                                    \

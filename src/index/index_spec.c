@@ -868,6 +868,26 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
                               what, shown);
         }
     }
+    if (key_has_type(&key, "2dsphere")) {
+        /*
+         * The S2 cell levels (mongod's initialize2dsphereParams): given ones or
+         * S2's closest levels to 500 m (14) and 100 km (7) on the Earth.
+         */
+        int finest = 14, coarsest = 7;
+        if (bson_iter_init_find(&it, req, "finestIndexedLevel"))
+            finest = (int)bson_iter_as_int64(&it);
+        if (bson_iter_init_find(&it, req, "coarsestIndexedLevel"))
+            coarsest = (int)bson_iter_as_int64(&it);
+        int lerr = coarsest < 0 ? mf_err_set(err, MF_E_Location16747, "coarsestIndexedLevel must be >= 0")
+                   : finest > 30 ? mf_err_set(err, MF_E_Location16748, "finestIndexedLevel must be <= 30")
+                   : finest < coarsest
+                       ? mf_err_set(err, MF_E_Location16749, "finestIndexedLevel must be >= coarsestIndexedLevel")
+                       : 0;
+        if (lerr != 0) {
+            bson_destroy(&built);
+            return -1;
+        }
+    }
     if (!bson_has_field(req, "2dsphereIndexVersion")) {
         /* A 2dsphere index is created at version 3, as listIndexes shows. */
         bson_iter_t kt;

@@ -590,6 +590,13 @@ h.test('2dsphereIndexVersion is a number (14) and 1, 2 or 3 (67 with mongod\'s f
   assert.equal(await c.createIndex({ loc: '2dsphere' }, { '2dsphereIndexVersion': 2 }), 'loc_2dsphere');
   const ix = (await c.listIndexes().toArray()).find((i) => i.name === 'loc_2dsphere');
   assert.equal(ix['2dsphereIndexVersion'], 2);
+  // The S2 cell levels (16747, 16748, 16749), given or by default (14 and 7).
+  const lv = (opts) => db.command({ createIndexes: 'c', indexes: [{ key: { l2: '2dsphere' }, name: 'l2', ...opts }] });
+  await h.expectCode(lv({ coarsestIndexedLevel: -1 }), 16747, /^coarsestIndexedLevel must be >= 0$/);
+  await h.expectCode(lv({ finestIndexedLevel: 31 }), 16748, /^finestIndexedLevel must be <= 30$/);
+  await h.expectCode(lv({ coarsestIndexedLevel: 20, finestIndexedLevel: 10 }), 16749, /^finestIndexedLevel must be >= coarsestIndexedLevel$/);
+  await h.expectCode(lv({ coarsestIndexedLevel: 20 }), 16749);
+  assert.equal((await lv({ coarsestIndexedLevel: 5, finestIndexedLevel: 25 })).ok, 1);
   // Two plugins in one key pattern: 67, whichever they are (index_key_validate's pluginName check).
   for (const key of [{ a: '2dsphere', b: 'text' }, { a: '2dsphere', b: '2d' }, { a: 'text', b: '2dsphere' }, { a: '2dsphere', b: 'bogus' }]) {
     await h.expectCode(c.createIndex(key), 67, /^Can't use more than one index plugin for a single index\.$/);
