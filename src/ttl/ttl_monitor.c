@@ -852,7 +852,17 @@ typedef struct check_ctx {
     unsigned seen;
     /* Tests: hangTTLDeleterInBatch holds the piece's transaction open at its first document (once). */
     mf_failpoint_t *fp_hang;
+    /*
+     * SPEC D9: the monitor, when the piece runs on its own thread (NULL on a
+     * deleter's): the scheduling group's check runs between documents, so a
+     * lowered group that starves the expiry is put back at the first
+     * document the starved thread gets to, not at the end of a piece that
+     * can take seconds of waiting for a CPU.
+     */
+    struct mf_ttl_monitor *group_m;
 } check_ctx_t;
+
+static void group_check(struct mf_ttl_monitor *m);
 
 /* Lateness bookkeeping of the monitor's own batch (set only on its thread, see on_txn_end). */
 static __thread check_ctx_t *tls_batch;
@@ -901,6 +911,8 @@ ttl_check(void *arg, int64_t rid, const bson_t *doc, mf_known_value_t *known)
     if (x->nexp < x->capexp)
         x->expiries[x->nexp++] = expiry;
     /* SPEC D9: see "Pacing" above. */
+    if (x->group_m != NULL)
+        group_check(x->group_m);
     if (x->yield_often && ++x->seen % YIELD_EVERY == 0)
         sched_yield();
     return true;
@@ -1046,6 +1058,7 @@ job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched, bool dele
     bson_t fpdata;
 
     j->cx.s = s;
+    j->cx.group_m = deleter ? NULL : m;
     j->st = (mf_delete_stats_t){0};
     mf_err_clear(&j->err);
     tls_batch = &j->cx;
@@ -1092,9 +1105,16 @@ job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched, bool dele
  * Otherwise the monitor sets the group's nice value to ttlMonitorGroupNice.
  * It puts the value back when it next waits (the backlog is gone), at
  * shutdown, and as soon as the lower weight starves the expiry (a busy
- * program turned up): over GROUP_CHECK_MS the monitor thread waited for a
- * CPU GROUP_STARVED times as long as it ran; then it leaves the group alone
- * for GROUP_HOLD_MS. Measured over 100 ms before lowering
+ * program turned up): since its last look the monitor thread waited for a
+ * CPU GROUP_STARVED times as long as it ran, or other programs kept
+ * GROUP_OTHERS_PCT of a CPU busy (the probe's test); then it leaves the
+ * group alone for GROUP_HOLD_MS. It looks between documents of its own
+ * pieces and every GROUP_CHECK_MS while it waits for the deleters, but only
+ * when it gets a CPU: a lowered group beside four busy programs on two CPUs
+ * got one for a few ms in 1-7 s (its first look came that late; the
+ * waiting-to-running test alone missed it when the thread slept waiting
+ * for a starved deleter, and the CI run at 78833f9 saw a 240,000-document
+ * expiry outlast 60 s). Measured over 100 ms before lowering
  * (bench/ttl_bench.js): other programs used 44 ms beside the paced client,
  * 70 ms beside the closed-loop one, 135 ms beside that and the busy
  * neighbour, 85-126 ms while a build ran; lowered beside the busy
@@ -1154,12 +1174,13 @@ group_restore(mf_ttl_monitor_t *m)
 
 /*
  * Every GROUP_CHECK_MS while the group is lowered or about to be (monitor
- * thread; between pieces and rounds). Before lowering (group_probing):
+ * thread; between documents, pieces and rounds). Before lowering (group_probing):
  * other programs kept GROUP_OTHERS_PCT of a CPU busy since the look began,
  * so it is not lowered, nor tried again for GROUP_HOLD_MS
  * (serverStatus ttl.groupDeclined). Once lowered: the monitor thread
  * waited for a CPU GROUP_STARVED times as long as it ran since the last
- * look, so the lower weight starves the expiry: the group is put back
+ * look, or other programs kept GROUP_OTHERS_PCT of a CPU busy, so the lower
+ * weight starves the expiry: the group is put back
  * (ttl.groupStarved) and left alone for GROUP_HOLD_MS.
  */
 static void
@@ -1171,16 +1192,22 @@ group_check(mf_ttl_monitor_t *m)
         mf_sched_thread_times(&run, &wait) != 0)
         return;
     int64_t ran = run - m->group_run_ns, waited = wait - m->group_wait_ns, window_ns = (now - m->group_check_ms) * 1000000;
+    int64_t busy, own = process_cpu_ns();
+    bool measured = mf_sched_busy_ns(&busy) == 0;
+    /* Other programs kept GROUP_OTHERS_PCT of a CPU busy over the window. */
+    bool crowded = measured && (busy - m->group_busy_ns) - (own - m->group_own_ns) > window_ns / 100 * GROUP_OTHERS_PCT;
     m->group_check_ms = now;
-    m->group_run_ns = run; /* the baseline of the next look, the first one's once lowered */
+    m->group_run_ns = run; /* the baselines of the next look, the first one's once lowered */
     m->group_wait_ns = wait;
+    if (measured) {
+        m->group_busy_ns = busy;
+        m->group_own_ns = own;
+    }
     if (m->group_probing) {
-        int64_t busy;
         m->group_probing = false;
-        if (mf_sched_busy_ns(&busy) != 0)
+        if (!measured)
             return;
-        int64_t others = (busy - m->group_busy_ns) - (process_cpu_ns() - m->group_own_ns);
-        if (others * 100 > window_ns * GROUP_OTHERS_PCT) {
+        if (crowded) {
             m->group_hold_ms = now + GROUP_HOLD_MS;
             atomic_fetch_add(&m->group_declined, 1);
             return;
@@ -1191,11 +1218,13 @@ group_check(mf_ttl_monitor_t *m)
         atomic_fetch_add(&m->group_lowerings, 1);
         return;
     }
-    if (waited > GROUP_STARVED * ran && group_restore(m)) {
+    if ((crowded || waited > GROUP_STARVED * ran) && group_restore(m)) {
         m->group_hold_ms = now + GROUP_HOLD_MS;
         atomic_fetch_add(&m->group_starved, 1);
-        mf_log(MF_LOG_INFO, "TTL", "the TTL monitor waited %lld ms for a CPU and ran %lld ms: scheduling group put back",
-               (long long)(waited / 1000000), (long long)(ran / 1000000));
+        mf_log(MF_LOG_INFO, "TTL",
+               "the TTL monitor waited %lld ms for a CPU and ran %lld ms%s: scheduling group put back",
+               (long long)(waited / 1000000), (long long)(ran / 1000000),
+               crowded ? ", other programs kept a CPU busy" : "");
     }
 }
 
@@ -1387,8 +1416,19 @@ round_finish(mf_ttl_monitor_t *m, mf_sess_t *s, bool batched)
             m->pending--;
         }
     }
-    while (m->pending > 0)
-        pthread_cond_wait(&m->done_cv, &m->pool_mu);
+    while (m->pending > 0) {
+        /* SPEC D9: a deleter starved by a lowered group keeps the monitor here, so it looks from here too. */
+        if (!m->group_lowered) {
+            pthread_cond_wait(&m->done_cv, &m->pool_mu);
+            continue;
+        }
+        struct timespec ts = mf_mono_deadline(GROUP_CHECK_MS);
+        if (pthread_cond_timedwait(&m->done_cv, &m->pool_mu, &ts) == ETIMEDOUT) {
+            pthread_mutex_unlock(&m->pool_mu);
+            group_check(m);
+            pthread_mutex_lock(&m->pool_mu);
+        }
+    }
     pthread_mutex_unlock(&m->pool_mu);
 }
 
@@ -2465,13 +2505,13 @@ mf_ttl_monitor_start(const mf_ttl_env_t *env, mf_ttl_monitor_t **out, mf_error_t
     pthread_mutex_init(&m->lat_mu, NULL);
     pthread_mutex_init(&m->pool_mu, NULL);
     pthread_cond_init(&m->pool_cv, NULL);
-    pthread_cond_init(&m->done_cv, NULL);
     /* The condition variable waits on the monotonic clock (wall-clock jumps must not stall it). */
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&m->cv, &ca);
     pthread_cond_init(&m->refresh_cv, &ca);
+    pthread_cond_init(&m->done_cv, &ca);
     pthread_condattr_destroy(&ca);
     atomic_store(&m->next_due_ms, NO_DEADLINE);
     atomic_store(&m->watch_due, NO_DEADLINE);

@@ -105,7 +105,14 @@ async function massExpiryBesideClient(client, pid, dbName, onLowered = null, sam
   })();
   try {
     await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
-    await waitFor(async () => (await coll.estimatedDocumentCount()) === 0, 'the mass expiry ends', 60000);
+    // A lowered group beside busy programs gets a CPU for a few ms in
+    // seconds, so putting it back can wait that long: 120 s, and what the
+    // monitor did if even that is not enough.
+    await waitFor(async () => (await coll.estimatedDocumentCount()) === 0, 'the mass expiry ends', 120000)
+      .catch(async (e) => {
+        e.message += `; metrics.ttl ${JSON.stringify(await ttlMetrics(client).catch(() => null))}`;
+        throw e;
+      });
   } finally {
     done = true;
     await Promise.all([loop, sampler, watcher]);
