@@ -168,6 +168,8 @@
     X(40218, Location40218)                                                    \
     X(17217, Location17217)                                                    \
     X(17276, Location17276)                                                    \
+    X(51144, Location51144)                                                    \
+    X(51198, Location51198)                                                    \
     X(28667, Location28667)                                                    \
     X(28724, Location28724)                                                    \
     X(28745, Location28745)                                                    \

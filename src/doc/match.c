@@ -129,6 +129,7 @@ struct node {
 struct mf_matcher {
     node_t *root;
     bool value_mode; /* root applies to a bare value (operator-only filter) */
+    bool objects_only; /* a $pull condition of fields: only documents match, never arrays */
 };
 
 /* ---- node construction ---- */
@@ -1881,7 +1882,10 @@ mf_matcher_new_value(const bson_value_t *filter, mf_error_t *err)
 mf_matcher_t *
 mf_matcher_new_pull(const bson_value_t *filter, mf_error_t *err)
 {
-    return matcher_new_value(filter, P_BAN, err);
+    mf_matcher_t *m = matcher_new_value(filter, P_BAN, err);
+    if (m != NULL && !m->value_mode)
+        m->objects_only = true; /* mongod's PullNode ObjectMatcher: elements of type Object only */
+    return m;
 }
 
 void
@@ -1923,7 +1927,7 @@ mf_matcher_match_value(const mf_matcher_t *m, const bson_value_t *v)
         ctx_t c = {NULL, v, true};
         return eval(m->root, &c, &pos);
     }
-    if (v->value_type == BSON_TYPE_DOCUMENT || v->value_type == BSON_TYPE_ARRAY) {
+    if (v->value_type == BSON_TYPE_DOCUMENT || (v->value_type == BSON_TYPE_ARRAY && !m->objects_only)) {
         bson_t sub;
         if (!bson_init_static(&sub, v->value.v_doc.data, v->value.v_doc.data_len))
             return false;

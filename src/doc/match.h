@@ -108,7 +108,8 @@ mf_matcher_t *mf_matcher_new_value(const bson_value_t *filter, mf_error_t *err);
 /*
  * mf_matcher_new_pull: mf_matcher_new_value for a $pull condition, parsed as
  * mongod's PullNode does (kBanAllSpecialFeatures): $expr and $jsonSchema are
- * refused with 224 QueryFeatureNotAllowed.
+ * refused with 224 QueryFeatureNotAllowed. A condition of fields ({x: 1},
+ * {}) matches documents only, never an array element that is an array.
  */
 mf_matcher_t *mf_matcher_new_pull(const bson_value_t *filter, mf_error_t *err);
 

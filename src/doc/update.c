@@ -573,12 +573,14 @@ parse_push(mod_t *m, mf_error_t *err)
                     const char *sk = bson_iter_key(&si);
                     const bson_value_t *sv = bson_iter_value(&si);
                     double dv = mf_value_as_double(sv);
-                    if (sk[0] == '\0' || sk[0] == '$' || strstr(sk, "..") || sk[strlen(sk) - 1] == '.')
-                        return mf_err_set(err, MF_E_BadValue, "The $sort field is a special identifier, which is "
-                                                              "not allowed: %s",
-                                          sk);
+                    /* mongod's checkSortClause: the value, then the field's parts ($ names are fine). */
                     if (!mf_value_is_number(sv) || (dv != 1 && dv != -1))
                         return mf_err_set(err, MF_E_BadValue, "The $sort element value must be either 1 or -1");
+                    if (sk[0] == '\0')
+                        return mf_err_set(err, MF_E_BadValue, "The $sort field cannot be empty");
+                    if (sk[0] == '.' || strstr(sk, "..") || sk[strlen(sk) - 1] == '.')
+                        return mf_err_set(err, MF_E_BadValue,
+                                          "The $sort field is a dotted field but has an empty part: %s", sk);
                 }
                 m->sort_spec = *v;
                 m->sort_kind = 2;
@@ -608,9 +610,13 @@ parse_add_to_set(mod_t *m, mf_error_t *err)
             return mf_err_set(err, MF_E_TypeMismatch,
                               "The argument to $each in $addToSet must be an array but it was of type %s",
                               mf_type_name(v->value_type));
-        if (bson_iter_next(&it))
-            return mf_err_set(err, MF_E_BadValue, "Found unexpected fields after $each in $addToSet: %s",
-                              bson_iter_key(&it));
+        if (bson_iter_next(&it)) {
+            bson_string_t *s = bson_string_new("");
+            fmt_value(s, &m->val); /* mongod shows the whole operand */
+            mf_err_set(err, MF_E_BadValue, "Found unexpected fields after $each in $addToSet: %s", s->str);
+            bson_string_free(s, true);
+            return -1;
+        }
         collect_array(m, v);
         return 0;
     }
@@ -790,19 +796,20 @@ parse_mod(mf_update_t *u, mod_t *m, const char *opname, const char *field, const
                 if (strcmp(bson_iter_key(&it), "$type") != 0)
                     return mf_err_set(err, MF_E_BadValue, "Unrecognized $currentDate option: %s",
                                       bson_iter_key(&it));
+                /* mongod's CurrentDateNode: a $type that is not "date" or "timestamp" is passed over. */
                 if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "date") == 0) {
                     ok = true;
+                    m->timestamp = false;
                 } else if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "timestamp") == 0) {
                     ok = true;
                     m->timestamp = true;
-                } else {
-                    return mf_err_set(err, MF_E_BadValue,
-                                      "The '$type' string field is required to be 'date' or 'timestamp': "
-                                      "{$currentDate: {field : {$type: 'date'}}}");
                 }
             }
-            if (ok)
-                return 0;
+            if (!ok)
+                return mf_err_set(err, MF_E_BadValue,
+                                  "The '$type' string field is required to be 'date' or 'timestamp': "
+                                  "{$currentDate: {field : {$type: 'date'}}}");
+            return 0;
         }
         return mf_err_set(err, MF_E_BadValue,
                           "%s is not valid type for $currentDate. Please use a boolean ('true') or a $type "
@@ -1815,8 +1822,9 @@ leaf(actx_t *c, const mod_t *m, node_t *cur, const char *curname, const char *ke
         {
             size_t pos = t->n;
             if (m->has_position) {
+                uint64_t back = (uint64_t)0 - (uint64_t)m->position; /* |position|, INT64_MIN included */
                 if (m->position < 0)
-                    pos = (size_t)(-m->position) >= t->n ? 0 : t->n - (size_t)(-m->position);
+                    pos = back >= t->n ? 0 : t->n - (size_t)back;
                 else if ((uint64_t)m->position < t->n)
                     pos = (size_t)m->position;
             }
@@ -1830,7 +1838,8 @@ leaf(actx_t *c, const mod_t *m, node_t *cur, const char *curname, const char *ke
                 while ((int64_t)t->n > m->slice)
                     node_remove(t, t->n - 1);
             } else {
-                while ((int64_t)t->n > -m->slice)
+                uint64_t keep = (uint64_t)0 - (uint64_t)m->slice; /* |slice|, INT64_MIN included */
+                while ((uint64_t)t->n > keep)
                     node_remove(t, 0);
             }
         }
@@ -2300,37 +2309,65 @@ walk(actx_t *c, const mod_t *m, const path_t *p, size_t i, node_t *cur, const ch
 }
 
 /*
- * find_plain: finds the $rename source (or destination) p in root, through
- * documents only; parent and idx locate it. Returns 1 when found, 0 when
- * missing, -1 (with 2 BadValue) when an array is met on the way.
+ * find_plain: finds the $rename source (or destination) p in root; parent
+ * and idx locate it. Returns 1 when found, 0 when missing, -1 with err set.
+ * The source is looked up as mongod's findLongestPrefix: a scalar met with
+ * parts left, or an array met with a part that is not an index, is 28
+ * PathNotViable ("cannot use the part (b of a.b) to traverse the element
+ * ({a: 5})"); an array passed by its index is followed, and if the source
+ * is found under it, that is 2 BadValue (a source inside an array). The
+ * destination may not pass an array at all (2 BadValue).
  */
 static int
 find_plain(actx_t *c, node_t *root, const path_t *p, bool source, node_t **parent, size_t *idx)
 {
     node_t *cur = root;
+    const char *array_name = NULL; /* the innermost array the source path passed */
+    size_t ai;
 
     for (size_t i = 0; i < p->n; i++) {
         node_t **slot;
-        if (cur->is_array) {
+        if (cur->is_array && !(source && is_index(p->comps[i].name, &ai))) {
+            if (source) {
+                char *v = node_fmt(cur);
+                mf_err_set(c->err, MF_E_PathNotViable, "cannot use the part (%s of %s) to traverse the element ({%s: %s})",
+                           p->comps[i].name, p->path, p->comps[i - 1].name, v);
+                bson_free(v);
+                return -1;
+            }
             char *pre = path_prefix_str(p, i);
             char *arr = path_prefix_str(p, i - 1);
             mf_err_set(c->err, MF_E_BadValue,
-                       "The %s field cannot be an array element, '%s' in doc with %s has an array field called '%s'",
-                       source ? "source" : "destination", pre, ctx_id(c), arr);
+                       "The destination field cannot be an array element, '%s' in doc with %s has an array field called '%s'",
+                       pre, ctx_id(c), arr);
             bson_free(pre);
             bson_free(arr);
             return -1;
         }
+        if (cur->is_array)
+            array_name = p->comps[i - 1].name;
         slot = slot_find(cur, p->comps[i].name);
         if (slot == NULL)
             return 0;
         if (i + 1 == p->n) {
+            if (array_name != NULL)
+                return mf_err_set(c->err, MF_E_BadValue,
+                                  "The source field cannot be an array element, '%s' in doc with %s has an array field "
+                                  "called '%s'",
+                                  p->path, ctx_id(c), array_name);
             *parent = cur;
             *idx = (size_t)(slot - cur->kids);
             return 1;
         }
-        if (!node_is_container(*slot))
-            return 0;
+        if (!node_is_container(*slot)) {
+            if (!source)
+                return 0;
+            char *v = node_fmt(*slot);
+            mf_err_set(c->err, MF_E_PathNotViable, "cannot use the part (%s of %s) to traverse the element ({%s: %s})",
+                       p->comps[i + 1].name, p->path, p->comps[i].name, v);
+            bson_free(v);
+            return -1;
+        }
         node_expand(*slot);
         cur = *slot;
     }

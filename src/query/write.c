@@ -46,6 +46,7 @@
 #include "doc/project.h"
 #include "doc/sort.h"
 #include "doc/collation.h"
+#include "doc/expr.h"
 #include "doc/update.h"
 #include "doc/value.h"
 #include "query/agg.h"
@@ -1158,6 +1159,63 @@ stmt_collation_end(mf_collation_t *coll, const mf_collation_t *saved, bool set)
     mf_collation_free(coll);
 }
 
+/*
+ * A statement's constants (c; bulkWrite's constants): the variables of a
+ * pipeline update, as mongod's PipelineExecutor defines them, installed as
+ * an ambient frame (doc/expr.h) while the statement runs. Its names and
+ * values point into stmt. On an update that is not a pipeline they are 51198.
+ */
+typedef struct stmt_consts {
+    const char **names;
+    bson_value_t *vals;
+    mf_expr_vars_t frame;
+    bool set;
+} stmt_consts_t;
+
+static int
+stmt_consts_begin(const bson_t *stmt, stmt_consts_t *k, mf_error_t *err)
+{
+    bson_iter_t it, u, ci;
+    size_t n = 0;
+    memset(k, 0, sizeof(*k));
+    if (!bson_iter_init_find(&it, stmt, "c") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+        return 0;
+    if (!bson_iter_init_find(&u, stmt, "u"))
+        return 0; /* 40414 from the statement's parse */
+    if (!BSON_ITER_HOLDS_ARRAY(&u))
+        return mf_err_set(err, MF_E_Location51198, "Constant values may only be specified for pipeline updates");
+    bson_iter_recurse(&it, &ci);
+    while (bson_iter_next(&ci))
+        n++;
+    k->names = mf_calloc(n ? n : 1, sizeof(*k->names));
+    k->vals = mf_calloc(n ? n : 1, sizeof(*k->vals));
+    n = 0;
+    bson_iter_recurse(&it, &ci);
+    while (bson_iter_next(&ci)) {
+        if (mf_expr_check_var_name(bson_iter_key(&ci), err) != 0) {
+            free(k->names);
+            free(k->vals);
+            return -1;
+        }
+        k->names[n] = bson_iter_key(&ci);
+        k->vals[n++] = *bson_iter_value(&ci);
+    }
+    k->frame = (mf_expr_vars_t){k->names, k->vals, n, mf_expr_vars_current()};
+    mf_expr_vars_set(&k->frame);
+    k->set = true;
+    return 0;
+}
+
+static void
+stmt_consts_end(stmt_consts_t *k)
+{
+    if (!k->set)
+        return;
+    mf_expr_vars_set(k->frame.up);
+    free(k->names);
+    free(k->vals);
+}
+
 int
 mf_write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db, const char *coll,
                 const bson_t *stmt, mf_write_update_result_t *res, mf_error_t *err)
@@ -1165,11 +1223,17 @@ mf_write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, co
     mf_collation_t *c;
     const mf_collation_t *saved;
     bool set;
+    stmt_consts_t k;
     memset(res, 0, sizeof *res);
-    if (stmt_collation_begin(stmt, &c, &saved, &set, err) != 0)
+    if (stmt_consts_begin(stmt, &k, err) != 0)
         return -1;
+    if (stmt_collation_begin(stmt, &c, &saved, &set, err) != 0) {
+        stmt_consts_end(&k);
+        return -1;
+    }
     int rc = write_update(cat, s, durable, validate, db, coll, stmt, res, err);
     stmt_collation_end(c, saved, set);
+    stmt_consts_end(&k);
     return rc;
 }
 

@@ -1,0 +1,152 @@
+'use strict';
+/*
+ * Update operators at their edges, as MongoDB 8.0 answers (a review of the
+ * update language against mongod's update nodes): $push's $slice and
+ * $position at the ends of the 64-bit range, $pull's conditions of fields
+ * on nested arrays, $rename of a source that cannot be traversed,
+ * $push $sort field names, arrayFilters' element types, $$CLUSTER_TIME on
+ * a standalone server, and a statement's constants (c; bulkWrite's
+ * constants) for pipeline updates.
+ */
+const assert = require('node:assert/strict');
+const { Long } = require('mongodb');
+const h = require('./harness');
+
+const srv = h.useServer();
+
+/* Runs one update statement on a collection holding doc; returns the reply and the document after. */
+async function update(tag, doc, u, extra = {}) {
+  const db = srv.freshDb(tag);
+  await db.collection('c').insertOne(doc);
+  const r = await db.command({ update: 'c', updates: [{ q: { _id: doc._id }, u, ...extra }] });
+  return { r, after: await db.collection('c').findOne({ _id: doc._id }), db };
+}
+
+function writeError(r, code, msg) {
+  assert.equal(r.writeErrors?.length, 1, JSON.stringify(r));
+  assert.equal(r.writeErrors[0].code, code, JSON.stringify(r));
+  if (msg) assert.equal(r.writeErrors[0].errmsg, msg);
+}
+
+h.test('$push $slice and $position of NumberLong(-2^63) count from the end without overflowing', async () => {
+  const min = Long.MIN_VALUE;
+  let { r, after } = await update('ue_slice_min', { _id: 1, a: [3, 1, 2] }, { $push: { a: { $each: [5], $slice: min } } });
+  assert.equal(r.nModified, 1);
+  assert.deepEqual(after.a, [3, 1, 2, 5]); // keep the last 2^63: everything
+  ({ r, after } = await update('ue_pos_min', { _id: 1, a: [3, 1, 2] }, { $push: { a: { $each: [5], $position: min } } }));
+  assert.equal(r.nModified, 1);
+  assert.deepEqual(after.a, [5, 3, 1, 2]); // 2^63 from the end: the front
+  ({ after } = await update('ue_slice_max', { _id: 1, a: [3, 1, 2] },
+    { $push: { a: { $each: [5], $slice: Long.MAX_VALUE, $position: Long.MAX_VALUE } } }));
+  assert.deepEqual(after.a, [3, 1, 2, 5]);
+  ({ after } = await update('ue_slice_neg', { _id: 1, a: [3, 1, 2] }, { $push: { a: { $each: [5], $slice: -2 } } }));
+  assert.deepEqual(after.a, [2, 5]);
+});
+
+h.test('$pull with a condition of fields removes documents only, never nested arrays', async () => {
+  let { after } = await update('ue_pull_empty', { _id: 1, a: [1, { x: 1 }, [2], []] }, { $pull: { a: {} } });
+  assert.deepEqual(after.a, [1, [2], []]);
+  ({ after } = await update('ue_pull_field', { _id: 1, a: [1, { x: 1 }, [{ x: 1 }], []] }, { $pull: { a: { x: 1 } } }));
+  assert.deepEqual(after.a, [1, [{ x: 1 }], []]);
+  // An operator condition applies to each element itself, arrays included.
+  ({ after } = await update('ue_pull_op', { _id: 1, a: [1, { x: 1 }, [2], []] }, { $pull: { a: { $size: 0 } } }));
+  assert.deepEqual(after.a, [1, { x: 1 }, [2]]);
+});
+
+h.test('$rename of a source that cannot be traversed is 28 PathNotViable; inside an array by index, 2', async () => {
+  let { r, after } = await update('ue_ren_scalar', { _id: 1, a: 5 }, { $rename: { 'a.b': 'c' } });
+  writeError(r, 28, 'cannot use the part (b of a.b) to traverse the element ({a: 5})');
+  assert.deepEqual(after, { _id: 1, a: 5 });
+  ({ r } = await update('ue_ren_arr', { _id: 1, a: [{ b: 1 }] }, { $rename: { 'a.b': 'c' } }));
+  writeError(r, 28);
+  assert.match(r.writeErrors[0].errmsg, /^cannot use the part \(b of a\.b\) to traverse the element \(\{a: \[/);
+  ({ r } = await update('ue_ren_idx', { _id: 1, a: [{ b: 1 }] }, { $rename: { 'a.0.b': 'c' } }));
+  writeError(r, 2, "The source field cannot be an array element, 'a.0.b' in doc with _id: 1 has an array field called 'a'");
+  // Missing sources, through an index past the end or a missing field, change nothing.
+  ({ r, after } = await update('ue_ren_past', { _id: 1, a: [{ b: 1 }] }, { $rename: { 'a.5.b': 'c' } }));
+  assert.equal(r.writeErrors, undefined);
+  assert.equal(r.n, 1);
+  assert.equal(r.nModified, 0);
+  ({ r } = await update('ue_ren_missing', { _id: 1, x: { y: 1 } }, { $rename: { 'x.z.w': 'c' } }));
+  assert.equal(r.writeErrors, undefined);
+  assert.equal(r.nModified, 0);
+});
+
+h.test('$push $sort field names: empty parts are 2 BadValue, a $-prefixed name is a field', async () => {
+  let { r } = await update('ue_sort_dot', { _id: 1, a: [3, 1] }, { $push: { a: { $each: [], $sort: { '.x': 1 } } } });
+  writeError(r, 2, 'The $sort field is a dotted field but has an empty part: .x');
+  ({ r } = await update('ue_sort_empty', { _id: 1, a: [3, 1] }, { $push: { a: { $each: [], $sort: { '': 1 } } } }));
+  writeError(r, 2, 'The $sort field cannot be empty');
+  ({ r } = await update('ue_sort_val', { _id: 1, a: [3, 1] }, { $push: { a: { $each: [], $sort: { '.x': 2 } } } }));
+  writeError(r, 2, 'The $sort element value must be either 1 or -1');
+  const db = srv.freshDb('ue_sort_dollar');
+  const c = db.collection('c');
+  await db.command({ insert: 'c', documents: [{ _id: 1, a: [{ k: 2 }, { k: 1 }] }] });
+  const r2 = await db.command({ update: 'c', updates: [{ q: { _id: 1 }, u: { $push: { a: { $each: [], $sort: { $x: 1, k: 1 } } } } }] });
+  assert.equal(r2.writeErrors, undefined, JSON.stringify(r2));
+  assert.deepEqual((await c.findOne()).a, [{ k: 1 }, { k: 2 }]);
+});
+
+h.test('arrayFilters elements that are not documents fail the whole command with 14', async () => {
+  const db = srv.freshDb('ue_af');
+  await db.collection('c').insertOne({ _id: 1, a: [1, 2] });
+  await assert.rejects(db.command({ update: 'c', updates: [{ q: {}, u: { $set: { 'a.$[e]': 0 } }, arrayFilters: [{ e: 1 }, 1] }] }),
+    (e) => e.code === 14 && e.message === "BSON field 'update.updates.arrayFilters.1' is the wrong type 'int', expected type 'object'");
+  await assert.rejects(db.command({ findAndModify: 'c', query: {}, update: { $set: { 'a.$[e]': 0 } }, arrayFilters: ['x'] }),
+    (e) => e.code === 14 && e.message === "BSON field 'findAndModify.arrayFilters.0' is the wrong type 'string', expected type 'object'");
+  assert.deepEqual(await db.collection('c').findOne(), { _id: 1, a: [1, 2] });
+});
+
+h.test('$$CLUSTER_TIME on a standalone server is 51144 where it is evaluated', async () => {
+  const { r, after } = await update('ue_ct', { _id: 1 }, [{ $set: { t: '$$CLUSTER_TIME' } }]);
+  writeError(r, 51144, "Builtin variable '$$CLUSTER_TIME' is not available");
+  assert.deepEqual(after, { _id: 1 });
+  const db = srv.freshDb('ue_ct_agg');
+  await assert.rejects(db.collection('c').aggregate([{ $documents: [{ a: 1 }] }, { $project: { t: '$$CLUSTER_TIME' } }]).toArray(),
+    (e) => e.code === 51144);
+});
+
+h.test('a statement\'s constants are the variables of its pipeline update; any other update refuses them (51198)', async () => {
+  let { r, after } = await update('ue_c', { _id: 1 }, [{ $set: { v: '$$v', w: { $add: ['$$v', 1] } } }], { c: { v: 10 } });
+  assert.equal(r.nModified, 1);
+  assert.deepEqual(after, { _id: 1, v: 10, w: 11 });
+  ({ r, after } = await update('ue_c_mod', { _id: 1 }, { $set: { v: 1 } }, { c: { v: 10 } }));
+  writeError(r, 51198, 'Constant values may only be specified for pipeline updates');
+  assert.deepEqual(after, { _id: 1 });
+  ({ r } = await update('ue_c_name', { _id: 1 }, [{ $set: { v: 1 } }], { c: { V: 10 } }));
+  writeError(r, 16867);
+  ({ r } = await update('ue_c_none', { _id: 1 }, [{ $set: { v: '$$v' } }]));
+  writeError(r, 17276);
+  // bulkWrite's constants, per operation.
+  const db = srv.freshDb('ue_c_bulk');
+  await db.collection('c').insertOne({ _id: 1 });
+  const bw = await srv.client.db('admin').command({
+    bulkWrite: 1,
+    ops: [{ update: 0, filter: { _id: 1 }, updateMods: [{ $set: { k: '$$k' } }], constants: { k: 'z' } },
+      { update: 0, filter: { _id: 1 }, updateMods: { $set: { k: 1 } }, constants: { k: 'z' } }],
+    nsInfo: [{ ns: `${db.databaseName}.c` }],
+    ordered: false,
+  });
+  const res = bw.cursor.firstBatch;
+  assert.equal(res[0].ok, 1);
+  assert.equal(res[1].code, 51198);
+  assert.deepEqual(await db.collection('c').findOne(), { _id: 1, k: 'z' });
+});
+
+h.test('$currentDate options and $addToSet\'s extra fields are refused with mongod\'s messages', async () => {
+  const typeMsg = "The '$type' string field is required to be 'date' or 'timestamp': {$currentDate: {field : {$type: 'date'}}}";
+  let { r } = await update('ue_cd_empty', { _id: 1 }, { $currentDate: { a: {} } });
+  writeError(r, 2, typeMsg);
+  ({ r } = await update('ue_cd_bad', { _id: 1 }, { $currentDate: { a: { $type: 'bad' } } }));
+  writeError(r, 2, typeMsg);
+  ({ r } = await update('ue_cd_opt', { _id: 1 }, { $currentDate: { a: { $type: 'x', other: 1 } } }));
+  writeError(r, 2, 'Unrecognized $currentDate option: other');
+  ({ r } = await update('ue_cd_num', { _id: 1 }, { $currentDate: { a: 1 } }));
+  writeError(r, 2, "int is not valid type for $currentDate. Please use a boolean ('true') or a $type expression ({$type: 'timestamp/date'}).");
+  let after;
+  ({ r, after } = await update('ue_cd_ts', { _id: 1 }, { $currentDate: { a: { $type: 'timestamp' } } }));
+  assert.equal(r.nModified, 1);
+  assert.equal(after.a._bsontype, 'Timestamp');
+  ({ r } = await update('ue_ats', { _id: 1 }, { $addToSet: { a: { $each: [1], x: 1 } } }));
+  writeError(r, 2, 'Found unexpected fields after $each in $addToSet: { $each: [ 1 ], x: 1 }');
+});
