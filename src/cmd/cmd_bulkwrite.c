@@ -322,6 +322,7 @@ run_update(bw_state_t *st, size_t idx, const bw_op_t *o, const bw_ns_t *ns, bool
     copy_field(&stmt, "collation", o->op, "collation");
     copy_field(&stmt, "sort", o->op, "sort");
     copy_field(&stmt, "c", o->op, "constants");
+    copy_field(&stmt, "upsertSupplied", o->op, "upsertSupplied");
     mf_err_clear(&e);
     mf_crud_stmt_note(op, idx, MF_STMT_BEGIN);
     int r = mf_write_update(op->eng->cat, op->sess, durable, validate, ns->db, ns->coll, &stmt, &res, &e);

@@ -730,10 +730,10 @@ write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const
     stmt_common_t sc = {.have_q = false, .hint = NULL};
     const bson_value_t *af = NULL, *upl = NULL;
     bson_value_t af_store, upl_store;
-    bool upsert = false, multi = false, have_u = false, have_sort = false, taken;
-    bson_t sort;
+    bool upsert = false, multi = false, have_u = false, have_sort = false, taken, supplied = false;
+    bson_t sort, supplied_doc;
     mf_matcher_t *m = NULL;
-    mf_update_spec_t *u = NULL;
+    mf_update_spec_t *u = NULL, *ins = NULL;
     mf_coll_t *c = NULL;
     rid_vec_t rv = {0};
     int rc = -1;
@@ -765,6 +765,8 @@ write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const
             upsert = bson_iter_as_bool(&it);
         } else if (strcmp(k, "multi") == 0) {
             multi = bson_iter_as_bool(&it);
+        } else if (strcmp(k, "upsertSupplied") == 0) {
+            supplied = bson_iter_as_bool(&it);
         } else if (strcmp(k, "sort") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
             const uint8_t *data;
             uint32_t len;
@@ -786,6 +788,26 @@ write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const
         return mf_err_set(err, MF_E_Location40414, "BSON field 'update.updates.u' is missing but a required field");
     if (have_sort && multi)
         return mf_err_set(err, MF_E_FailedToParse, "Cannot specify sort with multi=true");
+    if (supplied) {
+        /*
+         * upsertSupplied ($merge's): an upsert inserts the constants' new
+         * document, applied as a replacement to the query's seed (mongod's
+         * UpsertStage::_generateNewDocumentFromSuppliedDoc).
+         */
+        bson_iter_t ci;
+        if (!upsert)
+            return mf_err_set(err, MF_E_FailedToParse, "cannot specify 'upsertSupplied: true' for a non-upsert operation");
+        if (!bson_iter_init_find(&ci, stmt, "c") || !BSON_ITER_HOLDS_DOCUMENT(&ci) || !bson_iter_recurse(&ci, &ci) ||
+            !bson_iter_find(&ci, "new") || !BSON_ITER_HOLDS_DOCUMENT(&ci))
+            return mf_err_set(err, MF_E_FailedToParse,
+                              "the parameter 'upsertSupplied' is set to 'true', but no document was supplied");
+        const uint8_t *data;
+        uint32_t len;
+        bson_iter_document(&ci, &len, &data);
+        if (!bson_init_static(&supplied_doc, data, len))
+            return mf_err_set(err, MF_E_FailedToParse,
+                              "the parameter 'upsertSupplied' is set to 'true', but no document was supplied");
+    }
     if (have_sort) {
         /* 8.0's updateOne/replaceOne sort: the first document in sort order, as findAndModify picks it. */
         mf_write_fam_t f = {.query = &sc.q, .sort = &sort, .update = upl ? NULL : &ud, .pipeline = upl,
@@ -810,6 +832,8 @@ write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const
         mf_err_set(err, MF_E_FailedToParse, "multi update is not supported for replacement-style update");
         goto out;
     }
+    if (supplied && (ins = mf_update_spec_new(&supplied_doc, NULL, NULL, err)) == NULL)
+        goto out;
     if (coll_acquire(cat, db, coll, upsert, &c, err) != 0)
         goto out_unlock;
     for (int dup_retries = 0;; dup_retries++) {
@@ -829,7 +853,7 @@ write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const
                 goto out_unlock;
         }
         if (res->matched == 0 && upsert && c != NULL) {
-            if (do_upsert(s, c, durable, validate, &sc.q, u, NULL, &res->upserted_id, NULL, err) != 0) {
+            if (do_upsert(s, c, durable, validate, &sc.q, ins != NULL ? ins : u, NULL, &res->upserted_id, NULL, err) != 0) {
                 /* Another writer inserted the document first: update it instead (multi upserts are not retried). */
                 if (!multi && dup_retries < UPSERT_DUP_RETRIES && upsert_dup_retryable(&sc.q, err)) {
                     mf_err_clear(err);
@@ -849,6 +873,7 @@ out:
     free(rv.v);
     mf_matcher_free(m);
     mf_update_spec_free(u);
+    mf_update_spec_free(ins);
     return rc;
 }
 

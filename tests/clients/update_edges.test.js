@@ -150,3 +150,30 @@ h.test('$currentDate options and $addToSet\'s extra fields are refused with mong
   ({ r } = await update('ue_ats', { _id: 1 }, { $addToSet: { a: { $each: [1], x: 1 } } }));
   writeError(r, 2, 'Found unexpected fields after $each in $addToSet: { $each: [ 1 ], x: 1 }');
 });
+
+h.test('upsertSupplied: an upsert inserts the constants\' new document over the query\'s _id; a match runs the pipeline', async () => {
+  const db = srv.freshDb('ue_supplied');
+  const c = db.collection('c');
+  await c.insertOne({ _id: 1, a: 1 });
+  const stmt = (q, extra = {}) => ({ q, u: [{ $set: { x: 1 } }], c: { new: { skey: 'M' } }, upsert: true, upsertSupplied: true, ...extra });
+  let r = await db.command({ update: 'c', updates: [stmt({ _id: 2, k: 5 })] });
+  assert.deepEqual(r.upserted, [{ index: 0, _id: 2 }]);
+  assert.deepEqual(await c.findOne({ _id: 2 }), { _id: 2, skey: 'M' });
+  r = await db.command({ update: 'c', updates: [stmt({ _id: 1 })] });
+  assert.equal(r.nModified, 1);
+  assert.deepEqual(await c.findOne({ _id: 1 }), { _id: 1, a: 1, x: 1 });
+  r = await db.command({ update: 'c', updates: [stmt({ _id: 3 }, { upsert: false })] });
+  writeError(r, 9, "cannot specify 'upsertSupplied: true' for a non-upsert operation");
+  r = await db.command({ update: 'c', updates: [stmt({ _id: 3 }, { c: { old: {} } })] });
+  writeError(r, 9, "the parameter 'upsertSupplied' is set to 'true', but no document was supplied");
+  assert.equal(await c.countDocuments(), 2);
+  // bulkWrite's upsertSupplied and constants (the insert takes constants.new, not the pipeline).
+  const bw = await srv.client.db('admin').command({
+    bulkWrite: 1,
+    ops: [{ update: 0, filter: { _id: 9 }, updateMods: [{ $set: { skey: 'MongoDB2' } }], upsert: true, upsertSupplied: true,
+      constants: { new: { skey: 'MongoDB' } } }],
+    nsInfo: [{ ns: `${db.databaseName}.c` }],
+  });
+  assert.deepEqual(bw.cursor.firstBatch[0].upserted, { _id: 9 });
+  assert.deepEqual(await c.findOne({ _id: 9 }), { _id: 9, skey: 'MongoDB' });
+});
