@@ -24,6 +24,7 @@
 #include "common/docvec.h"
 #include "common/log.h"
 #include "common/params.h"
+#include "doc/collation.h"
 #include "doc/text.h"
 #include "query/agg.h"
 #include "query/batch.h"
@@ -1054,6 +1055,49 @@ mf_crud_stage_int(bson_t *stages, int *n, const char *stage, int64_t v)
     bson_append_document_end(stages, &st);
 }
 
+/*
+ * Every view the pipeline reads ($lookup, $graphLookup, $unionWith, in
+ * sub-pipelines and $facet too) must have the operation's collation as its
+ * default: the command's, else its collection's or view's (installed by the
+ * dispatcher). mongod's collatorCompatibleWithPipeline: 167
+ * OptionNotSupportedOnView, its message run on into the namespace.
+ */
+typedef struct views_coll_arg {
+    mf_op_t *op;
+    const mf_collation_t *want;
+} views_coll_arg_t;
+
+static int
+views_collation_visit(void *arg, const char *coll)
+{
+    views_coll_arg_t *a = arg;
+    mf_coll_t *v = mf_catalog_coll_find(a->op->eng->cat, a->op->db, coll);
+    bson_iter_t in;
+    mf_collation_t *vc = NULL;
+    mf_error_t e = {0};
+    if (v == NULL || !v->is_view)
+        return 0;
+    if (v->options != NULL && bson_iter_init_find(&in, v->options, "collation") &&
+        mf_collation_from_value(bson_iter_value(&in), &vc, &e) != 0)
+        vc = NULL;
+    bool same = mf_collation_equal(a->want, vc);
+    mf_collation_free(vc);
+    if (same)
+        return 0;
+    return mf_err_set(&a->op->err, MF_E_OptionNotSupportedOnView, "Cannot override a view's default collation%s.%s",
+                      a->op->db, coll);
+}
+
+static int
+views_collation_check(mf_op_t *op, const mf_pipeline_t *pl)
+{
+    views_coll_arg_t a = {op, mf_collation_current()};
+    mf_catalog_rdlock(op->eng->cat);
+    int rc = mf_pipeline_foreign_colls(pl, views_collation_visit, &a);
+    mf_catalog_unlock(op->eng->cat);
+    return rc;
+}
+
 int
 mf_cmd_aggregate(mf_op_t *op)
 {
@@ -1215,6 +1259,10 @@ mf_cmd_aggregate(mf_op_t *op)
     pl = mf_pipeline_new(pv, &op->err);
     if (collstats || archived || indexstats)
         bson_destroy(&rest);
+    if (pl != NULL && views_collation_check(op, pl) != 0) {
+        mf_pipeline_free(pl);
+        pl = NULL;
+    }
     if (pl != NULL && mf_pipeline_sorts_by_text_score(pl)) {
         /* The text score exists only after a leading $match with $text (doc/text.h). */
         bson_value_t tv;
