@@ -1088,8 +1088,8 @@ views_collation_visit(void *arg, const char *coll)
                       a->op->db, coll);
 }
 
-static int
-views_collation_check(mf_op_t *op, const mf_pipeline_t *pl)
+int
+mf_crud_agg_views_collation(mf_op_t *op, const mf_pipeline_t *pl)
 {
     views_coll_arg_t a = {op, mf_collation_current()};
     mf_catalog_rdlock(op->eng->cat);
@@ -1259,7 +1259,7 @@ mf_cmd_aggregate(mf_op_t *op)
     pl = mf_pipeline_new(pv, &op->err);
     if (collstats || archived || indexstats)
         bson_destroy(&rest);
-    if (pl != NULL && views_collation_check(op, pl) != 0) {
+    if (pl != NULL && mf_crud_agg_views_collation(op, pl) != 0) {
         mf_pipeline_free(pl);
         pl = NULL;
     }

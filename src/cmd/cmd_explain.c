@@ -418,6 +418,10 @@ mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
     mf_pipeline_t *pl = mf_pipeline_new(&pv, &op->err);
     if (pl == NULL)
         return -1;
+    if (mf_crud_agg_views_collation(op, pl) != 0) {
+        mf_pipeline_free(pl);
+        return -1;
+    }
     /* A view explains as the pipeline that runs: its resolved pipeline over its collection (as in MongoDB). */
     bson_t resolved = BSON_INITIALIZER;
     char *base = NULL;

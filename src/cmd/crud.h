@@ -137,6 +137,15 @@ int mf_cmd_find_and_modify(mf_op_t *op);
 /* ---------- aggregate (cmd_agg.c) ---------- */
 
 /*
+ * mf_crud_agg_views_collation: 0 if every view pl reads ($lookup,
+ * $graphLookup, $unionWith, nested) has the thread's current collation (the
+ * operation's) as its default; else -1 with 167 OptionNotSupportedOnView in
+ * op->err (mongod's collatorCompatibleWithPipeline). Takes the catalog's
+ * shared lock itself.
+ */
+int mf_crud_agg_views_collation(mf_op_t *op, const mf_pipeline_t *pl);
+
+/*
  * mf_crud_agg_plan_prefix: plans pl's pushed-down prefix over c (may be NULL) as
  * find would: the leading $sort is pushed down only when the chosen plan
  * provides its order (else the pipeline's own spilling $sort runs it).

@@ -1107,7 +1107,8 @@ job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched, bool dele
  * shutdown, and as soon as the lower weight starves the expiry (a busy
  * program turned up): since its last look the monitor thread waited for a
  * CPU GROUP_STARVED times as long as it ran, or other programs kept
- * GROUP_OTHERS_PCT of a CPU busy (the probe's test); then it leaves the
+ * GROUP_CROWDED_PCT of a CPU busy (the probe's test, with room for a
+ * closed-loop client that the lower weight lets use a whole CPU); then it leaves the
  * group alone for GROUP_HOLD_MS. It looks between documents of its own
  * pieces and every GROUP_CHECK_MS while it waits for the deleters, but only
  * when it gets a CPU: a lowered group beside four busy programs on two CPUs
@@ -1140,6 +1141,7 @@ job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched, bool dele
 #define GROUP_HOLD_MS 10000
 #define GROUP_STARVED 4 /* waited this many times as long as it ran: starved */
 #define GROUP_OTHERS_PCT 85 /* other programs kept this % of a CPU busy while probing: not lowered */
+#define GROUP_CROWDED_PCT 125 /* ... or this % once lowered (a closed-loop client alone stays under it): put back */
 
 /* The CPU time of the whole process, ns. */
 static int64_t
@@ -1192,10 +1194,15 @@ group_check(mf_ttl_monitor_t *m)
         mf_sched_thread_times(&run, &wait) != 0)
         return;
     int64_t ran = run - m->group_run_ns, waited = wait - m->group_wait_ns, window_ns = (now - m->group_check_ms) * 1000000;
-    int64_t busy, own = process_cpu_ns();
+    int64_t busy = 0, own = process_cpu_ns();
     bool measured = mf_sched_busy_ns(&busy) == 0;
-    /* Other programs kept GROUP_OTHERS_PCT of a CPU busy over the window. */
-    bool crowded = measured && (busy - m->group_busy_ns) - (own - m->group_own_ns) > window_ns / 100 * GROUP_OTHERS_PCT;
+    /*
+     * Other programs kept GROUP_OTHERS_PCT of a CPU busy over the window
+     * (GROUP_CROWDED_PCT once lowered: the lower weight hands a client more
+     * of the CPU, and a single-threaded one can take all of one).
+     */
+    int64_t others = (busy - m->group_busy_ns) - (own - m->group_own_ns);
+    bool crowded = measured && others > window_ns / 100 * (m->group_probing ? GROUP_OTHERS_PCT : GROUP_CROWDED_PCT);
     m->group_check_ms = now;
     m->group_run_ns = run; /* the baselines of the next look, the first one's once lowered */
     m->group_wait_ns = wait;

@@ -62,6 +62,9 @@ h.test('lookups into a view with another collation are 167 OptionNotSupportedOnV
   await refused(agg(db, 'filView', [lookup('simpleView')]));
   await refused(agg(db, 'simpleView', [lookup('filView')]));
   await refused(agg(db, 'simpleCollection', [lookup('filView'), graph('simpleView')]));
+  await refused(db.command({ explain: { aggregate: 'simpleCollection', pipeline: [lookup('filView')], cursor: {} } }));
+  await refused(agg(db, 'simpleCollection', [lookup('filView')], { explain: true }));
+  await db.command({ explain: { aggregate: 'filCollection', pipeline: [lookup('filView')], cursor: {} } });
   await assert.rejects(agg(db, 'simpleCollection', [lookup('filView')]),
     (e) => e.message === `Cannot override a view's default collation${db.databaseName}.filView`);
 });
