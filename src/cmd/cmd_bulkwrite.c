@@ -57,12 +57,12 @@ typedef struct bw_ns {
 typedef struct bw_field {
     const char *name;
     bool required;
-    int kind; /* 0 any, 1 document, 2 document or array, 3 bool */
+    int kind; /* 0 any, 1 document, 2 document or array, 3 bool, 4 array of documents */
 } bw_field_t;
 
 static const bw_field_t insert_fields[] = {{"document", true, 1}, {NULL, false, 0}};
 static const bw_field_t update_fields[] = {
-    {"filter", true, 1},    {"updateMods", true, 2}, {"arrayFilters", false, 0}, {"multi", false, 3},
+    {"filter", true, 1},    {"updateMods", true, 2}, {"arrayFilters", false, 4}, {"multi", false, 3},
     {"hint", false, 0},     {"upsert", false, 3},    {"upsertSupplied", false, 3}, {"collation", false, 1},
     {"sort", false, 1},     {"constants", false, 1}, {NULL, false, 0}};
 static const bw_field_t delete_fields[] = {
@@ -118,6 +118,20 @@ check_op(mf_op_t *op, const bson_t *doc, size_t nns, bw_op_t *out)
                               f, mf_type_name(t), fd->kind == 1 ? "object" : "bool");
         if (fd->kind == 2 && t != BSON_TYPE_DOCUMENT && t != BSON_TYPE_ARRAY)
             return mf_err_set(&op->err, MF_E_FailedToParse, "Update argument must be either an object or an array");
+        if (fd->kind == 4) {
+            /* bulk_write.idl's array<object>: the whole command fails. */
+            bson_iter_t el;
+            if (t != BSON_TYPE_ARRAY)
+                return mf_err_set(&op->err, MF_E_TypeMismatch,
+                                  "BSON field 'bulkWrite.ops.%s' is the wrong type '%s', expected type 'array'", f,
+                                  mf_type_name(t));
+            if (bson_iter_recurse(&it, &el))
+                while (bson_iter_next(&el))
+                    if (!BSON_ITER_HOLDS_DOCUMENT(&el))
+                        return mf_err_set(&op->err, MF_E_TypeMismatch,
+                                          "BSON field 'bulkWrite.ops.%s.%s' is the wrong type '%s', expected type 'object'",
+                                          f, bson_iter_key(&el), mf_type_name(bson_iter_type(&el)));
+        }
     }
     for (const bw_field_t *fd = fields; fd->name; fd++)
         if (fd->required && !bson_has_field(doc, fd->name))

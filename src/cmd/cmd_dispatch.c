@@ -26,6 +26,7 @@
 #include "engine/profiler.h"
 #include "common/params.h"
 #include "doc/collation.h"
+#include "doc/match.h"
 #include "doc/expr.h"
 #include "common/curop.h"
 #include "common/log.h"
@@ -1472,6 +1473,8 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     bson_t fp_labels; /* failCommand's errorLabels, if it gave any (an array) */
     mf_stmt_resume_t resume; /* filled by command_begin when it returns 2 */
     mf_collation_t *coll = NULL; /* the command's collation, installed while the handler runs */
+
+    (void)mf_matcher_take_failure(NULL); /* an $expr failure a validator left on this thread is not this command's */
 
     /* A multi-document transaction's command runs on the transaction's thread (cmd_txn.c). */
     if (mf_cmd_txn_route(eng, client, db, cmd, seqs, nseqs, legacy, reply))

@@ -279,14 +279,14 @@ ambient_find(const char *name, size_t nl, size_t *idx)
     return NULL;
 }
 
-int
-mf_expr_check_var_name(const char *name, mf_error_t *err)
+static int
+check_var_name(const char *name, bool read, mf_error_t *err)
 {
     const unsigned char *s = (const unsigned char *)name;
 
     if (s == NULL || s[0] == '\0')
         return mf_err_set(err, MF_E_Location16866, "empty variable names are not allowed");
-    if (!(islower(s[0]) || s[0] >= 0x80))
+    if (!(islower(s[0]) || s[0] >= 0x80 || (read && isupper(s[0]))))
         return mf_err_set(err, MF_E_Location16867, "'%s' starts with an invalid character for a user variable name",
                           name);
     for (size_t i = 1; s[i]; i++)
@@ -294,6 +294,18 @@ mf_expr_check_var_name(const char *name, mf_error_t *err)
             return mf_err_set(err, MF_E_Location16868, "'%s' contains an invalid character for a user variable name",
                               name);
     return 0;
+}
+
+int
+mf_expr_check_var_name(const char *name, mf_error_t *err)
+{
+    return check_var_name(name, false, err);
+}
+
+int
+mf_expr_check_var_name_read(const char *name, mf_error_t *err)
+{
+    return check_var_name(name, true, err);
 }
 
 /*

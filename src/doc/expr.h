@@ -112,4 +112,11 @@ void mf_expr_vars_set(const mf_expr_vars_t *frame);
  */
 int mf_expr_check_var_name(const char *name, mf_error_t *err);
 
+/*
+ * mf_expr_check_var_name_read: mf_expr_check_var_name as mongod's
+ * validateNameForUserRead: an uppercase ASCII first letter is allowed too
+ * (an update statement's constants).
+ */
+int mf_expr_check_var_name_read(const char *name, mf_error_t *err);
+
 #endif /* MF_EXPR_H */

@@ -132,6 +132,26 @@ struct mf_matcher {
     bool objects_only; /* a $pull condition of fields: only documents match, never arrays */
 };
 
+/*
+ * The first $expr evaluation failure on this thread since the last
+ * mf_matcher_take_failure: the match was false, and the query that asked
+ * fails with this error (as mongod's matchers throw).
+ */
+static __thread bool expr_failed;
+static __thread mf_error_t expr_failure;
+
+bool
+mf_matcher_take_failure(mf_error_t *err)
+{
+    if (!expr_failed)
+        return false;
+    expr_failed = false;
+    if (err != NULL)
+        *err = expr_failure;
+    return true;
+}
+
+
 /* ---- node construction ---- */
 
 static node_t *
@@ -1780,8 +1800,13 @@ eval(const node_t *n, const ctx_t *c, int32_t *pos)
             root = &tmp;
         }
         mf_err_clear(&err);
-        if (mf_expr_eval(n->expr, root, &out, &err) != 0)
+        if (mf_expr_eval(n->expr, root, &out, &err) != 0) {
+            if (!expr_failed) { /* the first one fails the query (mf_matcher_take_failure) */
+                expr_failed = true;
+                expr_failure = err;
+            }
             return false;
+        }
         ok = mf_value_truthy(&out);
         bson_value_destroy(&out);
         return ok;

@@ -88,6 +88,15 @@ void mf_matcher_free(mf_matcher_t *m);
 int mf_match_parse_long(const char *prefix, const char *name, const bson_value_t *v, bool non_negative,
                         int64_t *out, mf_error_t *err);
 
+/*
+ * mf_matcher_take_failure: true, with err (may be NULL) set, if an $expr
+ * failed to evaluate on this thread (the match was then false) since the
+ * last call; clears the failure. A query that matched documents fails with
+ * it, as mongod's does; callers that only test (validators, partial
+ * indexes) may ignore it, and the command dispatcher clears it first.
+ */
+bool mf_matcher_take_failure(mf_error_t *err);
+
 /* mf_matcher_match: true if doc matches. details may be NULL. */
 bool mf_matcher_match(const mf_matcher_t *m, const bson_t *doc, mf_match_details_t *details);
 

@@ -2313,8 +2313,8 @@ walk(actx_t *c, const mod_t *m, const path_t *p, size_t i, node_t *cur, const ch
  * and idx locate it. Returns 1 when found, 0 when missing, -1 with err set.
  * The source is looked up as mongod's findLongestPrefix: a scalar met with
  * parts left, or an array met with a part that is not an index, is 28
- * PathNotViable ("cannot use the part (b of a.b) to traverse the element
- * ({a: 5})"); an array passed by its index is followed, and if the source
+ * PathNotViable ("cannot use the part (a of a.b) to traverse the element
+ * ({a: 5})": mongod names the part that cannot be traversed); an array passed by its index is followed, and if the source
  * is found under it, that is 2 BadValue (a source inside an array). The
  * destination may not pass an array at all (2 BadValue).
  */
@@ -2331,7 +2331,7 @@ find_plain(actx_t *c, node_t *root, const path_t *p, bool source, node_t **paren
             if (source) {
                 char *v = node_fmt(cur);
                 mf_err_set(c->err, MF_E_PathNotViable, "cannot use the part (%s of %s) to traverse the element ({%s: %s})",
-                           p->comps[i].name, p->path, p->comps[i - 1].name, v);
+                           p->comps[i - 1].name, p->path, p->comps[i - 1].name, v);
                 bson_free(v);
                 return -1;
             }
@@ -2364,7 +2364,7 @@ find_plain(actx_t *c, node_t *root, const path_t *p, bool source, node_t **paren
                 return 0;
             char *v = node_fmt(*slot);
             mf_err_set(c->err, MF_E_PathNotViable, "cannot use the part (%s of %s) to traverse the element ({%s: %s})",
-                       p->comps[i + 1].name, p->path, p->comps[i].name, v);
+                       p->comps[i].name, p->path, p->comps[i].name, v);
             bson_free(v);
             return -1;
         }

@@ -4513,18 +4513,24 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
     case S_LIMIT:
     case S_SKIP:
         /* The filtering stages: each document moves to out or is destroyed. */
-        for (size_t i = 0; i < in->len; i++) {
-            bool keep = s->kind == S_MATCH   ? mf_matcher_match(s->matcher, in->docs[i], NULL)
-                        : s->kind == S_LIMIT ? (int64_t)i < s->n
-                                             : (int64_t)i >= s->n;
-            if (keep)
-                mf_docvec_push_steal(out, in->docs[i]);
-            else
-                bson_destroy(in->docs[i]);
+        {
+            bool failed = false;
+            for (size_t i = 0; i < in->len; i++) {
+                bool keep = failed                ? false
+                            : s->kind == S_MATCH ? mf_matcher_match(s->matcher, in->docs[i], NULL)
+                            : s->kind == S_LIMIT ? (int64_t)i < s->n
+                                                 : (int64_t)i >= s->n;
+                if (!keep && s->kind == S_MATCH && !failed && mf_matcher_take_failure(err))
+                    failed = true; /* an $expr that cannot be evaluated fails the pipeline */
+                if (keep)
+                    mf_docvec_push_steal(out, in->docs[i]);
+                else
+                    bson_destroy(in->docs[i]);
+            }
+            in->len = 0;
+            mf_docvec_destroy(in);
+            return failed ? -1 : 0;
         }
-        in->len = 0;
-        mf_docvec_destroy(in);
-        return 0;
     case S_PROJECT:
     case S_UNSET:
     case S_ADDFIELDS:
@@ -5405,6 +5411,8 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
                 return 0;
             }
             bson_destroy(d);
+            if (mf_matcher_take_failure(err))
+                return -1;
             if (++nd->count % 1024 == 0 && mf_exec_check_deadline(err) != 0)
                 return -1;
             continue;

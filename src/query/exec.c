@@ -84,6 +84,8 @@ run_idhack(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_e
     if (m == NULL || mf_matcher_match(m, &doc, &d)) {
         st->n_returned++;
         ret = visit(arg, rid, &doc, &d);
+    } else if (mf_matcher_take_failure(err)) {
+        ret = -1;
     }
     bson_destroy(&doc);
     return ret < 0 ? -1 : 0;
@@ -139,6 +141,9 @@ run_collscan(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf
                 mf_cur_close(cur);
                 return 0;
             }
+        } else if (m != NULL && mf_matcher_take_failure(err)) {
+            mf_cur_close(cur);
+            return -1;
         }
         ret = fwd ? mf_cur_next(cur) : mf_cur_prev(cur);
     }
@@ -385,6 +390,10 @@ scan_index(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, mf_stage_t *st, mf_stage_t 
                             tmatch->n_returned += ok;
                         }
                     }
+                }
+                if (!ok && mf_matcher_take_failure(err)) {
+                    rc = -1;
+                    goto out;
                 }
                 if (ok) {
                     fetch->n_returned++;

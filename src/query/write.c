@@ -664,7 +664,7 @@ project_into(const mf_projection_t *p, const bson_t *doc, const mf_match_details
  */
 static int
 do_upsert(mf_sess_t *s, mf_coll_t *c, bool durable, bool validate, const bson_t *q, const mf_update_spec_t *u,
-          const mf_projection_t *proj, bson_value_t *idv, bson_t *value, mf_error_t *err)
+          bool id_seed, const mf_projection_t *proj, bson_value_t *idv, bson_t *value, mf_error_t *err)
 {
     bson_t seed, out, fixed;
     bool changed;
@@ -672,8 +672,8 @@ do_upsert(mf_sess_t *s, mf_coll_t *c, bool durable, bool validate, const bson_t 
     int ret;
 
     bson_init(&seed);
-    /* A replacement upsert takes only _id from the query (when the replacement has none). */
-    if (mf_update_upsert_seed(q, upd_spec_is_replacement(u), &seed, err) != 0) {
+    /* A replacement upsert (id_seed) takes only _id from the query (when the replacement has none). */
+    if (mf_update_upsert_seed(q, id_seed, &seed, err) != 0) {
         bson_destroy(&seed);
         return -1;
     }
@@ -719,6 +719,31 @@ do_upsert(mf_sess_t *s, mf_coll_t *c, bool durable, bool validate, const bson_t 
         bson_destroy(value);
     bson_destroy(&fixed);
     return -1;
+}
+
+/*
+ * A statement's upsertSupplied, checked first as mongod's
+ * ParsedUpdate::parseRequest does (9 FailedToParse without upsert, or
+ * without a document c.new); doc (may be NULL) then points into stmt at
+ * that document. 0 when upsertSupplied is absent or false too.
+ */
+static int
+supplied_check(const bson_t *stmt, bson_t *doc, mf_error_t *err)
+{
+    bson_iter_t it, ci;
+    if (!bson_iter_init_find(&it, stmt, "upsertSupplied") || !bson_iter_as_bool(&it))
+        return 0;
+    if (!bson_iter_init_find(&it, stmt, "upsert") || !bson_iter_as_bool(&it))
+        return mf_err_set(err, MF_E_FailedToParse, "cannot specify 'upsertSupplied: true' for a non-upsert operation");
+    const uint8_t *data;
+    uint32_t len;
+    bson_t tmp;
+    if (!bson_iter_init_find(&ci, stmt, "c") || !BSON_ITER_HOLDS_DOCUMENT(&ci) || !bson_iter_recurse(&ci, &ci) ||
+        !bson_iter_find(&ci, "new") || !BSON_ITER_HOLDS_DOCUMENT(&ci) ||
+        (bson_iter_document(&ci, &len, &data), !bson_init_static(doc != NULL ? doc : &tmp, data, len)))
+        return mf_err_set(err, MF_E_FailedToParse,
+                          "the parameter 'upsertSupplied' is set to 'true', but no document was supplied");
+    return 0;
 }
 
 static int
@@ -788,26 +813,13 @@ write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const
         return mf_err_set(err, MF_E_Location40414, "BSON field 'update.updates.u' is missing but a required field");
     if (have_sort && multi)
         return mf_err_set(err, MF_E_FailedToParse, "Cannot specify sort with multi=true");
-    if (supplied) {
-        /*
-         * upsertSupplied ($merge's): an upsert inserts the constants' new
-         * document, applied as a replacement to the query's seed (mongod's
-         * UpsertStage::_generateNewDocumentFromSuppliedDoc).
-         */
-        bson_iter_t ci;
-        if (!upsert)
-            return mf_err_set(err, MF_E_FailedToParse, "cannot specify 'upsertSupplied: true' for a non-upsert operation");
-        if (!bson_iter_init_find(&ci, stmt, "c") || !BSON_ITER_HOLDS_DOCUMENT(&ci) || !bson_iter_recurse(&ci, &ci) ||
-            !bson_iter_find(&ci, "new") || !BSON_ITER_HOLDS_DOCUMENT(&ci))
-            return mf_err_set(err, MF_E_FailedToParse,
-                              "the parameter 'upsertSupplied' is set to 'true', but no document was supplied");
-        const uint8_t *data;
-        uint32_t len;
-        bson_iter_document(&ci, &len, &data);
-        if (!bson_init_static(&supplied_doc, data, len))
-            return mf_err_set(err, MF_E_FailedToParse,
-                              "the parameter 'upsertSupplied' is set to 'true', but no document was supplied");
-    }
+    /*
+     * upsertSupplied ($merge's): an upsert inserts the constants' new
+     * document, applied as a replacement to the query's seed (mongod's
+     * UpsertStage::_generateNewDocumentFromSuppliedDoc), parsed only then.
+     */
+    if (supplied && supplied_check(stmt, &supplied_doc, err) != 0)
+        return -1;
     if (have_sort) {
         /* 8.0's updateOne/replaceOne sort: the first document in sort order, as findAndModify picks it. */
         mf_write_fam_t f = {.query = &sc.q, .sort = &sort, .update = upl ? NULL : &ud, .pipeline = upl,
@@ -832,8 +844,6 @@ write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const
         mf_err_set(err, MF_E_FailedToParse, "multi update is not supported for replacement-style update");
         goto out;
     }
-    if (supplied && (ins = mf_update_spec_new(&supplied_doc, NULL, NULL, err)) == NULL)
-        goto out;
     if (coll_acquire(cat, db, coll, upsert, &c, err) != 0)
         goto out_unlock;
     for (int dup_retries = 0;; dup_retries++) {
@@ -853,7 +863,11 @@ write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const
                 goto out_unlock;
         }
         if (res->matched == 0 && upsert && c != NULL) {
-            if (do_upsert(s, c, durable, validate, &sc.q, ins != NULL ? ins : u, NULL, &res->upserted_id, NULL, err) != 0) {
+            /* upsertSupplied: the query's seed as the statement's update takes it, then the new document over it. */
+            if (supplied && ins == NULL && (ins = mf_update_spec_new(&supplied_doc, NULL, NULL, err)) == NULL)
+                goto out_unlock;
+            if (do_upsert(s, c, durable, validate, &sc.q, ins != NULL ? ins : u, upd_spec_is_replacement(u), NULL,
+                          &res->upserted_id, NULL, err) != 0) {
                 /* Another writer inserted the document first: update it instead (multi upserts are not retried). */
                 if (!multi && dup_retries < UPSERT_DUP_RETRIES && upsert_dup_retryable(&sc.q, err)) {
                     mf_err_clear(err);
@@ -1044,8 +1058,8 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool val
         }
         if (!found) {
             if (f->upsert && c != NULL) {
-                if (do_upsert(s, c, durable, validate, f->query ? f->query : &(bson_t)BSON_INITIALIZER, u, p,
-                              &res->upserted_id, f->want_new ? &res->value : NULL, err) != 0) {
+                if (do_upsert(s, c, durable, validate, f->query ? f->query : &(bson_t)BSON_INITIALIZER, u,
+                              upd_spec_is_replacement(u), p, &res->upserted_id, f->want_new ? &res->value : NULL, err) != 0) {
                     /* Another writer inserted the document first: find and modify it instead. */
                     if (f->query != NULL && dup_retries++ < UPSERT_DUP_RETRIES &&
                         upsert_dup_retryable(f->query, err)) {
@@ -1217,7 +1231,7 @@ stmt_consts_begin(const bson_t *stmt, stmt_consts_t *k, mf_error_t *err)
     n = 0;
     bson_iter_recurse(&it, &ci);
     while (bson_iter_next(&ci)) {
-        if (mf_expr_check_var_name(bson_iter_key(&ci), err) != 0) {
+        if (mf_expr_check_var_name_read(bson_iter_key(&ci), err) != 0) {
             free(k->names);
             free(k->vals);
             return -1;
@@ -1250,7 +1264,7 @@ mf_write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, co
     bool set;
     stmt_consts_t k;
     memset(res, 0, sizeof *res);
-    if (stmt_consts_begin(stmt, &k, err) != 0)
+    if (supplied_check(stmt, NULL, err) != 0 || stmt_consts_begin(stmt, &k, err) != 0)
         return -1;
     if (stmt_collation_begin(stmt, &c, &saved, &set, err) != 0) {
         stmt_consts_end(&k);

@@ -228,3 +228,27 @@ h.test('$skip and $limit argument errors are 5107200 / 5107201', async () => {
   assert.deepEqual(await coll.aggregate([{ $sort: { _id: 1 } }, { $skip: 0 }, { $limit: 2 }]).toArray(),
     [{ _id: 1 }, { _id: 2 }]);
 });
+
+// A query's $expr that cannot be evaluated fails the query, as mongod's
+// ExprMatchExpression throws; it does not match nothing.
+h.test('a query $expr that fails to evaluate fails find, count, aggregate $match, update and delete', async () => {
+  const db = srv.freshDb('expr_fail');
+  const c = db.collection('c');
+  await c.insertMany([{ _id: 1, z: 1 }, { _id: 2, z: 0 }]);
+  const E = { $expr: { $gt: [{ $divide: [1, '$z'] }, 0] } };
+  const divide = (e) => e.code === 2 && /can't \$divide by zero/.test(e.message);
+  await assert.rejects(c.find(E).toArray(), divide);
+  await assert.rejects(c.find({ _id: 2, ...E }).toArray(), divide); // the _id fast path
+  await assert.rejects(c.find({ _id: { $gte: 1 }, ...E }).toArray(), divide); // an index scan
+  await assert.rejects(db.command({ count: 'c', query: E }), divide);
+  await assert.rejects(c.aggregate([{ $match: E }]).toArray(), divide);
+  await assert.rejects(c.aggregate([{ $project: { z: 1 } }, { $match: E }]).toArray(), divide);
+  let r = await db.command({ update: 'c', updates: [{ q: E, u: { $set: { k: 1 } }, multi: true }] });
+  assert.equal(r.writeErrors[0].code, 2);
+  r = await db.command({ delete: 'c', deletes: [{ q: E, limit: 0 }] });
+  assert.equal(r.writeErrors[0].code, 2);
+  assert.deepEqual(await c.find().toArray(), [{ _id: 1, z: 1 }, { _id: 2, z: 0 }]);
+  // Where the failing branch is not evaluated, the query runs.
+  assert.equal((await c.find({ $or: [{ z: 0 }, E] }).toArray()).length, 2);
+  assert.deepEqual(await c.find({ z: 1, ...E }).toArray(), [{ _id: 1, z: 1 }]);
+});

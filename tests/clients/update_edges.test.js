@@ -55,11 +55,11 @@ h.test('$pull with a condition of fields removes documents only, never nested ar
 
 h.test('$rename of a source that cannot be traversed is 28 PathNotViable; inside an array by index, 2', async () => {
   let { r, after } = await update('ue_ren_scalar', { _id: 1, a: 5 }, { $rename: { 'a.b': 'c' } });
-  writeError(r, 28, 'cannot use the part (b of a.b) to traverse the element ({a: 5})');
+  writeError(r, 28, 'cannot use the part (a of a.b) to traverse the element ({a: 5})');
   assert.deepEqual(after, { _id: 1, a: 5 });
   ({ r } = await update('ue_ren_arr', { _id: 1, a: [{ b: 1 }] }, { $rename: { 'a.b': 'c' } }));
   writeError(r, 28);
-  assert.match(r.writeErrors[0].errmsg, /^cannot use the part \(b of a\.b\) to traverse the element \(\{a: \[/);
+  assert.match(r.writeErrors[0].errmsg, /^cannot use the part \(a of a\.b\) to traverse the element \(\{a: \[/);
   ({ r } = await update('ue_ren_idx', { _id: 1, a: [{ b: 1 }] }, { $rename: { 'a.0.b': 'c' } }));
   writeError(r, 2, "The source field cannot be an array element, 'a.0.b' in doc with _id: 1 has an array field called 'a'");
   // Missing sources, through an index past the end or a missing field, change nothing.
@@ -97,6 +97,17 @@ h.test('arrayFilters elements that are not documents fail the whole command with
   assert.deepEqual(await db.collection('c').findOne(), { _id: 1, a: [1, 2] });
 });
 
+h.test('bulkWrite arrayFilters elements that are not documents fail the whole command with 14', async () => {
+  const db = srv.freshDb('ue_bw_af');
+  await db.collection('c').insertOne({ _id: 1, a: [1, 2] });
+  await assert.rejects(srv.client.db('admin').command({
+    bulkWrite: 1,
+    ops: [{ update: 0, filter: {}, updateMods: { $set: { 'a.$[e]': 0 } }, arrayFilters: [{ e: 1 }, 5] }],
+    nsInfo: [{ ns: `${db.databaseName}.c` }],
+  }), (e) => e.code === 14 && e.message === "BSON field 'bulkWrite.ops.arrayFilters.1' is the wrong type 'int', expected type 'object'");
+  assert.deepEqual(await db.collection('c').findOne(), { _id: 1, a: [1, 2] });
+});
+
 h.test('$$CLUSTER_TIME on a standalone server is 51144 where it is evaluated', async () => {
   const { r, after } = await update('ue_ct', { _id: 1 }, [{ $set: { t: '$$CLUSTER_TIME' } }]);
   writeError(r, 51144, "Builtin variable '$$CLUSTER_TIME' is not available");
@@ -104,6 +115,9 @@ h.test('$$CLUSTER_TIME on a standalone server is 51144 where it is evaluated', a
   const db = srv.freshDb('ue_ct_agg');
   await assert.rejects(db.collection('c').aggregate([{ $documents: [{ a: 1 }] }, { $project: { t: '$$CLUSTER_TIME' } }]).toArray(),
     (e) => e.code === 51144);
+  // In a query's $expr too: the query fails, it does not match nothing.
+  await db.collection('c').insertOne({ _id: 1, a: 1 });
+  await assert.rejects(db.collection('c').find({ $expr: { $lt: ['$a', '$$CLUSTER_TIME'] } }).toArray(), (e) => e.code === 51144);
 });
 
 h.test('a statement\'s constants are the variables of its pipeline update; any other update refuses them (51198)', async () => {
@@ -113,7 +127,10 @@ h.test('a statement\'s constants are the variables of its pipeline update; any o
   ({ r, after } = await update('ue_c_mod', { _id: 1 }, { $set: { v: 1 } }, { c: { v: 10 } }));
   writeError(r, 51198, 'Constant values may only be specified for pipeline updates');
   assert.deepEqual(after, { _id: 1 });
-  ({ r } = await update('ue_c_name', { _id: 1 }, [{ $set: { v: 1 } }], { c: { V: 10 } }));
+  // Constants are named as variables a user reads (validateNameForUserRead): an uppercase first letter is fine.
+  ({ r, after } = await update('ue_c_upper', { _id: 1 }, [{ $set: { z: '$$X' } }], { c: { X: 3 } }));
+  assert.deepEqual(after, { _id: 1, z: 3 });
+  ({ r } = await update('ue_c_name', { _id: 1 }, [{ $set: { v: 1 } }], { c: { '1x': 10 } }));
   writeError(r, 16867);
   ({ r } = await update('ue_c_none', { _id: 1 }, [{ $set: { v: '$$v' } }]));
   writeError(r, 17276);
@@ -167,6 +184,12 @@ h.test('upsertSupplied: an upsert inserts the constants\' new document over the 
   r = await db.command({ update: 'c', updates: [stmt({ _id: 3 }, { c: { old: {} } })] });
   writeError(r, 9, "the parameter 'upsertSupplied' is set to 'true', but no document was supplied");
   assert.equal(await c.countDocuments(), 2);
+  // Checked before the constants (9, not 51198), and the new document is parsed only to be inserted.
+  r = await db.command({ update: 'c', updates: [{ q: { _id: 3 }, u: { $set: { x: 1 } }, c: { new: {} }, upsertSupplied: true }] });
+  writeError(r, 9, "cannot specify 'upsertSupplied: true' for a non-upsert operation");
+  r = await db.command({ update: 'c', updates: [stmt({ _id: 1 }, { u: [{ $set: { y: 2 } }], c: { new: { $foo: 1 } } })] });
+  assert.equal(r.writeErrors, undefined, JSON.stringify(r));
+  assert.deepEqual(await c.findOne({ _id: 1 }), { _id: 1, a: 1, x: 1, y: 2 });
   // bulkWrite's upsertSupplied and constants (the insert takes constants.new, not the pipeline).
   const bw = await srv.client.db('admin').command({
     bulkWrite: 1,
