@@ -228,7 +228,8 @@ h.test('a cursor belongs to its session: getMore in another one is 50736 / 50737
     const none = await open(null);
     assert.equal((await conn.command('admin', { killAllSessions: [] })).ok, 1);
     assert.equal((await more(inB, b)).code, 43, 'killAllSessions killed the session cursor');
-    assert.equal((await more(none, null)).ok, 1, 'a cursor outside sessions lives on');
+    r = await more(none, null);
+    assert.equal(r.ok, 1, `a cursor outside sessions lives on: ${JSON.stringify(r)}`);
   } finally { conn.close(); }
 });
 
