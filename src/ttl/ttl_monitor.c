@@ -1112,7 +1112,7 @@ job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched, bool dele
  * group alone for GROUP_HOLD_MS. It looks between documents of its own
  * pieces and every GROUP_CHECK_MS while it waits for the deleters, but only
  * when it gets a CPU: a lowered group beside four busy programs on two CPUs
- * got one for a few ms in 1-7 s (its first look came that late; the
+ * got one for a few ms in 0.4-7 s, once 22 s (its first look came that late; the
  * waiting-to-running test alone missed it when the thread slept waiting
  * for a starved deleter, and the CI run at 78833f9 saw a 240,000-document
  * expiry outlast 60 s). Measured over 100 ms before lowering
