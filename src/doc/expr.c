@@ -626,8 +626,8 @@ floordiv(int64_t a, int64_t b)
 static void
 date_tm(int64_t ms, int tzmin, struct tm *tm, int *millis)
 {
-    int64_t shifted = ms + (int64_t)tzmin * 60000;
-    int64_t secs = floordiv(shifted, 1000);
+    __int128 shifted = (__int128)ms + (__int128)tzmin * 60000; /* near INT64_MIN neither sum nor product fits */
+    __int128 secs = shifted >= 0 ? shifted / 1000 : -((-shifted + 999) / 1000);
     time_t t = (time_t)secs;
 
     *millis = (int)(shifted - secs * 1000);
@@ -5143,7 +5143,7 @@ lt_break(const mf_tz_t *z, int64_t ms, ltime_t *t)
     int64_t secs = floordiv(ms, 1000), ls, sod;
     int m, d;
 
-    t->ms = (int)(ms - secs * 1000);
+    t->ms = (int)(ms % 1000 + (ms % 1000 < 0 ? 1000 : 0)); /* secs * 1000 overflows near INT64_MIN */
     t->off = mf_tz_offset(z, secs);
     ls = secs + t->off;
     t->days = floordiv(ls, 86400);

@@ -252,3 +252,27 @@ h.test('a query $expr that fails to evaluate fails find, count, aggregate $match
   assert.equal((await c.find({ $or: [{ z: 0 }, E] }).toArray()).length, 2);
   assert.deepEqual(await c.find({ z: 1, ...E }).toArray(), [{ _id: 1, z: 1 }]);
 });
+
+// Found by helper-74: breaking a date within 808 ms of the smallest one into
+// parts overflowed (secs * 1000) and killed a sanitizer build.
+h.test('dates at the ends of the 64-bit range break into parts', async () => {
+  const db = srv.freshDb('expr_minmax_dates');
+  const D = (ms) => ({ $toDate: ms });
+  const [r] = await db.aggregate([{ $documents: [{}] }, {
+    $project: {
+      _id: 0,
+      y: { $year: D(Long.MIN_VALUE) },
+      ms: { $millisecond: D(Long.MIN_VALUE) },
+      parts: { $dateToParts: { date: D(Long.MIN_VALUE.add(500)), timezone: 'America/New_York' } },
+      ymax: { $year: D(Long.MAX_VALUE) },
+      s: { $toString: D(Long.fromInt(-1)) },
+    },
+  }]).toArray();
+  assert.equal(r.y, -292275055);
+  assert.equal(r.ms, 192); // -9223372036854775808 ms is 808 ms before a whole second
+  assert.equal(r.parts.year, -292275055);
+  assert.equal(r.ymax, 292278994);
+  assert.equal(r.s, '1969-12-31T23:59:59.999Z');
+  await assert.rejects(db.aggregate([{ $documents: [{}] }, { $project: { s: { $toString: D(Long.MIN_VALUE) } } }]).toArray(),
+    (e) => e.code === 18537);
+});
