@@ -5975,7 +5975,7 @@ date_from_string(ctx_t *c, const char *str, const char *fmt, const mf_tz_t *z, b
     }
     if (!r.has_h || !r.has_mi || !r.has_s)
         goto incomplete;
-    if (r.h > 24 || r.mi > 59 || r.s > 59)
+    if (r.h > 23 || r.mi > 59 || r.s > 59) /* timelib_valid_time: 24:00 is a warning, which mongod raises */
         return mf_err_set(c->err, MF_E_ConversionFailure, "Error parsing date string '%s'; %zu: The parsed time was invalid ' '",
                           str, strlen(str));
     if (r.has_off) {
@@ -5997,20 +5997,28 @@ incomplete:
 
 /* check_format: MongoDB's validateFormat for $dateToString (to) or $dateFromString. */
 static int
-check_format(ctx_t *c, const char *fmt, bool to)
+check_format(ctx_t *c, const char *fmt, size_t len, bool to)
 {
     const char *ok = "dGHjLmMSwuUVYzZbB"; /* the same set both ways since SERVER-73402 */
     (void)to;
-    for (const char *p = fmt; *p; p++) {
-        if (*p != '%')
+    for (size_t i = 0; i < len; i++) { /* the whole string, NULs included, as mongod's StringData */
+        if (fmt[i] != '%')
             continue;
-        p++;
-        if (*p == '\0')
+        if (++i == len)
             return mf_err_set(c->err, MF_E_Location18535, "Unmatched '%%' at end of format string");
-        if (*p != '%' && strchr(ok, *p) == NULL)
-            return mf_err_set(c->err, MF_E_Location18536, "Invalid format character '%%%c' in format string", *p);
+        if (fmt[i] != '%' && (fmt[i] == '\0' || strchr(ok, fmt[i]) == NULL))
+            return mf_err_set(c->err, MF_E_Location18536, "Invalid format character '%%%c' in format string", fmt[i]);
     }
     return 0;
+}
+
+/* Appends byte ch to s, a NUL too (the string's length counts it). */
+static void
+str_append_byte(bson_string_t *s, char ch)
+{
+    bson_string_append_c(s, ch == '\0' ? 'x' : ch);
+    if (ch == '\0')
+        s->str[s->len - 1] = '\0';
 }
 
 /*
@@ -6035,7 +6043,7 @@ format_and_tz(const mf_expr_t *e, ctx_t *c, int fmt_slot, int tz_slot, bool to_s
                                   "%s requires that 'format' be a string, found: %s with value %s",
                                   to_string ? "$dateToString" : "$dateFromString", tname(fv), buf);
             }
-            if (check_format(c, fv->value.v_utf8.str, to_string) < 0)
+            if (check_format(c, fv->value.v_utf8.str, fv->value.v_utf8.len, to_string) < 0)
                 return -1;
         }
     }
@@ -6148,15 +6156,17 @@ ev_date_to_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         goto done;
     fmt = has_slot(e, 1) ? fv.value.v_utf8.str
                          : mf_tz_is_utc(z) ? "%Y-%m-%dT%H:%M:%S.%LZ" : "%Y-%m-%dT%H:%M:%S.%L";
+    size_t flen = has_slot(e, 1) ? fv.value.v_utf8.len : strlen(fmt); /* a NUL in the format is copied (mongod) */
     lt_break(z, ms, &t);
     s = bson_string_new(NULL);
-    for (const char *p = fmt; *p && rc == 0; p++) {
+    for (size_t i = 0; i < flen && rc == 0; i++) {
+        const char *p = fmt + i;
         if (*p != '%') {
-            char ch[2] = {*p, 0};
-            bson_string_append(s, ch);
+            str_append_byte(s, *p);
             continue;
         }
         p++;
+        i++;
         int64_t iy;
         int iw, offm = t.off / 60;
         /* Every numeric part goes through date_pad (mongod's insertPadded), which refuses one outside 0-9999. */

@@ -276,3 +276,22 @@ h.test('dates at the ends of the 64-bit range break into parts', async () => {
   await assert.rejects(db.aggregate([{ $documents: [{}] }, { $project: { s: { $toString: D(Long.MIN_VALUE) } } }]).toArray(),
     (e) => e.code === 18537);
 });
+
+// Found by helper-74: a NUL in $dateToString's format cut the output short
+// (mongod walks the whole StringData), and hour 24 parsed as the next day
+// (timelib warns "The parsed time was invalid", which mongod raises).
+h.test('$dateToString copies a NUL of its format; $dateFromString refuses hour 24', async () => {
+  const db = srv.freshDb('expr_nul_fmt');
+  const [r] = await db.aggregate([{ $documents: [{}] }, {
+    $project: { _id: 0, s: { $dateToString: { date: { $toDate: 1500000000123 }, format: 'a\u0000b%Y' } } },
+  }]).toArray();
+  assert.equal(r.s, 'a\u0000b2017');
+  await assert.rejects(db.aggregate([{ $documents: [{}] }, { $project: { s: { $dateToString: { date: '$$NOW', format: '%\u0000' } } } }]).toArray(),
+    (e) => e.code === 18536);
+  await assert.rejects(db.aggregate([{ $documents: [{}] }, { $project: { d: { $dateFromString: { dateString: '2017-07-04T24:00:00' } } } }]).toArray(),
+    (err) => err.code === 241 && /The parsed time was invalid/.test(err.message));
+  await assert.rejects(db.aggregate([{ $documents: [{}] }, { $project: { d: { $toDate: '2017-07-04T24:00:00' } } }]).toArray(),
+    (err) => err.code === 241);
+  const [ok] = await db.aggregate([{ $documents: [{}] }, { $project: { _id: 0, d: { $dateFromString: { dateString: '2017-07-04T23:59:59' } } } }]).toArray();
+  assert.equal(ok.d.toISOString(), '2017-07-04T23:59:59.000Z');
+});
