@@ -31,6 +31,7 @@
 #include "common/curop.h"
 #include "common/log.h"
 #include "doc/value.h"
+#include "ttl/ttl.h"
 
 static const mf_cmd_def_t *tables[] = {mf_cmds_admin,   mf_cmds_crud, mf_cmds_coll, mf_cmds_collmod, mf_cmds_compact,
                                          mf_cmds_profile, mf_cmds_auth, mf_cmds_misc, mf_cmds_gridfs, mf_cmds_sessions,
@@ -1475,6 +1476,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     mf_collation_t *coll = NULL; /* the command's collation, installed while the handler runs */
 
     (void)mf_matcher_take_failure(NULL); /* an $expr failure a validator left on this thread is not this command's */
+    mf_ttl_group_poll(eng->ttl); /* SPEC D9: the clients' look at a lowered scheduling group */
 
     /* A multi-document transaction's command runs on the transaction's thread (cmd_txn.c). */
     if (mf_cmd_txn_route(eng, client, db, cmd, seqs, nseqs, legacy, reply))

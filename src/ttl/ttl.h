@@ -86,6 +86,18 @@ void mf_ttl_monitor_stop(mf_ttl_monitor_t *m);
  */
 void mf_ttl_monitor_pause(mf_ttl_monitor_t *m, const char *reason);
 
+/*
+ * mf_ttl_group_poll: SPEC D9, called by the threads that serve clients after
+ * each command (any thread; m may be NULL). While the monitor has lowered
+ * the server's scheduling group (ttlMonitorGroupNice), at most every 100 ms
+ * one caller looks at the CPU other programs used since the last look, and
+ * if they kept 125 % of a CPU busy puts the group back at once (the monitor
+ * counts it in ttl.groupStarved). The clients' threads get most of a
+ * lowered group's CPU, where the monitor, niced inside it, can wait
+ * seconds for one. Costs one atomic load when the group is not lowered.
+ */
+void mf_ttl_group_poll(mf_ttl_monitor_t *m);
+
 /* mf_ttl_monitor_free: stops (if needed) and frees m, once no write can reach its observer (NULL is ignored). */
 void mf_ttl_monitor_free(mf_ttl_monitor_t *m);
 
