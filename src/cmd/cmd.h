@@ -27,6 +27,7 @@
 #include "common/fmt.h"
 #include "common/limits.h"
 #include "doc/check.h"
+#include "doc/collation.h"
 #include "engine/engine.h"
 #include "engine/sessions.h"
 
@@ -444,6 +445,20 @@ long long mf_double_clamp_ll(double d);
  * a number read as its truth value; anything else is 14 naming path.
  */
 int mf_op_safe_bool(mf_op_t *op, const char *path, const bson_iter_t *it, bool *out) MF_WUR;
+
+/*
+ * mf_op_doc_array: an array field mongod's IDL types array<object> (the
+ * arrayFilters of update, findAndModify and bulkWrite): an element that is
+ * not a document is 14 "BSON field '<path>.<i>' is the wrong type '<t>',
+ * expected type 'object'", failing the whole command. arr is on the array.
+ */
+int mf_op_doc_array(mf_op_t *op, const char *path, const bson_iter_t *arr) MF_WUR;
+
+/*
+ * mf_cmd_view_collation_is: whether view v's default collation (its
+ * options' "collation", none: simple) is c (NULL: simple). Catalog lock held.
+ */
+bool mf_cmd_view_collation_is(const mf_coll_t *v, const mf_collation_t *c);
 
 /*
  * mf_cmd_check_names: refuses a command whose names of namespaces or indexes

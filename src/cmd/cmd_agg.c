@@ -24,7 +24,6 @@
 #include "common/docvec.h"
 #include "common/log.h"
 #include "common/params.h"
-#include "doc/collation.h"
 #include "doc/text.h"
 #include "query/agg.h"
 #include "query/batch.h"
@@ -1072,17 +1071,7 @@ views_collation_visit(void *arg, const char *coll)
 {
     views_coll_arg_t *a = arg;
     mf_coll_t *v = mf_catalog_coll_find(a->op->eng->cat, a->op->db, coll);
-    bson_iter_t in;
-    mf_collation_t *vc = NULL;
-    mf_error_t e = {0};
-    if (v == NULL || !v->is_view)
-        return 0;
-    if (v->options != NULL && bson_iter_init_find(&in, v->options, "collation") &&
-        mf_collation_from_value(bson_iter_value(&in), &vc, &e) != 0)
-        vc = NULL;
-    bool same = mf_collation_equal(a->want, vc);
-    mf_collation_free(vc);
-    if (same)
+    if (v == NULL || !v->is_view || mf_cmd_view_collation_is(v, a->want))
         return 0;
     return mf_err_set(&a->op->err, MF_E_OptionNotSupportedOnView, "Cannot override a view's default collation%s.%s",
                       a->op->db, coll);

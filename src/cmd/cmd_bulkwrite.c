@@ -120,17 +120,14 @@ check_op(mf_op_t *op, const bson_t *doc, size_t nns, bw_op_t *out)
             return mf_err_set(&op->err, MF_E_FailedToParse, "Update argument must be either an object or an array");
         if (fd->kind == 4) {
             /* bulk_write.idl's array<object>: the whole command fails. */
-            bson_iter_t el;
+            char path[128];
             if (t != BSON_TYPE_ARRAY)
                 return mf_err_set(&op->err, MF_E_TypeMismatch,
                                   "BSON field 'bulkWrite.ops.%s' is the wrong type '%s', expected type 'array'", f,
                                   mf_type_name(t));
-            if (bson_iter_recurse(&it, &el))
-                while (bson_iter_next(&el))
-                    if (!BSON_ITER_HOLDS_DOCUMENT(&el))
-                        return mf_err_set(&op->err, MF_E_TypeMismatch,
-                                          "BSON field 'bulkWrite.ops.%s.%s' is the wrong type '%s', expected type 'object'",
-                                          f, bson_iter_key(&el), mf_type_name(bson_iter_type(&el)));
+            snprintf(path, sizeof(path), "bulkWrite.ops.%s", f);
+            if (mf_op_doc_array(op, path, &it) != 0)
+                return -1;
         }
     }
     for (const bw_field_t *fd = fields; fd->name; fd++)

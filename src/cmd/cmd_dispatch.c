@@ -1317,22 +1317,14 @@ time_limit(mf_op_t *op, int64_t *ms)
 static int
 view_collation_check(mf_op_t *op, const bson_t *cmd, const mf_collation_t *c)
 {
-    bson_iter_t it, in;
+    bson_iter_t it;
     int rc = 0;
     if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_UTF8(&it))
         return 0;
     mf_catalog_rdlock(op->eng->cat);
     mf_coll_t *v = mf_catalog_coll_find(op->eng->cat, op->db, bson_iter_utf8(&it, NULL));
-    if (v != NULL && v->is_view) {
-        mf_collation_t *vc = NULL;
-        mf_error_t e = {0};
-        if (v->options != NULL && bson_iter_init_find(&in, v->options, "collation") &&
-            mf_collation_from_value(bson_iter_value(&in), &vc, &e) != 0)
-            vc = NULL;
-        if (!mf_collation_equal(c, vc))
-            rc = mf_err_set(&op->err, MF_E_OptionNotSupportedOnView, "Cannot override a view's default collation");
-        mf_collation_free(vc);
-    }
+    if (v != NULL && v->is_view && !mf_cmd_view_collation_is(v, c))
+        rc = mf_err_set(&op->err, MF_E_OptionNotSupportedOnView, "Cannot override a view's default collation");
     mf_catalog_unlock(op->eng->cat);
     return rc;
 }

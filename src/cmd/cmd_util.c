@@ -435,6 +435,32 @@ mf_double_clamp_ll(double d)
 }
 
 int
+mf_op_doc_array(mf_op_t *op, const char *path, const bson_iter_t *arr)
+{
+    bson_iter_t el;
+    if (bson_iter_recurse(arr, &el))
+        while (bson_iter_next(&el))
+            if (!BSON_ITER_HOLDS_DOCUMENT(&el))
+                return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'object'",
+                                  path, bson_iter_key(&el), mf_type_name(bson_iter_type(&el)));
+    return 0;
+}
+
+bool
+mf_cmd_view_collation_is(const mf_coll_t *v, const mf_collation_t *c)
+{
+    bson_iter_t in;
+    mf_collation_t *vc = NULL;
+    mf_error_t e = {0};
+    if (v->options != NULL && bson_iter_init_find(&in, v->options, "collation") &&
+        mf_collation_from_value(bson_iter_value(&in), &vc, &e) != 0)
+        vc = NULL;
+    bool same = mf_collation_equal(c, vc);
+    mf_collation_free(vc);
+    return same;
+}
+
+int
 mf_op_safe_bool(mf_op_t *op, const char *path, const bson_iter_t *it, bool *out)
 {
     const bson_value_t *v = bson_iter_value((bson_iter_t *)it);

@@ -70,13 +70,10 @@ check_statements(mf_op_t *op, const char *arr, const bson_t *stmts, size_t n, co
                                   op->name, arr, k, mf_type_name(t), kind_name[f->kind]);
             if (f->kind == 5) {
                 /* IDL array<object>: each element is a document, checked when the command is parsed. */
-                bson_iter_t el;
-                if (bson_iter_recurse(&it, &el))
-                    while (bson_iter_next(&el))
-                        if (!BSON_ITER_HOLDS_DOCUMENT(&el))
-                            return mf_err_set(&op->err, MF_E_TypeMismatch,
-                                              "BSON field '%s.%s.%s.%s' is the wrong type '%s', expected type 'object'",
-                                              op->name, arr, k, bson_iter_key(&el), mf_type_name(bson_iter_type(&el)));
+                char path[128];
+                snprintf(path, sizeof(path), "%s.%s.%s", op->name, arr, k);
+                if (mf_op_doc_array(op, path, &it) != 0)
+                    return -1;
             }
             if (strcmp(k, "hint") == 0 && t != BSON_TYPE_UTF8 && t != BSON_TYPE_DOCUMENT)
                 return mf_err_set(&op->err, MF_E_FailedToParse, "Hint must be a string or an object"); /* parse time */
@@ -376,13 +373,10 @@ mf_cmd_find_and_modify(mf_op_t *op)
         }
     }
     if (mf_op_find(op, "arrayFilters", &it) && BSON_ITER_HOLDS_ARRAY(&it)) {
-        bson_iter_t el;
-        if (bson_iter_recurse(&it, &el))
-            while (bson_iter_next(&el))
-                if (!BSON_ITER_HOLDS_DOCUMENT(&el)) /* IDL array<object> */
-                    return mf_err_set(&op->err, MF_E_TypeMismatch,
-                                      "BSON field '%s.arrayFilters.%s' is the wrong type '%s', expected type 'object'",
-                                      op->name, bson_iter_key(&el), mf_type_name(bson_iter_type(&el)));
+        char path[64];
+        snprintf(path, sizeof(path), "%s.arrayFilters", op->name);
+        if (mf_op_doc_array(op, path, &it) != 0)
+            return -1;
         af_store = *bson_iter_value(&it);
         f.array_filters = &af_store;
     }

@@ -724,39 +724,41 @@ do_upsert(mf_sess_t *s, mf_coll_t *c, bool durable, bool validate, const bson_t 
 /*
  * A statement's upsertSupplied, checked first as mongod's
  * ParsedUpdate::parseRequest does (9 FailedToParse without upsert, or
- * without a document c.new); doc (may be NULL) then points into stmt at
- * that document. 0 when upsertSupplied is absent or false too.
+ * without a document c.new). *supplied tells whether it is set; doc then
+ * points into stmt at that document. 0, or -1 with err.
  */
 static int
-supplied_check(const bson_t *stmt, bson_t *doc, mf_error_t *err)
+supplied_check(const bson_t *stmt, bson_t *doc, bool *supplied, mf_error_t *err)
 {
     bson_iter_t it, ci;
+    *supplied = false;
     if (!bson_iter_init_find(&it, stmt, "upsertSupplied") || !bson_iter_as_bool(&it))
         return 0;
     if (!bson_iter_init_find(&it, stmt, "upsert") || !bson_iter_as_bool(&it))
         return mf_err_set(err, MF_E_FailedToParse, "cannot specify 'upsertSupplied: true' for a non-upsert operation");
     const uint8_t *data;
     uint32_t len;
-    bson_t tmp;
     if (!bson_iter_init_find(&ci, stmt, "c") || !BSON_ITER_HOLDS_DOCUMENT(&ci) || !bson_iter_recurse(&ci, &ci) ||
         !bson_iter_find(&ci, "new") || !BSON_ITER_HOLDS_DOCUMENT(&ci) ||
-        (bson_iter_document(&ci, &len, &data), !bson_init_static(doc != NULL ? doc : &tmp, data, len)))
+        (bson_iter_document(&ci, &len, &data), !bson_init_static(doc, data, len)))
         return mf_err_set(err, MF_E_FailedToParse,
                           "the parameter 'upsertSupplied' is set to 'true', but no document was supplied");
+    *supplied = true;
     return 0;
 }
 
+/* One update statement; supplied_doc: its upsertSupplied document (supplied_check), NULL without one. */
 static int
 write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db, const char *coll,
-             const bson_t *stmt, mf_write_update_result_t *res, mf_error_t *err)
+             const bson_t *stmt, const bson_t *supplied_doc, mf_write_update_result_t *res, mf_error_t *err)
 {
     bson_iter_t it;
     bson_t ud;
     stmt_common_t sc = {.have_q = false, .hint = NULL};
     const bson_value_t *af = NULL, *upl = NULL;
     bson_value_t af_store, upl_store;
-    bool upsert = false, multi = false, have_u = false, have_sort = false, taken, supplied = false;
-    bson_t sort, supplied_doc;
+    bool upsert = false, multi = false, have_u = false, have_sort = false, taken;
+    bson_t sort;
     mf_matcher_t *m = NULL;
     mf_update_spec_t *u = NULL, *ins = NULL;
     mf_coll_t *c = NULL;
@@ -790,8 +792,6 @@ write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const
             upsert = bson_iter_as_bool(&it);
         } else if (strcmp(k, "multi") == 0) {
             multi = bson_iter_as_bool(&it);
-        } else if (strcmp(k, "upsertSupplied") == 0) {
-            supplied = bson_iter_as_bool(&it);
         } else if (strcmp(k, "sort") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
             const uint8_t *data;
             uint32_t len;
@@ -813,13 +813,6 @@ write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const
         return mf_err_set(err, MF_E_Location40414, "BSON field 'update.updates.u' is missing but a required field");
     if (have_sort && multi)
         return mf_err_set(err, MF_E_FailedToParse, "Cannot specify sort with multi=true");
-    /*
-     * upsertSupplied ($merge's): an upsert inserts the constants' new
-     * document, applied as a replacement to the query's seed (mongod's
-     * UpsertStage::_generateNewDocumentFromSuppliedDoc), parsed only then.
-     */
-    if (supplied && supplied_check(stmt, &supplied_doc, err) != 0)
-        return -1;
     if (have_sort) {
         /* 8.0's updateOne/replaceOne sort: the first document in sort order, as findAndModify picks it. */
         mf_write_fam_t f = {.query = &sc.q, .sort = &sort, .update = upl ? NULL : &ud, .pipeline = upl,
@@ -863,8 +856,13 @@ write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const
                 goto out_unlock;
         }
         if (res->matched == 0 && upsert && c != NULL) {
-            /* upsertSupplied: the query's seed as the statement's update takes it, then the new document over it. */
-            if (supplied && ins == NULL && (ins = mf_update_spec_new(&supplied_doc, NULL, NULL, err)) == NULL)
+            /*
+             * upsertSupplied ($merge's): the query's seed as the statement's
+             * update takes it, then the constants' new document over it as a
+             * replacement (mongod's UpsertStage::_generateNewDocumentFromSuppliedDoc),
+             * parsed only then.
+             */
+            if (supplied_doc != NULL && ins == NULL && (ins = mf_update_spec_new(supplied_doc, NULL, NULL, err)) == NULL)
                 goto out_unlock;
             if (do_upsert(s, c, durable, validate, &sc.q, ins != NULL ? ins : u, upd_spec_is_replacement(u), NULL,
                           &res->upserted_id, NULL, err) != 0) {
@@ -1263,14 +1261,16 @@ mf_write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, co
     const mf_collation_t *saved;
     bool set;
     stmt_consts_t k;
+    bson_t sdoc;
+    bool supplied;
     memset(res, 0, sizeof *res);
-    if (supplied_check(stmt, NULL, err) != 0 || stmt_consts_begin(stmt, &k, err) != 0)
+    if (supplied_check(stmt, &sdoc, &supplied, err) != 0 || stmt_consts_begin(stmt, &k, err) != 0)
         return -1;
     if (stmt_collation_begin(stmt, &c, &saved, &set, err) != 0) {
         stmt_consts_end(&k);
         return -1;
     }
-    int rc = write_update(cat, s, durable, validate, db, coll, stmt, res, err);
+    int rc = write_update(cat, s, durable, validate, db, coll, stmt, supplied ? &sdoc : NULL, res, err);
     stmt_collation_end(c, saved, set);
     stmt_consts_end(&k);
     return rc;

@@ -87,7 +87,7 @@ void mf_ttl_monitor_stop(mf_ttl_monitor_t *m);
 void mf_ttl_monitor_pause(mf_ttl_monitor_t *m, const char *reason);
 
 /*
- * mf_ttl_group_poll: SPEC D9, called by the threads that serve clients after
+ * mf_ttl_group_poll: SPEC D9, called by the threads that serve clients before
  * each command (any thread; m may be NULL). While the monitor has lowered
  * the server's scheduling group (ttlMonitorGroupNice), at most every 100 ms
  * one caller looks at the CPU other programs used since the last look, and

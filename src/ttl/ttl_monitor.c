@@ -1117,17 +1117,18 @@ job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched, bool dele
  * program turned up): since its last look the monitor thread waited for a
  * CPU GROUP_STARVED times as long as it ran, or other programs kept
  * GROUP_CROWDED_PCT of a CPU busy (the probe's test, with room for a
- * closed-loop client that the lower weight lets use a whole CPU); then it leaves the
- * group alone for GROUP_HOLD_MS. It looks between documents of its own
- * pieces and every GROUP_CHECK_MS while it waits for the deleters, but only
- * when it gets a CPU: a lowered group beside four busy programs on two CPUs
- * got one for a few ms in 0.4-7 s, once 22 s (its first look came that late; the
- * waiting-to-running test alone missed it when the thread slept waiting
- * for a starved deleter, and the CI run at 78833f9 saw a 240,000-document
- * expiry outlast 60 s). So the client threads, which get most of the
- * lowered group's CPU, repeat the other-programs test too
+ * closed-loop client that the lower weight lets use a whole CPU); then it
+ * leaves the group alone for GROUP_HOLD_MS. It looks between documents of
+ * its own pieces and every GROUP_CHECK_MS while it waits for the deleters,
+ * but only when it gets a CPU: a lowered group beside four busy programs on
+ * two CPUs got one for a few ms in 0.4-7 s, once 22 s (its first look came
+ * that late; the waiting-to-running test alone missed it when the thread
+ * slept waiting for a starved deleter, and the CI run at 78833f9 saw a
+ * 240,000-document expiry outlast 60 s). So the client threads, which get
+ * most of the lowered group's CPU, repeat the other-programs test too
  * (mf_ttl_group_poll, before each command) and put the group back
- * themselves; the monitor takes that over (group_take_client_restore). Measured over 100 ms before lowering
+ * themselves; the monitor takes that over (group_take_client_restore).
+ * Measured over 100 ms before lowering
  * (bench/ttl_bench.js): other programs used 44 ms beside the paced client,
  * 70 ms beside the closed-loop one, 135 ms beside that and the busy
  * neighbour, 85-126 ms while a build ran; lowered beside the busy
@@ -1162,6 +1163,17 @@ process_cpu_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/*
+ * Whether other programs kept pct % of a CPU busy over window_ms: the
+ * machine's busy time less the process's own, each since its baseline
+ * (busy0, own0). The probe's test, the lowered monitor's and the clients'.
+ */
+static bool
+others_crowd(int64_t busy, int64_t busy0, int64_t own, int64_t own0, int64_t window_ms, int pct)
+{
+    return (busy - busy0) - (own - own0) > window_ms * 1000000 / 100 * pct;
 }
 
 static void
@@ -1214,7 +1226,7 @@ group_restore(mf_ttl_monitor_t *m)
  * so it is not lowered, nor tried again for GROUP_HOLD_MS
  * (serverStatus ttl.groupDeclined). Once lowered: the monitor thread
  * waited for a CPU GROUP_STARVED times as long as it ran since the last
- * look, or other programs kept GROUP_OTHERS_PCT of a CPU busy, so the lower
+ * look, or other programs kept GROUP_CROWDED_PCT of a CPU busy, so the lower
  * weight starves the expiry: the group is put back
  * (ttl.groupStarved) and left alone for GROUP_HOLD_MS.
  */
@@ -1228,7 +1240,7 @@ group_check(mf_ttl_monitor_t *m)
     if ((!m->group_lowered && !m->group_probing) || (now = mf_mono_ms()) - m->group_check_ms < GROUP_CHECK_MS ||
         mf_sched_thread_times(&run, &wait) != 0)
         return;
-    int64_t ran = run - m->group_run_ns, waited = wait - m->group_wait_ns, window_ns = (now - m->group_check_ms) * 1000000;
+    int64_t ran = run - m->group_run_ns, waited = wait - m->group_wait_ns;
     int64_t busy = 0, own = process_cpu_ns();
     bool measured = mf_sched_busy_ns(&busy) == 0;
     /*
@@ -1236,8 +1248,8 @@ group_check(mf_ttl_monitor_t *m)
      * (GROUP_CROWDED_PCT once lowered: the lower weight hands a client more
      * of the CPU, and a single-threaded one can take all of one).
      */
-    int64_t others = (busy - m->group_busy_ns) - (own - m->group_own_ns);
-    bool crowded = measured && others > window_ns / 100 * (m->group_probing ? GROUP_OTHERS_PCT : GROUP_CROWDED_PCT);
+    bool crowded = measured && others_crowd(busy, m->group_busy_ns, own, m->group_own_ns, now - m->group_check_ms,
+                                            m->group_probing ? GROUP_OTHERS_PCT : GROUP_CROWDED_PCT);
     m->group_check_ms = now;
     m->group_run_ns = run; /* the baselines of the next look, the first one's once lowered */
     m->group_wait_ns = wait;
@@ -1308,8 +1320,8 @@ mf_ttl_group_poll(mf_ttl_monitor_t *m)
     int64_t own = process_cpu_ns();
     if (mf_sched_busy_ns(&busy) != 0)
         return;
-    int64_t others = (busy - atomic_exchange(&m->poll_busy_ns, busy)) - (own - atomic_exchange(&m->poll_own_ns, own));
-    if (others <= (now - last) * 1000000 / 100 * GROUP_CROWDED_PCT || !atomic_load(&m->group_lowered))
+    int64_t busy0 = atomic_exchange(&m->poll_busy_ns, busy), own0 = atomic_exchange(&m->poll_own_ns, own);
+    if (!others_crowd(busy, busy0, own, own0, now - last, GROUP_CROWDED_PCT) || !atomic_load(&m->group_lowered))
         return;
     if (mf_sched_group_nice_set(m->group_base) == 0) /* EAGAIN: the next look tries again */
         atomic_store(&m->poll_restored, true);
