@@ -29,7 +29,10 @@ const h = require('./harness');
 
 const HAVE_AUTOGROUP = fs.existsSync('/proc/self/autogroup') &&
   (() => { try { return fs.readFileSync('/proc/sys/kernel/sched_autogroup_enabled', 'utf8').trim() === '1'; } catch (_) { return false; } })();
-const DOCS = 60000;
+// Enough that the expiry outlasts the monitor's 100 ms look on a fast, quiet
+// machine: 60,000 documents expired in about 80 ms there (800,000/s), so no
+// try decided.
+const DOCS = 150000;
 
 /*
  * A process's autogroup as the kernel shows it: "/autogroup-<id> nice <n>",
@@ -275,7 +278,7 @@ h.test('D9: busy programs that turn up once the group is lowered starve the expi
           woken = true;
           for (const b of busy) b.kill('SIGCONT');
         },
-        docs: 4 * DOCS,
+        docs: 240000,
       });
       assert.ok(woken, 'the group was lowered before the expiry ended');
       assert.ok(m.groupLowerings >= 1, `lowered: ${JSON.stringify(m)}`);
