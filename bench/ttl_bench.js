@@ -724,6 +724,13 @@ async function massExpiry(name, count, T, write, read, cpu, extraMs = 0, rate = 
   };
 }
 
+/* serverStatus metrics.ttl's scheduling-group counters (see docs/ARCHITECTURE.md, "The server's scheduling group can give way"). */
+async function groupCounters(db) {
+  const t = (await db.admin().command({ serverStatus: 1 })).metrics.ttl || {};
+  const n = (k) => Number(t[k] || 0);
+  return { groupLowerings: n('groupLowerings'), groupDeclined: n('groupDeclined'), groupStarved: n('groupStarved') };
+}
+
 /*
  * One mass expiry on mayfly (phase 2, and phase 4 beside a busy neighbour):
  * N docs in collection `coll` that all expire at T, then massExpiry() with
@@ -743,9 +750,13 @@ async function massMayfly(db, fgOps, ingestRate, cpu, tag, coll, fg, idBase, dur
   log(`mayfly ${tag}: loaded in ${(loadMs / 1000).toFixed(1)} s; expiry in ${((T - loadEnd) / 1000).toFixed(1)} s`);
   const { write, read } = fgOps ? fgOps(fg, idBase) : { write: null, read: null };
   const snap = fg ? () => latencyStatsOf(db, fg) : null;
+  const g0 = await groupCounters(db);
   const m = await withNeighbour(during, () => massExpiry('mayfly', () => c.estimatedDocumentCount(), T, write, read, cpu, 0, rate,
     snap));
-  log(`mayfly ${tag}: all gone ${fmtMs(m.zeroAfterMs)} after expiry (first deletion after ${fmtMs(m.firstAfterMs)})`);
+  const g1 = await groupCounters(db);
+  log(`mayfly ${tag}: all gone ${fmtMs(m.zeroAfterMs)} after expiry (first deletion after ${fmtMs(m.firstAfterMs)}); ` +
+    `scheduling group (SPEC D9) lowered ${g1.groupLowerings - g0.groupLowerings}, declined ${g1.groupDeclined - g0.groupDeclined}, ` +
+    `put back starved ${g1.groupStarved - g0.groupStarved}`);
   /* The deletions written out: a checkpoint, its CPU kept apart (see (6)). */
   const k0 = cpu();
   await db.admin().command({ fsync: 1 });
