@@ -15,8 +15,9 @@
  *                  monitors always get an answer;
  *       data lane: everything else.
  *     Both pools start a worker whenever a job is queued and none is idle
- *     (data: up to --maxWorkers, default MF_NET_DEFAULT_MAX_WORKERS; fast: up
- *     to FAST_MAX_WORKERS), keep --workers (data) / 1 (fast) warm, and retire
+ *     (data: up to a soft cap of SOFT_WORKERS_PER_CPU per CPU, past it only
+ *     for a job waiting behind stuck workers, and up to --maxWorkers, default
+ *     MF_NET_DEFAULT_MAX_WORKERS; fast: up to FAST_MAX_WORKERS), keep --workers (data) / 1 (fast) warm, and retire
  *     extra workers after WORKER_IDLE_MS idle; a retiring worker closes its
  *     WiredTiger session first (mf_storage_session_close_thread).
  *   - A worker parses the message (wire.c), runs the command (cmd/), and
@@ -766,12 +767,14 @@ run_request(job_t *job)
  * ends, after HOLD_MAX_REQUESTS requests, when jobs are queued for workers
  * (so a busy connection cannot starve others; while it waits, the pool's
  * wake descriptor tells it a job is queued with every worker busy and the
- * pool at its cap), on anything but a plain
+ * pool at its soft cap or cap), on anything but a plain
  * complete reply (held hello, exhaust, fatal, a partial send), or at
  * shutdown. Bytes it read past a request stay in c->rbuf for the loop.
  */
 #define HOLD_MAX_REQUESTS 256
 #define HOLDERS_PER_CPU 4
+/* The data pool's soft cap per CPU (at least 16 in all): above every holder, so held connections never meet it. */
+#define SOFT_WORKERS_PER_CPU 8
 
 /* Worker: sends all of buf on fd, non-blocking. Returns the bytes sent (len when all went). */
 static size_t
@@ -855,6 +858,7 @@ work_hold_cb(mf_net_pool_job_t *pj)
             free(job->reply);
             job->reply = NULL;
         }
+        mf_net_pool_job_progress(pj); /* a request done: not a worker stuck on one job (net_pool.c's soft cap) */
         if (served + 1 >= HOLD_MAX_REQUESTS || mf_net_pool_queued(srv->data_pool) > 0)
             return;
         if (atomic_fetch_add(&srv->holders, 1) >= srv->max_holders) {
@@ -864,6 +868,7 @@ work_hold_cb(mf_net_pool_job_t *pj)
         atomic_fetch_sub(&eng->conn_active, 1); /* waiting, not running */
         msgbuf_t *m = hold_read(c, job->held_fd, srv->hold_us);
         atomic_fetch_add(&eng->conn_active, 1);
+        mf_net_pool_job_progress(pj); /* the wait is over: its next request starts now */
         atomic_fetch_sub(&srv->holders, 1);
         if (m == NULL)
             return;
@@ -1651,8 +1656,11 @@ mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err)
         cap = warm;
     if (srv.max_holders > cap - 1)
         srv.max_holders = cap - 1; /* a worker is always left for a request that is not held */
-    mf_net_pool_config_t pc = {.name = "mf-data", .warm = warm, .cap = cap, .idle_ms = WORKER_IDLE_MS,
-                               .done = on_pool_job_done, .thread_exit = on_pool_thread_exit, .arg = &srv};
+    /* SOFT_WORKERS_PER_CPU data workers per CPU start at once, more only for jobs stuck behind slow ones (net_pool.c). */
+    int soft = (int)(ncpu > 1 ? ncpu : 1) * SOFT_WORKERS_PER_CPU;
+    mf_net_pool_config_t pc = {.name = "mf-data", .warm = warm, .cap = cap, .soft = soft < 16 ? 16 : soft,
+                               .idle_ms = WORKER_IDLE_MS, .done = on_pool_job_done,
+                               .thread_exit = on_pool_thread_exit, .arg = &srv};
     pthread_mutex_init(&srv.done_lock, NULL);
     uv_async_init(srv.loop, &srv.done_async, on_jobs_done);
     srv.done_async.data = &srv;
@@ -1672,6 +1680,7 @@ mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err)
     pc.name = "mf-fast";
     pc.warm = 1;
     pc.cap = FAST_MAX_WORKERS;
+    pc.soft = 0; /* its commands are quick, or wait (awaitable hello) without CPU: a thread per job */
     if (mf_net_pool_create(&pc, &srv.fast_pool, err) != 0) {
         rc = -1;
         goto err_close_async;

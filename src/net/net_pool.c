@@ -29,6 +29,26 @@
  *     netConnectionHoldMicros) for the one worker they occupy. Set and
  *     cleared under the lock, only on that path (a write and a read of 8
  *     bytes); nobody else reads it.
+ *   - Soft cap (cfg.soft, below cfg.cap). A thread per busy job costs more
+ *     than it gives once the CPUs are full: 64 closed-loop connections on 2
+ *     CPUs kept ~60 data workers alive, and each request cost the server
+ *     51-52 µs of CPU at 22-23k requests/s, against 35 µs at 27-28k with
+ *     the pool held to 4-16 workers (bench/latency_bench.js --only
+ *     scaling, and a probe with --maxWorkers; the threads' WiredTiger sessions, caches and run
+ *     queue). So past the soft cap submit does not start a worker: the job
+ *     waits in the FIFO for one to come free, and the wake descriptor calls
+ *     the held connections' workers back to take it. What a thread per job
+ *     is for, a quick command never waiting behind slow ones, is kept by a
+ *     judge thread (started the first time the soft cap is met): once the
+ *     queue's head has waited stall_us, every worker that has been on one
+ *     job for stall_us (a slow query, an awaitData getMore, a lock wait;
+ *     busy_since, which a held connection's worker moves on at each
+ *     request: mf_net_pool_job_progress) stops counting against the soft
+ *     cap, and the judge starts workers for the waiting jobs within that
+ *     room (counted in `grown`), up to the cap. When every worker is busy
+ *     with quick jobs the head's wait is the CPUs' queue, and starting
+ *     threads would not shorten it. The judge looks again every stall_us
+ *     while jobs wait, and sleeps while none do.
  *
  * Invariants: nthreads counts workers that have not decided to exit;
  * nidle <= nthreads; a slot is FREE only once its thread has been joined.
@@ -53,11 +73,14 @@ enum { SLOT_FREE = 0, SLOT_RUNNING, SLOT_EXITED };
 
 #define WORKER_STACK_BYTES ((size_t)8 << 20)
 
-typedef struct slot {
+typedef struct mf_net_pool_slot {
     struct mf_net_pool *pool;
     pthread_t tid;
     int state;
+    _Atomic int64_t busy_since; /* monotonic µs its current job (or its last piece) began; 0 while idle */
 } slot_t;
+
+#define DEFAULT_STALL_US 2000
 
 struct mf_net_pool {
     mf_net_pool_config_t cfg;
@@ -74,7 +97,23 @@ struct mf_net_pool {
     int wake_fd;   /* readable while jobs wait and no worker can start (see above); -1 if none could be made */
     bool wake_set; /* wake_fd holds a count */
     slot_t *slots; /* cfg.cap of them */
+    /* The soft cap's judge (see above). */
+    int soft;              /* cfg.soft, within warm..cap */
+    int stall_us;
+    pthread_cond_t judge_cond; /* wakes the judge: a job queued past the soft cap, or destroy */
+    pthread_t judge;
+    bool judge_started;
+    bool judge_idle;       /* waiting for a job queued past the soft cap, with no deadline */
+    int64_t grown;
 };
+
+/* The monotonic clock's time at us microseconds (mf_mono_us), for a timed wait. */
+static struct timespec
+mono_at_us(int64_t us)
+{
+    struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000};
+    return ts;
+}
 
 /* Makes wake_fd readable (jobs wait and no worker can start). Caller holds p->lock. */
 static void
@@ -156,11 +195,15 @@ worker_main(void *arg)
             atomic_store_explicit(&p->queued_hint, p->queued, memory_order_relaxed);
             if (p->queued == 0)
                 wake_clear_locked(p);
+            atomic_store_explicit(&self->busy_since, mf_mono_us(), memory_order_relaxed);
             pthread_mutex_unlock(&p->lock);
             job->next = NULL;
+            job->owner = self;
             job->work(job);
+            /* done may hand job to another thread, which frees it: job is not touched after. */
             if (p->cfg.done)
                 p->cfg.done(job, p->cfg.arg);
+            atomic_store_explicit(&self->busy_since, 0, memory_order_relaxed);
             pthread_mutex_lock(&p->lock);
             continue;
         }
@@ -190,6 +233,73 @@ worker_main(void *arg)
     return NULL;
 }
 
+/*
+ * The soft cap's judge (see "Soft cap" above). Holds p->lock except while it
+ * waits; starts workers only through spawn_locked, under the lock, and never
+ * once stopping is set.
+ */
+static void *
+judge_main(void *arg)
+{
+    mf_net_pool_t *p = arg;
+    char name[16];
+
+    snprintf(name, sizeof(name), "%.10s-j", p->cfg.name);
+    pthread_setname_np(pthread_self(), name);
+    pthread_mutex_lock(&p->lock);
+    while (!p->stopping) {
+        if (p->head == NULL || p->nthreads >= p->cfg.cap) {
+            p->judge_idle = true;
+            pthread_cond_wait(&p->judge_cond, &p->lock);
+            p->judge_idle = false;
+            continue;
+        }
+        int64_t now = mf_mono_us();
+        int64_t due = p->head->queued_us + p->stall_us;
+        if (now >= due) {
+            /* The head has waited stall_us: workers that long on one job do not count against the soft cap. */
+            int stuck = 0;
+            for (int i = 0; i < p->cfg.cap; i++) {
+                int64_t b = atomic_load_explicit(&p->slots[i].busy_since, memory_order_relaxed);
+                if (p->slots[i].state == SLOT_RUNNING && b != 0 && now - b >= p->stall_us)
+                    stuck++;
+            }
+            int room = p->soft + stuck - p->nthreads;
+            for (int want = p->queued - p->nidle; want > 0 && room > 0; want--, room--) {
+                if (p->nthreads >= p->cfg.cap || spawn_locked(p) != 0)
+                    break;
+                p->grown++;
+            }
+            due = now + p->stall_us; /* then look again, while jobs wait */
+        }
+        struct timespec ts = mono_at_us(due);
+        pthread_cond_timedwait(&p->judge_cond, &p->lock, &ts);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+/* A job was queued past the soft cap: starts the judge, or wakes it if it waits for one. Caller holds p->lock. */
+static void
+judge_kick_locked(mf_net_pool_t *p)
+{
+    if (p->judge_started) {
+        if (p->judge_idle)
+            pthread_cond_signal(&p->judge_cond);
+        return;
+    }
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, (size_t)256 << 10);
+    int rc = pthread_create(&p->judge, &attr, judge_main, p);
+    pthread_attr_destroy(&attr);
+    if (rc == 0)
+        p->judge_started = true;
+    else
+        /* Without it the pool still runs every job, only with no more workers than the soft cap. */
+        mf_log(MF_LOG_WARN, "NETWORK", "%s pool: cannot start the soft cap's judge (%s)", p->cfg.name, strerror(rc));
+}
+
 int
 mf_net_pool_create(const mf_net_pool_config_t *cfg, mf_net_pool_t **out, mf_error_t *err)
 {
@@ -203,6 +313,10 @@ mf_net_pool_create(const mf_net_pool_config_t *cfg, mf_net_pool_t **out, mf_erro
         p->cfg.cap = p->cfg.warm;
     if (p->cfg.idle_ms <= 0)
         p->cfg.idle_ms = 1;
+    p->soft = p->cfg.soft <= 0 || p->cfg.soft > p->cfg.cap ? p->cfg.cap
+              : p->cfg.soft < p->cfg.warm                  ? p->cfg.warm
+                                                           : p->cfg.soft;
+    p->stall_us = p->cfg.stall_us > 0 ? p->cfg.stall_us : DEFAULT_STALL_US;
     p->slots = mf_calloc((size_t)p->cfg.cap, sizeof(*p->slots));
     p->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (p->wake_fd < 0)
@@ -212,6 +326,7 @@ mf_net_pool_create(const mf_net_pool_config_t *cfg, mf_net_pool_t **out, mf_erro
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&p->cond, &ca);
+    pthread_cond_init(&p->judge_cond, &ca);
     pthread_condattr_destroy(&ca);
     pthread_mutex_lock(&p->lock);
     for (int i = 0; i < p->cfg.warm; i++)
@@ -222,6 +337,7 @@ mf_net_pool_create(const mf_net_pool_config_t *cfg, mf_net_pool_t **out, mf_erro
     if (n == 0) {
         pthread_mutex_destroy(&p->lock);
         pthread_cond_destroy(&p->cond);
+        pthread_cond_destroy(&p->judge_cond);
         if (p->wake_fd >= 0)
             close(p->wake_fd);
         free(p->slots);
@@ -236,6 +352,8 @@ void
 mf_net_pool_submit(mf_net_pool_t *p, mf_net_pool_job_t *job)
 {
     job->next = NULL;
+    job->owner = NULL;
+    job->queued_us = mf_mono_us();
     pthread_mutex_lock(&p->lock);
     if (p->tail)
         p->tail->next = job;
@@ -246,10 +364,15 @@ mf_net_pool_submit(mf_net_pool_t *p, mf_net_pool_job_t *job)
     atomic_store_explicit(&p->queued_hint, p->queued, memory_order_relaxed);
     /*
      * Every idle worker will take one queued job; start one for each job
-     * beyond that, and at the cap call back the workers parked elsewhere.
+     * beyond that up to the soft cap. Past it call back the workers parked
+     * elsewhere, and below the cap let the judge see whether the job waits
+     * behind slow ones.
      */
-    if (p->queued > p->nidle && (p->nthreads >= p->cfg.cap || spawn_locked(p) != 0))
+    if (p->queued > p->nidle && (p->nthreads >= p->soft || spawn_locked(p) != 0)) {
         wake_set_locked(p);
+        if (p->nthreads < p->cfg.cap && p->soft < p->cfg.cap)
+            judge_kick_locked(p);
+    }
     pthread_cond_signal(&p->cond);
     pthread_mutex_unlock(&p->lock);
 }
@@ -264,6 +387,7 @@ mf_net_pool_stats(mf_net_pool_t *p, mf_net_pool_stats_t *out)
     out->peak = p->peak;
     out->started = p->started;
     out->retired = p->retired;
+    out->grown = p->grown;
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -275,7 +399,12 @@ mf_net_pool_destroy(mf_net_pool_t *p)
     pthread_mutex_lock(&p->lock);
     p->stopping = true;
     pthread_cond_broadcast(&p->cond);
+    pthread_cond_signal(&p->judge_cond);
+    bool judge = p->judge_started;
     pthread_mutex_unlock(&p->lock);
+    /* The judge starts no worker once stopping is set, so the slots below are final after it ends. */
+    if (judge)
+        pthread_join(p->judge, NULL);
     /* No submit runs concurrently with destroy, so no slot changes hands from here on. */
     for (int i = 0; i < p->cfg.cap; i++) {
         pthread_mutex_lock(&p->lock);
@@ -286,10 +415,18 @@ mf_net_pool_destroy(mf_net_pool_t *p)
     }
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->cond);
+    pthread_cond_destroy(&p->judge_cond);
     if (p->wake_fd >= 0)
         close(p->wake_fd);
     free(p->slots);
     free(p);
+}
+
+void
+mf_net_pool_job_progress(mf_net_pool_job_t *job)
+{
+    if (job->owner != NULL)
+        atomic_store_explicit(&job->owner->busy_since, mf_mono_us(), memory_order_relaxed);
 }
 
 int

@@ -23,12 +23,22 @@ typedef struct mf_net_pool mf_net_pool_t;
 typedef struct mf_net_pool_job {
     struct mf_net_pool_job *next; /* the pool's queue link */
     void (*work)(struct mf_net_pool_job *job);
+    int64_t queued_us;            /* the pool's: when it was queued (monotonic µs) */
+    struct mf_net_pool_slot *owner; /* the pool's: the worker running it (mf_net_pool_job_progress) */
 } mf_net_pool_job_t;
 
 typedef struct mf_net_pool_config {
     const char *name;    /* thread name prefix (at most 10 characters shown) */
     int warm;            /* workers started up front and never retired (>= 1) */
     int cap;             /* most workers at once (>= warm) */
+    /*
+     * Workers started at once for queued jobs, at most (warm..cap; 0: cap).
+     * Past it a queued job waits for a worker to come free, unless it has
+     * waited stall_us while some worker has been on one job for as long:
+     * then one more starts for it (see net_pool.c, "Soft cap").
+     */
+    int soft;
+    int stall_us;        /* 0: 2,000 µs */
     int idle_ms;         /* a worker above warm exits after idling this long */
     /* Runs on the worker thread after each job->work (not under any pool lock). */
     void (*done)(mf_net_pool_job_t *job, void *arg);
@@ -45,6 +55,7 @@ typedef struct mf_net_pool_stats {
     int peak;        /* most threads alive at once so far */
     int64_t started; /* threads started so far */
     int64_t retired; /* threads that exited because they idled */
+    int64_t grown;   /* threads started past the soft cap for a job that waited (see cfg.soft) */
 } mf_net_pool_stats_t;
 
 /*
@@ -56,21 +67,30 @@ int mf_net_pool_create(const mf_net_pool_config_t *cfg, mf_net_pool_t **out, mf_
 
 /*
  * mf_net_pool_submit: queues job (FIFO) and starts a worker if none is idle
- * and the cap allows; if none can start, makes the wake descriptor readable
- * (mf_net_pool_wake_fd). Any thread may call it. The pool does not own job.
+ * and the soft cap allows; if none starts, makes the wake descriptor
+ * readable (mf_net_pool_wake_fd). Any thread may call it. The pool does not
+ * own job.
  */
 void mf_net_pool_submit(mf_net_pool_t *p, mf_net_pool_job_t *job);
 
 /* mf_net_pool_stats: a consistent snapshot of the counters. */
 void mf_net_pool_stats(mf_net_pool_t *p, mf_net_pool_stats_t *out);
 
+/*
+ * mf_net_pool_job_progress: called by a job's work on its worker thread when
+ * it has finished a piece and goes on to another (a held connection's next
+ * request), so that the soft cap's judge does not take a worker serving one
+ * quick request after another for one stuck in a long job.
+ */
+void mf_net_pool_job_progress(mf_net_pool_job_t *job);
+
 /* mf_net_pool_queued: jobs waiting for a worker, read without the pool's lock (a hint: it may be stale). */
 int mf_net_pool_queued(mf_net_pool_t *p);
 
 /*
  * mf_net_pool_wake_fd: a descriptor that polls readable while jobs wait for
- * a worker and no more can start (the cap, or a thread that could not
- * start), and not once the queue is empty. A job that parks its worker in
+ * a worker and no more start at once (the soft cap or the cap, or a thread
+ * that could not start), and not once the queue is empty. A job that parks its worker in
  * a wait of its own (a held connection) polls it too and ends the wait
  * early. Only poll it: never read, write or close it. -1 when the pool has
  * none (poll ignores it). Valid until mf_net_pool_destroy.

@@ -645,6 +645,38 @@ h.test('a request queued at the worker cap calls back a worker waiting on a held
   }
 });
 
+h.test('past the data workers\' soft cap a quick command still never waits behind slow ones: with more commands blocked 2 s than the soft cap (8 workers per CPU, at least 16), another connection\'s find is answered at once', async () => {
+  const s2 = new h.MayflyServer({ args: ['--setParameter', 'enableTestCommands=1'] });
+  await s2.start();
+  const N = Math.max(16, 8 * require('node:os').availableParallelism()) + 4;
+  const conns = [];
+  try {
+    for (let i = 0; i < N + 1; i++) conns.push(await h.rawConnect(s2.port));
+    const quick = conns[N];
+    assert.equal((await quick.command('t', { insert: 'c', documents: [{ _id: 1 }] })).n, 1);
+    assert.equal((await quick.command('admin', {
+      configureFailPoint: 'failCommand',
+      mode: { times: N },
+      data: { failCommands: ['count'], blockConnection: true, blockTimeMS: 2000 },
+    })).ok, 1);
+    const t0 = Date.now();
+    for (let i = 0; i < N; i++) await conns[i].send(h.buildOpMsg(conns[i].reqId++, { count: 'c', $db: 't' }));
+    await h.sleep(300);
+    // Every worker the soft cap starts at once is blocked; the find waits only the pool's stall (2 ms) for another.
+    const t1 = Date.now();
+    const r = await quick.command('t', { find: 'c', filter: { _id: 1 } });
+    const ms = Date.now() - t1;
+    assert.deepEqual(r.cursor.firstBatch, [{ _id: 1 }]);
+    assert.ok(ms < 1000, `the find waited ${ms} ms behind ${N} blocked counts`);
+    for (let i = 0; i < N; i++) assert.equal((await conns[i].readReply()).n, 1);
+    assert.ok(Date.now() - t0 >= 1900, `the counts were blocked ${Date.now() - t0} ms`);
+  } finally {
+    for (const c of conns) c.close();
+    await s2.stop();
+    s2.cleanup();
+  }
+});
+
 h.test('client metadata is checked as mongod\'s ClientMetadata, and only the first hello of a connection may send it (186)', async () => {
   const good = { driver: { name: 'raw', version: '1.0' }, os: { type: 'Linux' }, application: { name: 'wire-test' } };
   const first = async (client) => {

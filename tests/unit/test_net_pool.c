@@ -269,3 +269,111 @@ Test(net_pool, destroy_runs_queued_jobs)
     for (int k = 0; k < N; k++)
         cr_assert_eq(g.order[k], k, "one worker runs the queue in order");
 }
+
+static mf_net_pool_t *
+make_soft_pool(gate_t *g, int warm, int cap, int soft, int stall_us)
+{
+    mf_net_pool_t *p;
+    mf_error_t err;
+    mf_net_pool_config_t cfg = {.name = "test", .warm = warm, .cap = cap, .soft = soft, .stall_us = stall_us,
+                                .idle_ms = 60000, .done = done, .thread_exit = thread_exit, .arg = g};
+    cr_assert_eq(mf_net_pool_create(&cfg, &p, &err), 0);
+    return p;
+}
+
+/*
+ * Soft cap: past it, a queued job waits for a worker instead of starting
+ * one. The judge's stall is 100 s, so it never starts one here: the jobs
+ * held at the gate occupy exactly the soft cap's workers and the rest
+ * queue (without the soft cap every job would have a worker), then all run
+ * on those workers.
+ */
+Test(net_pool, soft_cap_bounds_the_workers_started_at_once)
+{
+    enum { N = 20, SOFT = 3 };
+    gate_t g;
+    tjob_t jobs[N];
+    gate_init(&g, 1000); /* held until opened */
+    mf_net_pool_t *p = make_soft_pool(&g, 1, 64, SOFT, 100 * 1000 * 1000);
+    for (int i = 0; i < N; i++) {
+        submit_job(p, &g, &jobs[i], i);
+    }
+    wait_running(&g, SOFT);
+    usleep(50 * 1000); /* time for a wrongly started worker to show */
+    mf_net_pool_stats_t st;
+    mf_net_pool_stats(p, &st);
+    cr_assert_eq(st.threads, SOFT, "threads %d", st.threads);
+    cr_assert_eq(st.queued, N - SOFT, "queued %d", st.queued);
+    cr_assert(wake_readable(p), "jobs wait at the soft cap: workers parked elsewhere are called back");
+    open_gate(&g);
+    wait_done(&g, N);
+    mf_net_pool_stats(p, &st);
+    cr_assert_eq(st.peak, SOFT, "peak %d", st.peak);
+    cr_assert_eq(st.grown, 0);
+    mf_net_pool_destroy(p);
+    cr_assert_eq(atomic_load(&g.exits), (int)st.started);
+}
+
+/*
+ * Soft cap: jobs stuck on the soft cap's workers (slow commands, waits) do
+ * not hold back a job queued behind them: once it has waited the stall, the
+ * judge starts a worker for it. Its job arrives at the gate while the
+ * others still wait there, which a pool kept to the soft cap never allows
+ * (the suite's timeout turns that into a failure).
+ */
+Test(net_pool, soft_cap_grows_for_a_job_queued_behind_stuck_workers)
+{
+    enum { SOFT = 2, N = SOFT + 3 };
+    gate_t g;
+    tjob_t jobs[N];
+    gate_init(&g, N); /* every job waits until all N have arrived */
+    mf_net_pool_t *p = make_soft_pool(&g, 1, 16, SOFT, 2000);
+    for (int i = 0; i < N; i++) {
+        submit_job(p, &g, &jobs[i], i);
+    }
+    wait_done(&g, N);
+    cr_assert_eq(g.max_running, N);
+    mf_net_pool_stats_t st;
+    mf_net_pool_stats(p, &st);
+    cr_assert_geq(st.grown, N - SOFT, "grown %lld", (long long)st.grown);
+    cr_assert_leq(st.peak, 16);
+    mf_net_pool_destroy(p);
+    cr_assert_eq(atomic_load(&g.exits), (int)st.started);
+}
+
+/* A job that moves on (mf_net_pool_job_progress, a held connection's next request) is not stuck. */
+typedef struct prog_job {
+    mf_net_pool_job_t pj;
+    _Atomic int *stop;
+} prog_job_t;
+
+static void
+progressing_work(mf_net_pool_job_t *pj)
+{
+    prog_job_t *j = (prog_job_t *)pj;
+    for (int i = 0; i < 20000 && !atomic_load(j->stop); i++) {
+        mf_net_pool_job_progress(pj);
+        usleep(1000);
+    }
+}
+
+Test(net_pool, soft_cap_does_not_grow_for_a_worker_that_makes_progress)
+{
+    gate_t g;
+    gate_init(&g, 0);
+    _Atomic int stop = 0;
+    /* Stall 300 ms, progress every millisecond: only a thread kept off its CPU for 300 ms could look stuck. */
+    mf_net_pool_t *p = make_soft_pool(&g, 1, 16, 1, 300 * 1000);
+    prog_job_t busy = {.pj.work = progressing_work, .stop = &stop};
+    mf_net_pool_submit(p, &busy.pj);
+    tjob_t waiting;
+    submit_job(p, &g, &waiting, 1);
+    usleep(1000 * 1000); /* the waiting job's stall passes three times */
+    mf_net_pool_stats_t st;
+    mf_net_pool_stats(p, &st);
+    cr_assert_eq(st.grown, 0, "a worker making progress counted as stuck");
+    cr_assert_eq(st.queued, 1, "the job waits for the soft cap's worker");
+    atomic_store(&stop, 1);
+    wait_done(&g, 2);
+    mf_net_pool_destroy(p);
+}
