@@ -69,6 +69,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -773,8 +774,23 @@ run_request(job_t *job)
  */
 #define HOLD_MAX_REQUESTS 256
 #define HOLDERS_PER_CPU 4
-/* The data pool's soft cap per CPU (at least 16 in all): above every holder, so held connections never meet it. */
+/*
+ * The data pool's soft cap per CPU (at least 16 in all; see net_pool.c, "Soft
+ * cap"): twice HOLDERS_PER_CPU, so the workers holding connections leave as
+ * many again for requests that are not held before it is reached.
+ */
 #define SOFT_WORKERS_PER_CPU 8
+
+/* The CPUs this process may run on (its affinity mask; else those online), at least 1. */
+static int
+usable_cpus(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 1 ? (int)n : 1;
+}
 
 /* Worker: sends all of buf on fd, non-blocking. Returns the bytes sent (len when all went). */
 static size_t
@@ -858,7 +874,7 @@ work_hold_cb(mf_net_pool_job_t *pj)
             free(job->reply);
             job->reply = NULL;
         }
-        mf_net_pool_job_progress(pj); /* a request done: not a worker stuck on one job (net_pool.c's soft cap) */
+        mf_net_pool_job_progress(pj); /* a request done: counted as a finished job (net_pool.c's soft cap) */
         if (served + 1 >= HOLD_MAX_REQUESTS || mf_net_pool_queued(srv->data_pool) > 0)
             return;
         if (atomic_fetch_add(&srv->holders, 1) >= srv->max_holders) {
@@ -868,7 +884,6 @@ work_hold_cb(mf_net_pool_job_t *pj)
         atomic_fetch_sub(&eng->conn_active, 1); /* waiting, not running */
         msgbuf_t *m = hold_read(c, job->held_fd, srv->hold_us);
         atomic_fetch_add(&eng->conn_active, 1);
-        mf_net_pool_job_progress(pj); /* the wait is over: its next request starts now */
         atomic_fetch_sub(&srv->holders, 1);
         if (m == NULL)
             return;
@@ -1649,15 +1664,15 @@ mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err)
     int warm = opts->workers > 0 ? opts->workers : 1;
     srv.hold_us = mf_param_get(eng->params, "netConnectionHoldMicros");
     /* HOLDERS_PER_CPU waiting holders per CPU (see "Held connections"). */
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    srv.max_holders = (int)(ncpu > 1 ? ncpu : 1) * HOLDERS_PER_CPU;
+    int ncpu = usable_cpus();
+    srv.max_holders = ncpu * HOLDERS_PER_CPU;
     int cap = opts->max_workers > 0 ? opts->max_workers : MF_NET_DEFAULT_MAX_WORKERS;
     if (cap < warm)
         cap = warm;
     if (srv.max_holders > cap - 1)
         srv.max_holders = cap - 1; /* a worker is always left for a request that is not held */
     /* SOFT_WORKERS_PER_CPU data workers per CPU start at once, more only for jobs stuck behind slow ones (net_pool.c). */
-    int soft = (int)(ncpu > 1 ? ncpu : 1) * SOFT_WORKERS_PER_CPU;
+    int soft = ncpu * SOFT_WORKERS_PER_CPU;
     mf_net_pool_config_t pc = {.name = "mf-data", .warm = warm, .cap = cap, .soft = soft < 16 ? 16 : soft,
                                .idle_ms = WORKER_IDLE_MS, .done = on_pool_job_done,
                                .thread_exit = on_pool_thread_exit, .arg = &srv};

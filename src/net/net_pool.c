@@ -10,8 +10,8 @@
  *   - One mutex guards a FIFO of jobs and the counters; one condition
  *     variable (on the monotonic clock) wakes idle workers.
  *   - submit queues the job, and if more jobs are queued than workers are
- *     idle, starts a new worker (up to cfg.cap). Beyond the cap, jobs wait in
- *     the FIFO for the next free worker.
+ *     idle, starts a new worker (up to the soft cap, below). Beyond it, jobs
+ *     wait in the FIFO for the next free worker.
  *   - cfg.warm workers start with the pool and never retire. A worker above
  *     that count that idles cfg.idle_ms exits; before it does, it runs
  *     cfg.thread_exit (net.c closes the thread's WiredTiger session there).
@@ -21,8 +21,9 @@
  *     no pool memory is touched after destroy.
  *   - destroy lets the workers drain the queue, then stops and joins all.
  *   - The wake descriptor (an eventfd, mf_net_pool_wake_fd) is readable
- *     while jobs wait and no worker can start for them (the pool is at its
- *     cap, or a thread could not start), until the queue is empty again.
+ *     while jobs wait and no worker starts for them at once (the pool is at
+ *     its soft cap or cap, or a thread could not start), until the queue is
+ *     empty again.
  *     Threads the pool's jobs park elsewhere (net.c's held connections,
  *     waiting in poll for a client's next request) watch it and come back
  *     to take the job: otherwise a queued job waited out their wait (up to
@@ -31,24 +32,31 @@
  *     bytes); nobody else reads it.
  *   - Soft cap (cfg.soft, below cfg.cap). A thread per busy job costs more
  *     than it gives once the CPUs are full: 64 closed-loop connections on 2
- *     CPUs kept ~60 data workers alive, and each request cost the server
- *     51-52 µs of CPU at 22-23k requests/s, against 35 µs at 27-28k with
- *     the pool held to 4-16 workers (bench/latency_bench.js --only
- *     scaling, and a probe with --maxWorkers; the threads' WiredTiger sessions, caches and run
- *     queue). So past the soft cap submit does not start a worker: the job
- *     waits in the FIFO for one to come free, and the wake descriptor calls
- *     the held connections' workers back to take it. What a thread per job
- *     is for, a quick command never waiting behind slow ones, is kept by a
- *     judge thread (started the first time the soft cap is met): once the
- *     queue's head has waited stall_us, every worker that has been on one
- *     job for stall_us (a slow query, an awaitData getMore, a lock wait;
- *     busy_since, which a held connection's worker moves on at each
- *     request: mf_net_pool_job_progress) stops counting against the soft
- *     cap, and the judge starts workers for the waiting jobs within that
- *     room (counted in `grown`), up to the cap. When every worker is busy
- *     with quick jobs the head's wait is the CPUs' queue, and starting
- *     threads would not shorten it. The judge looks again every stall_us
- *     while jobs wait, and sleeps while none do.
+ *     CPUs kept ~60 data workers alive, and each find by _id cost the
+ *     server 54-79 µs of CPU at 14-21k/s, against 36-45 µs at 23-30k/s with
+ *     the pool held to 16 (a raw-client probe, alternating binaries; the
+ *     threads' WiredTiger sessions, caches and run queue). So past the soft
+ *     cap submit does not start a worker: the job waits in the FIFO for one
+ *     to come free, and the wake descriptor calls the held connections'
+ *     workers back to take it. What a thread per job is for, a quick
+ *     command never waiting behind slow ones, is kept by a judge thread
+ *     (started the first time the soft cap is met, asleep while no job
+ *     waits). Once the queue's head has waited stall_us, the workers that
+ *     have been on one job that long (busy_since: a blocked command, an
+ *     awaitData getMore, a lock or journal wait, a long scan; a held
+ *     connection's worker counts from its last request,
+ *     mf_net_pool_job_progress) stop counting against the soft cap, and
+ *     it starts workers for the waiting jobs within that room; if no job
+ *     at all finished since its last look (`finished`), every busy worker
+ *     is stuck and each waiting job gets one. At most GROW_BATCH per look,
+ *     so submit is not held up behind thread starts; then it looks again
+ *     at once, else every stall_us while jobs wait (every second after a
+ *     thread that would not start). Counted in `grown`. When every worker
+ *     is busy with quick jobs the head's wait is the CPUs' queue, which
+ *     more threads would not shorten. Workers past the soft cap go once not
+ *     needed: one that finishes a job with nothing queued exits, unless the
+ *     judge started a worker within the last second (`shrunk`), so a
+ *     passing stall does not leave a thread per connection behind.
  *
  * Invariants: nthreads counts workers that have not decided to exit;
  * nidle <= nthreads; a slot is FREE only once its thread has been joined.
@@ -77,10 +85,12 @@ typedef struct mf_net_pool_slot {
     struct mf_net_pool *pool;
     pthread_t tid;
     int state;
-    _Atomic int64_t busy_since; /* monotonic µs its current job (or its last piece) began; 0 while idle */
+    _Atomic int64_t busy_since; /* monotonic µs its current job (or a held connection's request) began; 0 idle */
 } slot_t;
 
 #define DEFAULT_STALL_US 2000
+#define SHRINK_AFTER_US 1000000 /* workers past the soft cap go once the judge has started none for this long */
+#define GROW_BATCH 32 /* workers the judge starts per look, at most */
 
 struct mf_net_pool {
     mf_net_pool_config_t cfg;
@@ -104,7 +114,12 @@ struct mf_net_pool {
     pthread_t judge;
     bool judge_started;
     bool judge_idle;       /* waiting for a job queued past the soft cap, with no deadline */
+    bool judge_failed;     /* it could not start: not tried again */
+    int64_t judge_seen;    /* finished at its last look */
+    int64_t grew_us;       /* when the judge last started a worker (monotonic µs) */
+    _Atomic int64_t finished; /* jobs, and held connections' requests, finished (see "Soft cap") */
     int64_t grown;
+    int64_t shrunk;        /* workers past the soft cap that went once not needed */
 };
 
 /* The monotonic clock's time at us microseconds (mf_mono_us), for a timed wait. */
@@ -195,7 +210,8 @@ worker_main(void *arg)
             atomic_store_explicit(&p->queued_hint, p->queued, memory_order_relaxed);
             if (p->queued == 0)
                 wake_clear_locked(p);
-            atomic_store_explicit(&self->busy_since, mf_mono_us(), memory_order_relaxed);
+            int64_t now = mf_mono_us();
+            atomic_store_explicit(&self->busy_since, now, memory_order_relaxed);
             pthread_mutex_unlock(&p->lock);
             job->next = NULL;
             job->owner = self;
@@ -204,7 +220,13 @@ worker_main(void *arg)
             if (p->cfg.done)
                 p->cfg.done(job, p->cfg.arg);
             atomic_store_explicit(&self->busy_since, 0, memory_order_relaxed);
+            atomic_fetch_add_explicit(&p->finished, 1, memory_order_relaxed);
             pthread_mutex_lock(&p->lock);
+            /* Past the soft cap with nothing queued, and no worker started for stuck ones lately: not needed. */
+            if (p->head == NULL && p->nthreads > p->soft && !p->stopping && now - p->grew_us > SHRINK_AFTER_US) {
+                p->shrunk++;
+                break;
+            }
             continue;
         }
         if (p->stopping)
@@ -252,25 +274,39 @@ judge_main(void *arg)
             p->judge_idle = true;
             pthread_cond_wait(&p->judge_cond, &p->lock);
             p->judge_idle = false;
+            p->judge_seen = atomic_load_explicit(&p->finished, memory_order_relaxed);
             continue;
         }
         int64_t now = mf_mono_us();
         int64_t due = p->head->queued_us + p->stall_us;
         if (now >= due) {
-            /* The head has waited stall_us: workers that long on one job do not count against the soft cap. */
+            /*
+             * The head has waited stall_us. Workers on one job that long do
+             * not count against the soft cap; if no job at all finished
+             * meanwhile, every busy worker is stuck and each waiting job gets one.
+             */
+            int64_t fin = atomic_load_explicit(&p->finished, memory_order_relaxed);
+            bool none_finished = fin == p->judge_seen;
+            p->judge_seen = fin;
             int stuck = 0;
             for (int i = 0; i < p->cfg.cap; i++) {
                 int64_t b = atomic_load_explicit(&p->slots[i].busy_since, memory_order_relaxed);
                 if (p->slots[i].state == SLOT_RUNNING && b != 0 && now - b >= p->stall_us)
                     stuck++;
             }
-            int room = p->soft + stuck - p->nthreads;
-            for (int want = p->queued - p->nidle; want > 0 && room > 0; want--, room--) {
-                if (p->nthreads >= p->cfg.cap || spawn_locked(p) != 0)
+            int want = p->queued - p->nidle;
+            int room = none_finished ? want : p->soft + stuck - p->nthreads;
+            due = now + p->stall_us;
+            for (int n = 0; n < want && n < room && n < GROW_BATCH && p->nthreads < p->cfg.cap; n++) {
+                if (spawn_locked(p) != 0) {
+                    due = now + 1000000; /* no thread now: look again in a second, not every stall */
                     break;
+                }
                 p->grown++;
+                p->grew_us = now;
             }
-            due = now + p->stall_us; /* then look again, while jobs wait */
+            if (want > GROW_BATCH && room > GROW_BATCH && due < now + 1000000)
+                due = now; /* more to start: let submit in, then go on (still none finished: all of them) */
         }
         struct timespec ts = mono_at_us(due);
         pthread_cond_timedwait(&p->judge_cond, &p->lock, &ts);
@@ -288,14 +324,16 @@ judge_kick_locked(mf_net_pool_t *p)
             pthread_cond_signal(&p->judge_cond);
         return;
     }
+    if (p->judge_failed)
+        return;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, (size_t)256 << 10);
     int rc = pthread_create(&p->judge, &attr, judge_main, p);
     pthread_attr_destroy(&attr);
-    if (rc == 0)
-        p->judge_started = true;
-    else
+    p->judge_started = rc == 0;
+    p->judge_failed = rc != 0;
+    if (rc != 0)
         /* Without it the pool still runs every job, only with no more workers than the soft cap. */
         mf_log(MF_LOG_WARN, "NETWORK", "%s pool: cannot start the soft cap's judge (%s)", p->cfg.name, strerror(rc));
 }
@@ -388,6 +426,7 @@ mf_net_pool_stats(mf_net_pool_t *p, mf_net_pool_stats_t *out)
     out->started = p->started;
     out->retired = p->retired;
     out->grown = p->grown;
+    out->shrunk = p->shrunk;
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -425,8 +464,10 @@ mf_net_pool_destroy(mf_net_pool_t *p)
 void
 mf_net_pool_job_progress(mf_net_pool_job_t *job)
 {
-    if (job->owner != NULL)
+    if (job->owner != NULL) {
         atomic_store_explicit(&job->owner->busy_since, mf_mono_us(), memory_order_relaxed);
+        atomic_fetch_add_explicit(&job->owner->pool->finished, 1, memory_order_relaxed);
+    }
 }
 
 int

@@ -32,10 +32,11 @@ typedef struct mf_net_pool_config {
     int warm;            /* workers started up front and never retired (>= 1) */
     int cap;             /* most workers at once (>= warm) */
     /*
-     * Workers started at once for queued jobs, at most (warm..cap; 0: cap).
-     * Past it a queued job waits for a worker to come free, unless it has
-     * waited stall_us while some worker has been on one job for as long:
-     * then one more starts for it (see net_pool.c, "Soft cap").
+     * Workers started at once for queued jobs, at most (warm..cap; 0 or
+     * cap: no soft cap). Past it a queued job waits for a worker to come
+     * free, unless it has waited stall_us while workers are stuck on one
+     * job that long: then workers start for it (see net_pool.c, "Soft
+     * cap").
      */
     int soft;
     int stall_us;        /* 0: 2,000 µs */
@@ -55,7 +56,8 @@ typedef struct mf_net_pool_stats {
     int peak;        /* most threads alive at once so far */
     int64_t started; /* threads started so far */
     int64_t retired; /* threads that exited because they idled */
-    int64_t grown;   /* threads started past the soft cap for a job that waited (see cfg.soft) */
+    int64_t grown;   /* threads started past the soft cap for jobs that waited (see cfg.soft) */
+    int64_t shrunk;  /* threads past the soft cap that exited once not needed */
 } mf_net_pool_stats_t;
 
 /*
@@ -78,9 +80,10 @@ void mf_net_pool_stats(mf_net_pool_t *p, mf_net_pool_stats_t *out);
 
 /*
  * mf_net_pool_job_progress: called by a job's work on its worker thread when
- * it has finished a piece and goes on to another (a held connection's next
- * request), so that the soft cap's judge does not take a worker serving one
- * quick request after another for one stuck in a long job.
+ * it has finished a piece and goes on to another (a request served on a held
+ * connection): counted as a finished job, so that the soft cap's judge does
+ * not take a worker serving one quick request after another for one stuck in
+ * a long job.
  */
 void mf_net_pool_job_progress(mf_net_pool_job_t *job);
 
