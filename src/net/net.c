@@ -884,6 +884,7 @@ work_hold_cb(mf_net_pool_job_t *pj)
         atomic_fetch_sub(&eng->conn_active, 1); /* waiting, not running */
         msgbuf_t *m = hold_read(c, job->held_fd, srv->hold_us);
         atomic_fetch_add(&eng->conn_active, 1);
+        mf_net_pool_job_progress(pj); /* its next request starts now, not when the last one ended */
         atomic_fetch_sub(&srv->holders, 1);
         if (m == NULL)
             return;

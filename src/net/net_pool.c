@@ -46,8 +46,11 @@
  *     awaitData getMore, a lock or journal wait, a long scan; a held
  *     connection's worker counts from its last request,
  *     mf_net_pool_job_progress) stop counting against the soft cap, and
- *     it starts workers for the waiting jobs within that room; if no job
- *     at all finished since its last look (`finished`), every busy worker
+ *     it starts workers for the waiting jobs within that room (less the
+ *     workers started that have not yet taken one, `starting`); if no job
+ *     at all finished since its last look (`finished`), confirmed by another
+ *     look a quarter stall later (a whole process paused and resumed with
+ *     the judge first finishes its quick jobs meanwhile), every busy worker
  *     is stuck and each waiting job gets one. At most GROW_BATCH per look,
  *     so submit is not held up behind thread starts; then it looks again
  *     at once, else every stall_us while jobs wait (every second after a
@@ -55,8 +58,10 @@
  *     is busy with quick jobs the head's wait is the CPUs' queue, which
  *     more threads would not shorten. Workers past the soft cap go once not
  *     needed: one that finishes a job with nothing queued exits, unless the
- *     judge started a worker within the last second (`shrunk`), so a
- *     passing stall does not leave a thread per connection behind.
+ *     judge started a worker within the last second or the workers left
+ *     that are not stuck would be fewer than the soft cap (`shrunk`), so a
+ *     passing stall does not leave a thread per connection behind. The
+ *     soft cap counts the CPUs of the affinity mask, not a cgroup's quota.
  *
  * Invariants: nthreads counts workers that have not decided to exit;
  * nidle <= nthreads; a slot is FREE only once its thread has been joined.
@@ -101,6 +106,7 @@ struct mf_net_pool {
     _Atomic int queued_hint; /* queued, readable without the lock (mf_net_pool_queued) */
     int nthreads;
     int nidle;
+    int starting; /* workers started that have not yet looked at the queue (they will take a job each) */
     int peak;
     int64_t started, retired;
     bool stopping;
@@ -114,7 +120,8 @@ struct mf_net_pool {
     pthread_t judge;
     bool judge_started;
     bool judge_idle;       /* waiting for a job queued past the soft cap, with no deadline */
-    bool judge_failed;     /* it could not start: not tried again */
+    int64_t judge_failed_us; /* when it last could not start (tried again a second later); 0 never */
+    bool judge_suspect;    /* its last look saw no job finished: the next one, soon, confirms */
     int64_t judge_seen;    /* finished at its last look */
     int64_t grew_us;       /* when the judge last started a worker (monotonic µs) */
     _Atomic int64_t finished; /* jobs, and held connections' requests, finished (see "Soft cap") */
@@ -150,6 +157,19 @@ wake_clear_locked(mf_net_pool_t *p)
 
 static void *worker_main(void *arg);
 
+/* Workers on one job (or one held connection's request) for stall_us or more at now. Caller holds p->lock. */
+static int
+stuck_locked(mf_net_pool_t *p, int64_t now)
+{
+    int stuck = 0;
+    for (int i = 0; i < p->cfg.cap; i++) {
+        int64_t b = atomic_load_explicit(&p->slots[i].busy_since, memory_order_relaxed);
+        if (p->slots[i].state == SLOT_RUNNING && b != 0 && now - b >= p->stall_us)
+            stuck++;
+    }
+    return stuck;
+}
+
 /* Starts one worker. Caller holds p->lock. Returns 0, or -1 if none could start. */
 static int
 spawn_locked(mf_net_pool_t *p)
@@ -184,6 +204,7 @@ spawn_locked(mf_net_pool_t *p)
     }
     free_slot->state = SLOT_RUNNING;
     p->nthreads++;
+    p->starting++;
     p->started++;
     if (p->nthreads > p->peak)
         p->peak = p->nthreads;
@@ -200,6 +221,7 @@ worker_main(void *arg)
     snprintf(name, sizeof(name), "%.10s", p->cfg.name);
     pthread_setname_np(pthread_self(), name);
     pthread_mutex_lock(&p->lock);
+    p->starting--;
     for (;;) {
         if (p->head != NULL) {
             mf_net_pool_job_t *job = p->head;
@@ -222,8 +244,12 @@ worker_main(void *arg)
             atomic_store_explicit(&self->busy_since, 0, memory_order_relaxed);
             atomic_fetch_add_explicit(&p->finished, 1, memory_order_relaxed);
             pthread_mutex_lock(&p->lock);
-            /* Past the soft cap with nothing queued, and no worker started for stuck ones lately: not needed. */
-            if (p->head == NULL && p->nthreads > p->soft && !p->stopping && now - p->grew_us > SHRINK_AFTER_US) {
+            /*
+             * Past the soft cap with nothing queued, no worker started for stuck
+             * ones lately, and enough left that are not stuck: not needed.
+             */
+            if (p->head == NULL && p->nthreads > p->soft && !p->stopping && now - p->grew_us > SHRINK_AFTER_US &&
+                p->nthreads - stuck_locked(p, mf_mono_us()) > p->soft) {
                 p->shrunk++;
                 break;
             }
@@ -275,6 +301,7 @@ judge_main(void *arg)
             pthread_cond_wait(&p->judge_cond, &p->lock);
             p->judge_idle = false;
             p->judge_seen = atomic_load_explicit(&p->finished, memory_order_relaxed);
+            p->judge_suspect = false;
             continue;
         }
         int64_t now = mf_mono_us();
@@ -286,17 +313,17 @@ judge_main(void *arg)
              * meanwhile, every busy worker is stuck and each waiting job gets one.
              */
             int64_t fin = atomic_load_explicit(&p->finished, memory_order_relaxed);
-            bool none_finished = fin == p->judge_seen;
+            /*
+             * No job finished since the last look: confirmed by a second look a
+             * quarter stall later (a whole process paused, then resumed with the
+             * judge first, finishes its quick jobs meanwhile).
+             */
+            bool none_finished = fin == p->judge_seen && p->judge_suspect;
+            p->judge_suspect = fin == p->judge_seen && !none_finished;
             p->judge_seen = fin;
-            int stuck = 0;
-            for (int i = 0; i < p->cfg.cap; i++) {
-                int64_t b = atomic_load_explicit(&p->slots[i].busy_since, memory_order_relaxed);
-                if (p->slots[i].state == SLOT_RUNNING && b != 0 && now - b >= p->stall_us)
-                    stuck++;
-            }
-            int want = p->queued - p->nidle;
-            int room = none_finished ? want : p->soft + stuck - p->nthreads;
-            due = now + p->stall_us;
+            int want = p->queued - p->nidle - p->starting; /* started ones take a job each */
+            int room = none_finished ? want : p->soft + stuck_locked(p, now) - p->nthreads;
+            due = now + (p->judge_suspect ? p->stall_us / 4 : p->stall_us);
             for (int n = 0; n < want && n < room && n < GROW_BATCH && p->nthreads < p->cfg.cap; n++) {
                 if (spawn_locked(p) != 0) {
                     due = now + 1000000; /* no thread now: look again in a second, not every stall */
@@ -305,8 +332,10 @@ judge_main(void *arg)
                 p->grown++;
                 p->grew_us = now;
             }
-            if (want > GROW_BATCH && room > GROW_BATCH && due < now + 1000000)
-                due = now; /* more to start: let submit in, then go on (still none finished: all of them) */
+            if (want > GROW_BATCH && room > GROW_BATCH && due < now + 1000000) {
+                due = now; /* more to start: let submit in, then go on */
+                p->judge_suspect = none_finished; /* and if none finished meanwhile, all of them still */
+            }
         }
         struct timespec ts = mono_at_us(due);
         pthread_cond_timedwait(&p->judge_cond, &p->lock, &ts);
@@ -324,7 +353,7 @@ judge_kick_locked(mf_net_pool_t *p)
             pthread_cond_signal(&p->judge_cond);
         return;
     }
-    if (p->judge_failed)
+    if (p->judge_failed_us != 0 && mf_mono_us() - p->judge_failed_us < 1000000)
         return;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
@@ -332,7 +361,7 @@ judge_kick_locked(mf_net_pool_t *p)
     int rc = pthread_create(&p->judge, &attr, judge_main, p);
     pthread_attr_destroy(&attr);
     p->judge_started = rc == 0;
-    p->judge_failed = rc != 0;
+    p->judge_failed_us = rc != 0 ? mf_mono_us() : 0;
     if (rc != 0)
         /* Without it the pool still runs every job, only with no more workers than the soft cap. */
         mf_log(MF_LOG_WARN, "NETWORK", "%s pool: cannot start the soft cap's judge (%s)", p->cfg.name, strerror(rc));
@@ -406,7 +435,7 @@ mf_net_pool_submit(mf_net_pool_t *p, mf_net_pool_job_t *job)
      * elsewhere, and below the cap let the judge see whether the job waits
      * behind slow ones.
      */
-    if (p->queued > p->nidle && (p->nthreads >= p->soft || spawn_locked(p) != 0)) {
+    if (p->queued > p->nidle + p->starting && (p->nthreads >= p->soft || spawn_locked(p) != 0)) {
         wake_set_locked(p);
         if (p->nthreads < p->cfg.cap && p->soft < p->cfg.cap)
             judge_kick_locked(p);

@@ -80,10 +80,10 @@ void mf_net_pool_stats(mf_net_pool_t *p, mf_net_pool_stats_t *out);
 
 /*
  * mf_net_pool_job_progress: called by a job's work on its worker thread when
- * it has finished a piece and goes on to another (a request served on a held
- * connection): counted as a finished job, so that the soft cap's judge does
- * not take a worker serving one quick request after another for one stuck in
- * a long job.
+ * it has finished a piece or starts another (a request served or read on a
+ * held connection): counted as a finished job, and the worker's time on one
+ * job starts again, so that the soft cap's judge does not take a worker
+ * serving one quick request after another for one stuck in a long job.
  */
 void mf_net_pool_job_progress(mf_net_pool_job_t *job);
 
