@@ -39,6 +39,17 @@ mf_mono_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/*
+ * mf_mono_at_us: the monotonic time us (an mf_mono_us value) as the absolute
+ * timespec a CLOCK_MONOTONIC condition variable's timed wait wants.
+ */
+static inline struct timespec
+mf_mono_at_us(int64_t us)
+{
+    struct timespec ts = {.tv_sec = (time_t)(us / 1000000), .tv_nsec = (long)(us % 1000000) * 1000};
+    return ts;
+}
+
 /* The time on clock clk ms milliseconds from now, as an absolute timespec (mf_mono_deadline, mf_real_deadline). */
 static inline struct timespec
 mf_deadline_on(clockid_t clk, int64_t ms)

@@ -16,9 +16,10 @@
  *       data lane: everything else.
  *     Both pools start a worker whenever a job is queued and none is idle
  *     (data: up to a soft cap of SOFT_WORKERS_PER_CPU per CPU, past it only
- *     for a job waiting behind stuck workers, and up to --maxWorkers, default
- *     MF_NET_DEFAULT_MAX_WORKERS; fast: up to FAST_MAX_WORKERS), keep --workers (data) / 1 (fast) warm, and retire
- *     extra workers after WORKER_IDLE_MS idle; a retiring worker closes its
+ *     for a job waiting behind stuck workers, and up to --maxWorkers,
+ *     default MF_NET_DEFAULT_MAX_WORKERS; fast: up to FAST_MAX_WORKERS),
+ *     keep --workers (data) / 1 (fast) warm, and retire extra workers after
+ *     WORKER_IDLE_MS idle; a retiring worker closes its
  *     WiredTiger session first (mf_storage_session_close_thread).
  *   - A worker parses the message (wire.c), runs the command (cmd/), and
  *     builds the reply bytes; it never touches libuv handles. It then links

@@ -129,14 +129,6 @@ struct mf_net_pool {
     int64_t shrunk;        /* workers past the soft cap that went once not needed */
 };
 
-/* The monotonic clock's time at us microseconds (mf_mono_us), for a timed wait. */
-static struct timespec
-mono_at_us(int64_t us)
-{
-    struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000};
-    return ts;
-}
-
 /* Makes wake_fd readable (jobs wait and no worker can start). Caller holds p->lock. */
 static void
 wake_set_locked(mf_net_pool_t *p)
@@ -337,7 +329,7 @@ judge_main(void *arg)
                 p->judge_suspect = none_finished; /* and if none finished meanwhile, all of them still */
             }
         }
-        struct timespec ts = mono_at_us(due);
+        struct timespec ts = mf_mono_at_us(due);
         pthread_cond_timedwait(&p->judge_cond, &p->lock, &ts);
     }
     pthread_mutex_unlock(&p->lock);

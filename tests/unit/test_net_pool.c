@@ -121,15 +121,22 @@ submit_job(mf_net_pool_t *p, gate_t *g, tjob_t *j, int id)
     mf_net_pool_submit(p, &j->pj);
 }
 
+/* A pool whose jobs count into g; soft and stall_us as mf_net_pool_config_t's (0: no soft cap, the default stall). */
 static mf_net_pool_t *
-make_pool(gate_t *g, int warm, int cap, int idle_ms)
+make_pool_soft(gate_t *g, int warm, int cap, int idle_ms, int soft, int stall_us)
 {
     mf_net_pool_t *p;
     mf_error_t err;
-    mf_net_pool_config_t cfg = {.name = "test", .warm = warm, .cap = cap, .idle_ms = idle_ms, .done = done,
-                                .thread_exit = thread_exit, .arg = g};
+    mf_net_pool_config_t cfg = {.name = "test", .warm = warm, .cap = cap, .soft = soft, .stall_us = stall_us,
+                                .idle_ms = idle_ms, .done = done, .thread_exit = thread_exit, .arg = g};
     cr_assert_eq(mf_net_pool_create(&cfg, &p, &err), 0);
     return p;
+}
+
+static mf_net_pool_t *
+make_pool(gate_t *g, int warm, int cap, int idle_ms)
+{
+    return make_pool_soft(g, warm, cap, idle_ms, 0, 0);
 }
 
 TestSuite(net_pool, .timeout = 60);
@@ -270,17 +277,6 @@ Test(net_pool, destroy_runs_queued_jobs)
         cr_assert_eq(g.order[k], k, "one worker runs the queue in order");
 }
 
-static mf_net_pool_t *
-make_soft_pool(gate_t *g, int warm, int cap, int soft, int stall_us)
-{
-    mf_net_pool_t *p;
-    mf_error_t err;
-    mf_net_pool_config_t cfg = {.name = "test", .warm = warm, .cap = cap, .soft = soft, .stall_us = stall_us,
-                                .idle_ms = 60000, .done = done, .thread_exit = thread_exit, .arg = g};
-    cr_assert_eq(mf_net_pool_create(&cfg, &p, &err), 0);
-    return p;
-}
-
 /*
  * Soft cap: past it, a queued job waits for a worker instead of starting
  * one. The judge's stall is 100 s, so it never starts one here: the jobs
@@ -294,7 +290,7 @@ Test(net_pool, soft_cap_bounds_the_workers_started_at_once)
     gate_t g;
     tjob_t jobs[N];
     gate_init(&g, 1000); /* held until opened */
-    mf_net_pool_t *p = make_soft_pool(&g, 1, 64, SOFT, 100 * 1000 * 1000);
+    mf_net_pool_t *p = make_pool_soft(&g, 1, 64, 60000, SOFT, 100 * 1000 * 1000);
     for (int i = 0; i < N; i++) {
         submit_job(p, &g, &jobs[i], i);
     }
@@ -328,7 +324,7 @@ Test(net_pool, soft_cap_grows_for_jobs_queued_behind_stuck_workers)
     gate_t g;
     tjob_t jobs[N];
     gate_init(&g, N); /* every job waits until all N have arrived */
-    mf_net_pool_t *p = make_soft_pool(&g, 1, 64, SOFT, 2000);
+    mf_net_pool_t *p = make_pool_soft(&g, 1, 64, 60000, SOFT, 2000);
     for (int i = 0; i < N; i++) {
         submit_job(p, &g, &jobs[i], i);
     }
@@ -382,7 +378,7 @@ Test(net_pool, soft_cap_does_not_grow_for_a_worker_that_makes_progress)
     _Atomic int stop = 0;
     /* Stall 300 ms, progress every millisecond: only a thread kept off its CPU for 300 ms could look stuck. The
      * judge looks at 300 ms and 600 ms after the job was queued (and 900): by then hundreds of pieces finished. */
-    mf_net_pool_t *p = make_soft_pool(&g, 1, 16, 1, 300 * 1000);
+    mf_net_pool_t *p = make_pool_soft(&g, 1, 16, 60000, 1, 300 * 1000);
     prog_job_t busy = {.pj.work = progressing_work, .stop = &stop};
     mf_net_pool_submit(p, &busy.pj);
     tjob_t waiting;
