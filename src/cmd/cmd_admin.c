@@ -29,6 +29,7 @@
 #include "catalog/coll_write.h"
 #include "auth/roles.h"
 #include "cmd/cmd.h"
+#include "common/sysres.h"
 #include "common/curop.h"
 #include "common/fmt.h"
 #include "engine/cursor.h"
@@ -1189,9 +1190,15 @@ cmd_host_info(mf_op_t *op)
     BSON_APPEND_DATE_TIME(&sub, "currentTime", mf_now_ms());
     BSON_APPEND_UTF8(&sub, "hostname", hn);
     BSON_APPEND_INT32(&sub, "cpuAddrSize", 64);
-    BSON_APPEND_INT64(&sub, "memSizeMB", (int64_t)pages * psize / (1024 * 1024));
-    BSON_APPEND_INT64(&sub, "memLimitMB", (int64_t)pages * psize / (1024 * 1024));
-    BSON_APPEND_INT32(&sub, "numCores", (int32_t)sysconf(_SC_NPROCESSORS_ONLN));
+    mf_sysres_t res;
+    mf_sysres_read("", &res);
+    int64_t mem_mb = res.mem_total > 0 ? res.mem_total >> 20 : (int64_t)pages * psize / (1024 * 1024);
+    BSON_APPEND_INT64(&sub, "memSizeMB", mem_mb);
+    /* The memory granted (a container's limit), the base the cache is sized from, as mongod's. */
+    BSON_APPEND_INT64(&sub, "memLimitMB", res.mem_limit > 0 ? res.mem_limit >> 20 : mem_mb);
+    BSON_APPEND_INT32(&sub, "numCores", (int32_t)res.cpus_online);
+    /* mongod's: the affinity mask's CPUs (the count the server sizes itself by also heeds a cgroup quota). */
+    BSON_APPEND_INT32(&sub, "numCoresAvailableToProcess", (int32_t)res.cpus_affinity);
     BSON_APPEND_UTF8(&sub, "cpuArch", u.machine);
     BSON_APPEND_BOOL(&sub, "numaEnabled", false);
     bson_append_document_end(r, &sub);

@@ -37,7 +37,7 @@ static const mf_param_t defaults[] = {
      * those writes brought forward (src/ttl/ttl_monitor.c, "Deadlines").
      */
     {"ttlMonitorDeadlineRefreshMS", MF_PARAM_INT, 100, 3600000, false, true, true, 1000, NULL},
-    /* Threads deleting one visit's batches in parallel (0: one per online CPU), src/ttl/ttl_monitor.c. */
+    /* Threads deleting one visit's batches in parallel (0: one per CPU granted: affinity and cgroup quota), src/ttl/ttl_monitor.c. */
     {"ttlMonitorWorkers", MF_PARAM_INT, 0, 16, false, true, true, 0, NULL},
     /* Replica sets: raft entries between snapshots, and entries kept behind one (src/repl/repl.c). */
     {"replSnapshotThreshold", MF_PARAM_INT, 8, INT32_MAX, false, true, false, 8192, NULL},

@@ -237,7 +237,7 @@ engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
     /* Opened here, on one thread, before any command runs: see auth/saslprep.h. */
     if (mf_saslprep_open(&eng->saslprep, err) != 0)
         goto err_free;
-    if (mf_storage_open_ex(dbpath, opts->in_memory, &eng->st, err) != 0)
+    if (mf_storage_open_ex(dbpath, opts->in_memory, opts->cache_mb, &eng->st, err) != 0)
         goto err_free;
     eng->observers = mf_observers_new(eng->st);
     mf_observer_t gate = {.on_txn_prepare = fsync_gate_prepare, .on_txn_end = fsync_gate_txn_end, .arg = eng};

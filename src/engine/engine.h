@@ -342,6 +342,7 @@ typedef struct mf_engine {
 typedef struct mf_engine_opts {
     const char *dbpath;
     bool in_memory;
+    int64_t cache_mb; /* WiredTiger's cache in MB; 0: mongod's default for the memory granted (storage.h) */
     const char *const *set_params;
     size_t nset_params;
     bool repl_member; /* started with --replSet: the TTL monitor starts paused until this member is primary */

@@ -64,6 +64,7 @@
  *     seconds while any remain. When none remain, the done-list handle closes, uv_run returns,
  *     and the pools are joined (the caller then closes the engine).
  */
+#include "common/sysres.h"
 #include "common/alloc.h"
 #include "net/net.h"
 
@@ -782,16 +783,6 @@ run_request(job_t *job)
  */
 #define SOFT_WORKERS_PER_CPU 8
 
-/* The CPUs this process may run on (its affinity mask; else those online), at least 1. */
-static int
-usable_cpus(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
-        return CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 1 ? (int)n : 1;
-}
 
 /* Worker: sends all of buf on fd, non-blocking. Returns the bytes sent (len when all went). */
 static size_t
@@ -1666,7 +1657,7 @@ mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err)
     int warm = opts->workers > 0 ? opts->workers : 1;
     srv.hold_us = mf_param_get(eng->params, "netConnectionHoldMicros");
     /* HOLDERS_PER_CPU waiting holders per CPU (see "Held connections"). */
-    int ncpu = usable_cpus();
+    int ncpu = mf_sysres_cpus(); /* affinity and cgroup quota (common/sysres.h) */
     srv.max_holders = ncpu * HOLDERS_PER_CPU;
     int cap = opts->max_workers > 0 ? opts->max_workers : MF_NET_DEFAULT_MAX_WORKERS;
     if (cap < warm)

@@ -10,7 +10,14 @@
  *   --maxWorkers N        most command worker threads at once (default 512; the
  *                         pool grows past --workers when every worker is busy)
  *   --inMemory            keep all data in memory (WiredTiger in_memory): a throwaway
- *                         server for test suites; gone at shutdown
+ *                         server for test suites; gone at shutdown (--storageEngine inMemory,
+ *                         storage.engine)
+ *   --wiredTigerCacheSizeGB GB  WiredTiger's cache, 0.25 to 10000 (default, as mongod's:
+ *                         half of the memory granted less 1 GB, at least 256 MB; the memory
+ *                         granted is RAM or a cgroup's limit, common/sysres.h);
+ *                         --wiredTigerCacheSizePct F the same as a fraction (at most 0.8) of it;
+ *                         --inMemorySizeGB GB for --inMemory (storage.wiredTiger.engineConfig.
+ *                         cacheSizeGB / cacheSizePct, storage.inMemory.engineConfig.inMemorySizeGB)
  *   --maxConns N          connections open at once; more are closed at once (default 1,000,000,
  *                         at most 80% of the open-files limit, as mongod;
  *                         net.maxIncomingConnections in the config file)
@@ -60,6 +67,7 @@
 #include "common/log.h"
 #include "common/params.h"
 #include "common/scratch.h"
+#include "common/sysres.h"
 #include "engine/profiler.h"
 #include "http/http.h"
 #include "net/net.h"
@@ -124,6 +132,9 @@ typedef struct opts {
     int profile;           /* --profile, operationProfiling.mode: every database's level, -1 unset */
     int64_t slowms;        /* --slowms, operationProfiling.slowOpThresholdMs, -1 unset */
     double sample_rate;    /* --slowOpSampleRate, operationProfiling.slowOpSampleRate, -1 unset */
+    double cache_gb;       /* --wiredTigerCacheSizeGB, storage.wiredTiger.engineConfig.cacheSizeGB; -1 unset */
+    double cache_pct;      /* --wiredTigerCacheSizePct (a fraction of the memory granted); -1 unset */
+    double inmem_gb;       /* --inMemorySizeGB, storage.inMemory.engineConfig.inMemorySizeGB; -1 unset */
     char compressors_spec[128];         /* --networkMessageCompressors as given ("" unset: the default) */
     mf_compressor_list_t compressors;   /* ... parsed */
 } opts_t;
@@ -137,7 +148,9 @@ usage(FILE *f)
                "               [--tlsMode disabled|allowTLS|preferTLS|requireTLS] [--tlsCertificateKeyFile PEM]\n"
                "               [--tlsCAFile PEM] [--tlsAllowConnectionsWithoutCertificates] [--tlsAllowInvalidCertificates]\n"
                "               [--logpath FILE] [--logappend] [--httpPort N] [--profile 0|1|2] [--slowms MS]\n"
-               "               [--slowOpSampleRate F] [--networkMessageCompressors snappy,zstd,zlib|disabled]\n");
+               "               [--slowOpSampleRate F] [--networkMessageCompressors snappy,zstd,zlib|disabled]\n"
+               "               [--storageEngine wiredTiger|inMemory] [--wiredTigerCacheSizeGB GB]\n"
+               "               [--wiredTigerCacheSizePct FRACTION] [--inMemorySizeGB GB]\n");
 }
 
 static int apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed);
@@ -227,6 +240,10 @@ static const struct {
     {"net.ssl.CAFile", "sslCAFile"},
     {"storage.dbPath", "dbpath"},
     {"storage.inMemory", "inMemory"},
+    {"storage.engine", "storageEngine"},
+    {"storage.wiredTiger.engineConfig.cacheSizeGB", "wiredTigerCacheSizeGB"},
+    {"storage.wiredTiger.engineConfig.cacheSizePct", "wiredTigerCacheSizePct"},
+    {"storage.inMemory.engineConfig.inMemorySizeGB", "inMemorySizeGB"},
     {"security.authorization", "authorization"},
     {"security.keyFile", "keyFile"},
     {"replication.replSetName", "replSet"},
@@ -519,6 +536,33 @@ apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed)
             return -1;
         }
         o->slowms = n;
+    } else if (strcmp(name, "storageEngine") == 0) {
+        if (strcmp(val, "wiredTiger") == 0) {
+            o->in_memory = false;
+        } else if (strcmp(val, "inMemory") == 0) {
+            o->in_memory = true;
+        } else {
+            fprintf(stderr, "mayflyd: bad --storageEngine %s (wiredTiger or inMemory)\n", val);
+            return -1;
+        }
+    } else if (strcmp(name, "wiredTigerCacheSizeGB") == 0 || strcmp(name, "inMemorySizeGB") == 0) {
+        /* mongod's range for both: 0.25 GB to 10,000 GB. */
+        char *end;
+        double gb = strtod(val, &end);
+        if (*end != '\0' || end == val || !(gb >= 0.25 && gb <= 10000)) {
+            fprintf(stderr, "mayflyd: bad --%s %s (0.25 to 10000)\n", name, val);
+            return -1;
+        }
+        *(name[0] == 'w' ? &o->cache_gb : &o->inmem_gb) = gb;
+    } else if (strcmp(name, "wiredTigerCacheSizePct") == 0) {
+        /* A fraction of the memory granted, as mongod reads it (0.5 is half), at most 0.8. */
+        char *end;
+        double f = strtod(val, &end);
+        if (*end != '\0' || end == val || !(f > 0 && f <= 0.8)) {
+            fprintf(stderr, "mayflyd: bad --wiredTigerCacheSizePct %s (a fraction above 0, at most 0.8)\n", val);
+            return -1;
+        }
+        o->cache_pct = f;
     } else if (strcmp(name, "slowOpSampleRate") == 0) {
         char *end;
         double r = strtod(val, &end);
@@ -768,7 +812,8 @@ int
 main(int argc, char **argv)
 {
     opts_t o = {.port = 27017, .bind_ip = "127.0.0.1", .dbpath = "./data", .workers = 0, .http_port = -1,
-                .profile = -1, .slowms = -1, .sample_rate = -1};
+                .profile = -1, .slowms = -1, .sample_rate = -1,
+                .cache_gb = -1, .cache_pct = -1, .inmem_gb = -1};
     bson_t *argv_doc = bson_new(), *parsed = bson_new(), net, storage, sp;
     mf_engine_t *eng;
     mf_error_t err;
@@ -843,7 +888,31 @@ main(int argc, char **argv)
         goto done;
     }
 
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (o.cache_gb >= 0 && o.cache_pct >= 0) {
+        fprintf(stderr, "mayflyd: --wiredTigerCacheSizeGB and --wiredTigerCacheSizePct cannot both be set\n");
+        rc = 2;
+        goto done;
+    }
+    /*
+     * Sized from what this process is granted (common/sysres.h): the cache
+     * from the memory limit, as mongod's; the worker counts from the CPUs.
+     */
+    mf_sysres_t res;
+    mf_sysres_read("", &res);
+    int64_t cache_mb = 0; /* 0: mf_storage_cache_mb_default of res.mem_limit */
+    if (o.in_memory && o.inmem_gb > 0)
+        cache_mb = (int64_t)(o.inmem_gb * 1024);
+    else if (!o.in_memory && o.cache_gb > 0)
+        cache_mb = (int64_t)(o.cache_gb * 1024);
+    else if (!o.in_memory && o.cache_pct > 0)
+        cache_mb = (int64_t)(o.cache_pct * (double)(res.mem_limit / (1024 * 1024)));
+    else
+        cache_mb = mf_storage_cache_mb_default(res.mem_limit);
+    if (cache_mb < MF_STORAGE_CACHE_MIN_MB)
+        cache_mb = MF_STORAGE_CACHE_MIN_MB;
+    if (cache_mb > MF_STORAGE_CACHE_MAX_MB)
+        cache_mb = MF_STORAGE_CACHE_MAX_MB;
+    long cores = res.cpus_usable;
     int workers = o.workers ? o.workers : (cores > 4 ? (int)cores : 4);
     int max_workers = o.max_workers ? o.max_workers : MF_NET_DEFAULT_MAX_WORKERS;
     if (max_workers < workers)
@@ -874,6 +943,27 @@ main(int argc, char **argv)
     BSON_APPEND_UTF8(&storage, "dbPath", o.dbpath);
     if (o.in_memory)
         BSON_APPEND_UTF8(&storage, "engine", "inMemory");
+    if (o.cache_gb >= 0 || o.cache_pct >= 0 || o.inmem_gb >= 0) {
+        /* As given, under mongod's names (storage.<engine>.engineConfig.*). */
+        bson_t eng_doc, cfg;
+        if (o.cache_gb >= 0 || o.cache_pct >= 0) {
+            BSON_APPEND_DOCUMENT_BEGIN(&storage, "wiredTiger", &eng_doc);
+            BSON_APPEND_DOCUMENT_BEGIN(&eng_doc, "engineConfig", &cfg);
+            if (o.cache_gb >= 0)
+                BSON_APPEND_DOUBLE(&cfg, "cacheSizeGB", o.cache_gb);
+            if (o.cache_pct >= 0)
+                BSON_APPEND_DOUBLE(&cfg, "cacheSizePct", o.cache_pct);
+            bson_append_document_end(&eng_doc, &cfg);
+            bson_append_document_end(&storage, &eng_doc);
+        }
+        if (o.inmem_gb >= 0) {
+            BSON_APPEND_DOCUMENT_BEGIN(&storage, "inMemory", &eng_doc);
+            BSON_APPEND_DOCUMENT_BEGIN(&eng_doc, "engineConfig", &cfg);
+            BSON_APPEND_DOUBLE(&cfg, "inMemorySizeGB", o.inmem_gb);
+            bson_append_document_end(&eng_doc, &cfg);
+            bson_append_document_end(&storage, &eng_doc);
+        }
+    }
     bson_append_document_end(parsed, &storage);
     if (o.repl_set[0] != '\0') {
         bson_t rs;
@@ -907,8 +997,12 @@ main(int argc, char **argv)
 
     mf_log(MF_LOG_INFO, "CONTROL", "mayflyd %s starting: pid=%d port=%d dbpath=%s%s workers=%d maxWorkers=%d",
            MF_VERSION, (int)getpid(), o.port, o.dbpath, o.in_memory ? " (in memory)" : "", workers, max_workers);
+    mf_log(MF_LOG_INFO, "CONTROL", "granted %d CPU(s) (online %d, affinity %d, cgroup quota %.2f) and %lld MB "
+           "(RAM %lld MB, cgroup limit %lld MB); WiredTiger cache %lld MB", res.cpus_usable, res.cpus_online,
+           res.cpus_affinity, res.cpu_quota, (long long)(res.mem_limit >> 20), (long long)(res.mem_total >> 20),
+           (long long)(res.mem_cgroup >> 20), (long long)cache_mb);
     long long nofile = raise_nofile();
-    mf_engine_opts_t eo = {.dbpath = o.dbpath, .in_memory = o.in_memory, .set_params = o.set_params,
+    mf_engine_opts_t eo = {.dbpath = o.dbpath, .in_memory = o.in_memory, .cache_mb = cache_mb, .set_params = o.set_params,
                            .nset_params = o.nset_params, .repl_member = o.repl_set[0] != '\0',
                            .auth = o.auth || o.key_file[0] != '\0'};
     mf_repl_t *repl = NULL;

@@ -44,9 +44,21 @@ int mf_storage_open(const char *dbpath, mf_storage_t **out, mf_error_t *err) MF_
 /*
  * mf_storage_open_ex: as mf_storage_open; with in_memory, WiredTiger keeps
  * everything in its cache (no journal, no files in dbpath, which must exist)
- * and the data is gone after close.
+ * and the data is gone after close. cache_mb: WiredTiger's cache in MB, 0
+ * for mf_storage_cache_mb_default of the memory this process is granted
+ * (common/sysres.h), as mongod sizes it.
  */
-int mf_storage_open_ex(const char *dbpath, bool in_memory, mf_storage_t **out, mf_error_t *err) MF_WUR;
+int mf_storage_open_ex(const char *dbpath, bool in_memory, int64_t cache_mb, mf_storage_t **out,
+                       mf_error_t *err) MF_WUR;
+
+#define MF_STORAGE_CACHE_MIN_MB 256        /* mongod's floor for the cache, also for a percentage */
+#define MF_STORAGE_CACHE_MAX_MB 10000000LL /* mongod's ceiling (10 TB as 10,000,000 MB), also for 10000 GB */
+/*
+ * mf_storage_cache_mb_default: mongod's default WiredTiger cache for
+ * mem_limit bytes of memory: half of what is left after 1 GB, at least
+ * MF_STORAGE_CACHE_MIN_MB (a 4 GB machine gets 1,536 MB, a 1 GB container 256).
+ */
+int64_t mf_storage_cache_mb_default(int64_t mem_limit);
 /* mf_storage_close: stops the flusher, checkpoints and closes. All sessions die with it. */
 void mf_storage_close(mf_storage_t *st);
 

@@ -79,6 +79,7 @@
 #include "common/curop.h"
 #include "common/fds.h"
 #include "common/log.h"
+#include "common/sysres.h"
 
 #define MF_CURSOR_CACHE 32
 
@@ -479,7 +480,15 @@ flusher_main(void *arg)
 int
 mf_storage_open(const char *dbpath, mf_storage_t **out, mf_error_t *err)
 {
-    return mf_storage_open_ex(dbpath, false, out, err);
+    return mf_storage_open_ex(dbpath, false, 0, out, err);
+}
+
+int64_t
+mf_storage_cache_mb_default(int64_t mem_limit)
+{
+    int64_t mb = mem_limit / (1024 * 1024);
+    int64_t half = (mb - 1024) / 2;
+    return half > MF_STORAGE_CACHE_MIN_MB ? half : MF_STORAGE_CACHE_MIN_MB;
 }
 
 /* dir_of: the directory part of path into out ("" when there is none). */
@@ -593,7 +602,7 @@ storage_free(mf_storage_t *st)
 }
 
 int
-mf_storage_open_ex(const char *dbpath, bool in_memory, mf_storage_t **out, mf_error_t *err)
+mf_storage_open_ex(const char *dbpath, bool in_memory, int64_t cache_mb, mf_storage_t **out, mf_error_t *err)
 {
     mf_storage_t *st;
     int ret;
@@ -623,14 +632,19 @@ mf_storage_open_ex(const char *dbpath, bool in_memory, mf_storage_t **out, mf_er
      */
     char config[4096], ext[2400];
     compressor_extensions(st, ext, sizeof ext);
-    snprintf(config, sizeof config, "%s%s%s%s",
-             in_memory ? "create,in_memory=true,cache_size=4G,session_max=2000,"
+    if (cache_mb <= 0) {
+        mf_sysres_t res;
+        mf_sysres_read("", &res);
+        cache_mb = mf_storage_cache_mb_default(res.mem_limit);
+    }
+    snprintf(config, sizeof config, "%s,cache_size=%lldMB%s%s%s",
+             in_memory ? "create,in_memory=true,session_max=2000,"
                          "eviction=(threads_min=1,threads_max=2),statistics=(fast)"
-                       : "create,cache_size=1G,session_max=2000,"
+                       : "create,session_max=2000,"
                          "log=(enabled=true,file_max=100MB,archive=true),"
                          "transaction_sync=(enabled=false),"
                          "eviction=(threads_min=1,threads_max=2),statistics=(fast)",
-             in_memory ? "" : ",", in_memory ? "" : st->fm_normal, ext);
+             (long long)cache_mb, in_memory ? "" : ",", in_memory ? "" : st->fm_normal, ext);
     ret = wiredtiger_open(dbpath, &st->events, config, &st->conn);
     st->in_memory = in_memory;
     if (ret != 0) {

@@ -1,0 +1,57 @@
+/*
+ * sysres.h: the CPUs and memory this process may use, as a container or a
+ * service manager grants them, not as the machine has them.
+ *
+ * A server sized from the machine's totals misjudges itself in a container:
+ * with a CPU quota of one CPU on a 32-CPU host it starts 32 TTL deleters and
+ * a soft cap of 256 request workers, which burn the quota in a few
+ * milliseconds and then leave the whole process throttled for the rest of
+ * the scheduler's period (up to 100 ms, a load spike for every client); with
+ * a 1 GB memory limit on a 64 GB host it sizes a cache the kernel kills it
+ * for. So the sizes come from what is granted:
+ *   - CPUs: the affinity mask (taskset, cpuset), then the CFS quota of the
+ *     process's cgroup and of each cgroup above it, the lowest one, rounded
+ *     up to whole CPUs (cgroup v2 cpu.max, v1 cpu.cfs_quota_us and
+ *     cpu.cfs_period_us);
+ *   - memory: MemTotal, then the memory limit of the process's cgroup and of
+ *     each above it, the lowest one (v2 memory.max, v1
+ *     memory.limit_in_bytes), as mongod's hostInfo memLimitMB, the base its
+ *     WiredTiger cache is sized from.
+ * The process's cgroup path comes from /proc/self/cgroup. A container that
+ * mounts its own cgroup as /sys/fs/cgroup shows a path that does not exist
+ * under the mount (the host's name for it); its levels that do not exist
+ * are skipped, so the mount's root, the container's own cgroup, is read.
+ *
+ * Read once at start-up (a few small files), not per request. Every result
+ * is the caller's (plain values); no state is kept.
+ */
+#ifndef MF_SYSRES_H
+#define MF_SYSRES_H
+
+#include <stdint.h>
+
+typedef struct mf_sysres {
+    int cpus_online;    /* sysconf(_SC_NPROCESSORS_ONLN), at least 1 */
+    int cpus_affinity;  /* CPUs in the affinity mask (cpus_online if it cannot be read) */
+    double cpu_quota;   /* the lowest cgroup CPU quota in CPUs (quota / period), 0 when none */
+    int cpus_usable;    /* cpus_affinity, lowered to ceil(cpu_quota) when that is lower; at least 1 */
+    int64_t mem_total;  /* bytes of RAM (MemTotal), 0 if unknown */
+    int64_t mem_cgroup; /* the lowest cgroup memory limit in bytes, 0 when none */
+    int64_t mem_limit;  /* mem_total, lowered to mem_cgroup when that is lower (0 if both unknown) */
+} mf_sysres_t;
+
+/*
+ * mf_sysres_read: fills *out for this process. root prefixes every path read
+ * (/proc/self/cgroup, /proc/meminfo, /sys/fs/cgroup/...): "" for the real
+ * ones, a directory holding a fake tree in tests. CPU counts always come
+ * from the running process (sysconf, sched_getaffinity).
+ */
+void mf_sysres_read(const char *root, mf_sysres_t *out);
+
+/* mf_sysres_cpus_from: min(affinity, ceil(quota)) for quota > 0, else affinity; at least 1. */
+int mf_sysres_cpus_from(int affinity, double quota);
+
+/* mf_sysres_cpus: cpus_usable of mf_sysres_read(""), for code that only wants the count. */
+int mf_sysres_cpus(void);
+
+#endif /* MF_SYSRES_H */
