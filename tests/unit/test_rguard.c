@@ -50,7 +50,7 @@ static void
 env_open(env_t *e)
 {
     mf_error_t err = {0};
-    cr_assert_eq(mf_storage_open_ex(e->dir, false, &e->st, &err), 0, "open: %s", err.msg);
+    cr_assert_eq(mf_storage_open_ex(e->dir, false, 0, &e->st, &err), 0, "open: %s", err.msg);
 }
 
 static void

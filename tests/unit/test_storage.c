@@ -38,7 +38,7 @@ env_init(env_t *e, bool in_memory, size_t record_bytes)
     e->record_bytes = record_bytes;
     snprintf(e->dir, sizeof(e->dir), "/tmp/mf-test-storage-XXXXXX");
     cr_assert_not_null(mkdtemp(e->dir));
-    cr_assert_eq(mf_storage_open_ex(e->dir, in_memory, &e->st, &err), 0, "open: %s", err.msg);
+    cr_assert_eq(mf_storage_open_ex(e->dir, in_memory, 0, &e->st, &err), 0, "open: %s", err.msg);
     e->s = mf_storage_session(e->st);
     cr_assert_eq(mf_storage_create(e->s, URI, mf_storage_table_config(e->st, MF_TABLE_DOCS), &err), 0, "create: %s", err.msg);
 }
