@@ -999,6 +999,7 @@ cmd_server_status(mf_op_t *op)
         BSON_APPEND_INT64(&sub, "physicalBytesOut", out);
         BSON_APPEND_INT64(&sub, "numRequests", atomic_load(&e->net_requests));
         BSON_APPEND_INT64(&sub, "heldRequests", atomic_load(&e->net_held_requests));
+        mf_engine_net_status_append(e, &sub); /* workers: mayfly's thread pools (src/net/net.c) */
         append_compression_stats(e, &sub);
         bson_append_document_end(r, &sub);
     }

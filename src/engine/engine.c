@@ -523,6 +523,24 @@ mf_engine_set_log_rotate_hook(mf_engine_t *eng, int (*fn)(void *arg), void *arg)
     pthread_mutex_unlock(&eng->topo_mu);
 }
 
+void
+mf_engine_set_net_status_hook(mf_engine_t *eng, void (*fn)(void *arg, bson_t *network), void *arg)
+{
+    pthread_mutex_lock(&eng->topo_mu);
+    eng->on_net_status = fn;
+    eng->on_net_status_arg = arg;
+    pthread_mutex_unlock(&eng->topo_mu);
+}
+
+void
+mf_engine_net_status_append(mf_engine_t *eng, bson_t *network)
+{
+    pthread_mutex_lock(&eng->topo_mu);
+    if (eng->on_net_status != NULL)
+        eng->on_net_status(eng->on_net_status_arg, network);
+    pthread_mutex_unlock(&eng->topo_mu);
+}
+
 int
 mf_engine_rotate_log(mf_engine_t *eng)
 {

@@ -229,6 +229,8 @@ typedef struct mf_engine {
     void *on_stop_request_arg;
     int (*on_log_rotate)(void *arg);   /* the process's: reopen its log file (the logRotate command) */
     void *on_log_rotate_arg;
+    void (*on_net_status)(void *arg, bson_t *network); /* the network layer's: its part of serverStatus.network */
+    void *on_net_status_arg;
     bool auth_enabled;           /* access control (--auth, --keyFile): cmd/cmd_auth.c checks every network command */
     _Atomic int64_t users_gen;   /* bumped on every change to admin.system.users or .roles (auth/users.h) */
     /*
@@ -401,6 +403,15 @@ bool mf_engine_request_stop(mf_engine_t *eng);
  * file cannot be opened.
  */
 void mf_engine_set_log_rotate_hook(mf_engine_t *eng, int (*fn)(void *arg), void *arg);
+/*
+ * mf_engine_set_net_status_hook: sets (or with NULL clears) on_net_status,
+ * as mf_engine_set_topology_hook: the network layer appends what only it
+ * knows (its worker pools) to serverStatus's network section.
+ * mf_engine_net_status_append calls it (any thread; nothing without a
+ * network layer, as embedded).
+ */
+void mf_engine_set_net_status_hook(mf_engine_t *eng, void (*fn)(void *arg, bson_t *network), void *arg);
+void mf_engine_net_status_append(mf_engine_t *eng, bson_t *network);
 int mf_engine_rotate_log(mf_engine_t *eng);
 /* mf_engine_close: stops background work, checkpoints and frees eng. No command may be running. */
 void mf_engine_close(mf_engine_t *eng);

@@ -261,6 +261,7 @@ typedef struct server {
     int64_t hold_us;        /* netConnectionHoldMicros at startup (0: never hold) */
     _Atomic int holders;    /* workers waiting on a held connection now */
     int max_holders;        /* at most this many wait at once */
+    int ncpu;               /* the CPUs granted at start (mf_sysres_cpus): the pools' sizes follow it */
     uv_async_t topo_async;  /* the engine's topology changed: answer the held hellos */
     bool topo_async_open;
     uv_async_t stop_async;  /* the shutdown command asked for a clean stop */
@@ -396,6 +397,46 @@ on_topology_async(uv_async_t *a)
         c->busy = false;
         queue_job(c, req, c->held_response_to, c->held_seen);
     }
+}
+
+/*
+ * serverStatus.network.workers (mayfly's): each pool's threads and counters
+ * (net_pool.h), so the soft cap's work is visible: threads alive, idle and
+ * at most at once, jobs queued, the caps, and the threads the judge started
+ * past the soft cap (grown) and that left once not needed (shrunk). Called
+ * under the engine's topo_mu (mf_engine_net_status_append); the pools live
+ * until the hook is cleared.
+ */
+static void
+append_pool(bson_t *doc, const char *name, mf_net_pool_t *p)
+{
+    mf_net_pool_stats_t st;
+    bson_t sub;
+    mf_net_pool_stats(p, &st);
+    BSON_APPEND_DOCUMENT_BEGIN(doc, name, &sub);
+    BSON_APPEND_INT32(&sub, "threads", st.threads);
+    BSON_APPEND_INT32(&sub, "idle", st.idle);
+    BSON_APPEND_INT32(&sub, "queued", st.queued);
+    BSON_APPEND_INT32(&sub, "peak", st.peak);
+    BSON_APPEND_INT32(&sub, "softCap", st.soft);
+    BSON_APPEND_INT32(&sub, "maxWorkers", st.cap);
+    BSON_APPEND_INT64(&sub, "started", st.started);
+    BSON_APPEND_INT64(&sub, "retired", st.retired);
+    BSON_APPEND_INT64(&sub, "grown", st.grown);
+    BSON_APPEND_INT64(&sub, "shrunk", st.shrunk);
+    bson_append_document_end(doc, &sub);
+}
+
+static void
+on_net_status(void *arg, bson_t *network)
+{
+    server_t *srv = arg;
+    bson_t w;
+    BSON_APPEND_DOCUMENT_BEGIN(network, "workers", &w);
+    append_pool(&w, "data", srv->data_pool);
+    append_pool(&w, "fast", srv->fast_pool);
+    BSON_APPEND_INT32(&w, "cpus", srv->ncpu);
+    bson_append_document_end(network, &w);
 }
 
 /* Any thread (the engine calls it under its topology lock). */
@@ -1693,6 +1734,8 @@ mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err)
         rc = -1;
         goto err_close_async;
     }
+    srv.ncpu = ncpu;
+    mf_engine_set_net_status_hook(eng, on_net_status, &srv);
 
     uv_tcp_init(srv.loop, &srv.listener);
     srv.listener.data = &srv;
@@ -1733,6 +1776,7 @@ err_close_async:
     uv_close((uv_handle_t *)&srv.stop_async, NULL);
     uv_run(srv.loop, UV_RUN_DEFAULT);
 done:
+    mf_engine_set_net_status_hook(eng, NULL, NULL); /* before the pools it reads go */
     /* No job is queued or running now; joining runs each worker's thread_exit. */
     mf_net_pool_destroy(srv.fast_pool);
     mf_net_pool_destroy(srv.data_pool);

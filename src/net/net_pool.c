@@ -240,8 +240,9 @@ worker_main(void *arg)
              * Past the soft cap with nothing queued, no worker started for stuck
              * ones lately, and enough left that are not stuck: not needed.
              */
-            if (p->head == NULL && p->nthreads > p->soft && !p->stopping && now - p->grew_us > SHRINK_AFTER_US &&
-                p->nthreads - stuck_locked(p, mf_mono_us()) > p->soft) {
+            int64_t end = mf_mono_us(); /* not now, the job's start: the judge grew for this very job, maybe */
+            if (p->head == NULL && p->nthreads > p->soft && !p->stopping && end - p->grew_us > SHRINK_AFTER_US &&
+                p->nthreads - stuck_locked(p, end) > p->soft) {
                 p->shrunk++;
                 break;
             }
@@ -444,6 +445,8 @@ mf_net_pool_stats(mf_net_pool_t *p, mf_net_pool_stats_t *out)
     out->idle = p->nidle;
     out->queued = p->queued;
     out->peak = p->peak;
+    out->soft = p->soft;
+    out->cap = p->cfg.cap;
     out->started = p->started;
     out->retired = p->retired;
     out->grown = p->grown;

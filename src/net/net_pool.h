@@ -54,6 +54,8 @@ typedef struct mf_net_pool_stats {
     int idle;        /* waiting for a job */
     int queued;      /* jobs not yet picked up */
     int peak;        /* most threads alive at once so far */
+    int soft;        /* the soft cap (cfg.soft; without one, cfg.cap) */
+    int cap;         /* the hard cap (cfg.cap) */
     int64_t started; /* threads started so far */
     int64_t retired; /* threads that exited because they idled */
     int64_t grown;   /* threads started past the soft cap for jobs that waited (see cfg.soft) */

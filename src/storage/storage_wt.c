@@ -483,6 +483,8 @@ mf_storage_open(const char *dbpath, mf_storage_t **out, mf_error_t *err)
     return mf_storage_open_ex(dbpath, false, 0, out, err);
 }
 
+#define DIRTY_TARGET_MAX (INT64_C(1024) * 1024 * 1024 / 20) /* 5 % of 1 GB: see mf_storage_open_ex */
+
 int64_t
 mf_storage_cache_mb_default(int64_t mem_limit)
 {
@@ -637,14 +639,29 @@ mf_storage_open_ex(const char *dbpath, bool in_memory, int64_t cache_mb, mf_stor
         mf_sysres_read("", &res);
         cache_mb = mf_storage_cache_mb_default(res.mem_limit);
     }
-    snprintf(config, sizeof config, "%s,cache_size=%lldMB%s%s%s",
+    /*
+     * Dirty pages are written out in the background from 5 % of the cache
+     * (WiredTiger's default), but from at most what that was with the 1 GB
+     * cache of earlier versions: a TTL burst's deletions leave their pages
+     * full of deleted entries until those are written out, and the next
+     * deletions step over them. With mongod's default cache on a 24 GB
+     * machine (11.5 GB, 575 MB of it dirty before any write-out) a burst of
+     * 1,000,000 cost 2.94-3.06 µs of server CPU per document, with the
+     * write-out from 51 MB 2.30-2.43, with the 1 GB cache 2.18-2.26
+     * (session 51, alternating probes). Application threads are still only
+     * made to evict at 20 % of the cache.
+     */
+    int64_t dirty_target = cache_mb * 1024 * 1024 / 20;
+    if (dirty_target > DIRTY_TARGET_MAX)
+        dirty_target = DIRTY_TARGET_MAX;
+    snprintf(config, sizeof config, "%s,cache_size=%lldMB,eviction_dirty_target=%lld%s%s%s",
              in_memory ? "create,in_memory=true,session_max=2000,"
                          "eviction=(threads_min=1,threads_max=2),statistics=(fast)"
                        : "create,session_max=2000,"
                          "log=(enabled=true,file_max=100MB,archive=true),"
                          "transaction_sync=(enabled=false),"
                          "eviction=(threads_min=1,threads_max=2),statistics=(fast)",
-             (long long)cache_mb, in_memory ? "" : ",", in_memory ? "" : st->fm_normal, ext);
+             (long long)cache_mb, (long long)dirty_target, in_memory ? "" : ",", in_memory ? "" : st->fm_normal, ext);
     ret = wiredtiger_open(dbpath, &st->events, config, &st->conn);
     st->in_memory = in_memory;
     if (ret != 0) {

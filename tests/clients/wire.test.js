@@ -668,8 +668,24 @@ h.test('past the data workers\' soft cap a quick command still never waits behin
     const ms = Date.now() - t1;
     assert.deepEqual(r.cursor.firstBatch, [{ _id: 1 }]);
     assert.ok(ms < 1000, `the find waited ${ms} ms behind ${N} blocked counts`);
+    // serverStatus (the fast lane, so it answers now) shows the data pool past its soft cap, grown for the stuck ones.
+    const cpus = require('node:os').availableParallelism();
+    const w = (await quick.command('admin', { serverStatus: 1 })).network.workers;
+    assert.equal(w.cpus, cpus);
+    assert.equal(w.data.softCap, Math.max(16, 8 * cpus));
+    assert.equal(w.data.maxWorkers, Math.min(1024, N + 16));
+    assert.ok(w.data.threads > w.data.softCap, `${w.data.threads} data threads with ${N} counts blocked`);
+    assert.ok(w.data.grown > 0 && w.data.peak >= w.data.threads, JSON.stringify(w.data));
+    assert.equal(w.fast.softCap, w.fast.maxWorkers); // the fast lane: a thread per job up to its cap
     for (let i = 0; i < N; i++) assert.equal((await conns[i].readReply()).n, 1);
     assert.ok(Date.now() - t0 >= 1900, `the counts were blocked ${Date.now() - t0} ms`);
+    // Once the counts are done, the threads started past the soft cap go (none was started for a second).
+    let after = w.data;
+    for (let i = 0; i < 30 && after.shrunk === 0; i++) {
+      await h.sleep(100);
+      after = (await quick.command('admin', { serverStatus: 1 })).network.workers.data;
+    }
+    assert.ok(after.shrunk > 0 && after.threads < w.data.threads, JSON.stringify(after));
   } finally {
     for (const c of conns) c.close();
     await s2.stop();
