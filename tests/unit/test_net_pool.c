@@ -355,6 +355,51 @@ Test(net_pool, soft_cap_grows_for_jobs_queued_behind_stuck_workers)
     cr_assert_eq(atomic_load(&g.exits), (int)st.started);
 }
 
+/* A job that sleeps its own time (ms), then counts into the gate as done. */
+typedef struct sleep_job {
+    mf_net_pool_job_t pj;
+    int ms;
+} sleep_job_t;
+
+static void
+sleeping_work(mf_net_pool_job_t *pj)
+{
+    usleep((useconds_t)((sleep_job_t *)pj)->ms * 1000);
+}
+
+/*
+ * The workers the judge started for stuck jobs leave as those very jobs end
+ * (a second and more after it started them), not an idle timeout later:
+ * the shrink compares the judge's last start with the job's end. Each job
+ * ends 20 ms after the one before, so the first two to end find the rest
+ * still stuck and stay (the soft cap's worth that are not stuck), and every
+ * later one leaves.
+ */
+Test(net_pool, workers_grown_for_stuck_jobs_leave_when_those_jobs_end)
+{
+    enum { SOFT = 2, N = SOFT + 10 };
+    gate_t g;
+    sleep_job_t jobs[N];
+    gate_init(&g, 0);
+    mf_net_pool_t *p = make_pool_soft(&g, 1, 64, 60000, SOFT, 2000); /* idle workers would wait a minute */
+    for (int i = 0; i < N; i++) {
+        jobs[i] = (sleep_job_t){.ms = 1200 + 20 * i};
+        jobs[i].pj.work = sleeping_work;
+        mf_net_pool_submit(p, &jobs[i].pj);
+    }
+    wait_done(&g, N);
+    mf_net_pool_stats_t st;
+    for (int i = 0; i < 1000 && (mf_net_pool_stats(p, &st), st.threads > SOFT); i++)
+        usleep(1000);
+    cr_assert_eq(st.peak, N, "peak %d: a worker for each stuck job", st.peak);
+    cr_assert_geq(st.grown, N - SOFT, "grown %lld", (long long)st.grown);
+    cr_assert_eq(st.threads, SOFT, "%d workers left once the jobs ended", st.threads);
+    cr_assert_eq(st.shrunk, st.started - SOFT, "shrunk %lld of %lld started", (long long)st.shrunk,
+                 (long long)st.started);
+    cr_assert_eq(st.retired, 0, "none waited out the idle timeout");
+    mf_net_pool_destroy(p);
+}
+
 /* A job that moves on (mf_net_pool_job_progress, a held connection's next request) counts as finishing jobs. */
 typedef struct prog_job {
     mf_net_pool_job_t pj;
