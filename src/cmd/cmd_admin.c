@@ -16,6 +16,7 @@
  * net.c, document size in wire.c / cmd_util.c, batch size in the write
  * commands.
  */
+#include <gnu/libc-version.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,13 +30,13 @@
 #include "catalog/coll_write.h"
 #include "auth/roles.h"
 #include "cmd/cmd.h"
-#include "common/sysres.h"
 #include "common/curop.h"
 #include "common/fmt.h"
 #include "engine/cursor.h"
 #include "engine/sessions.h"
 #include "common/log.h"
 #include "common/params.h"
+#include "common/sysres.h"
 #include "doc/match.h"
 #include "doc/value.h"
 #include "query/write.h"
@@ -1177,6 +1178,47 @@ cmd_get_diagnostic_data(mf_op_t *op)
     return rc;
 }
 
+/*
+ * hostInfo.extra on Linux, as mongod's: /proc/version, the C library's and
+ * the kernel's versions, the first CPU's frequency and feature flags from
+ * /proc/cpuinfo, the page size and count, and the open-files limit.
+ */
+static void
+append_host_extra(bson_t *sub, const struct utsname *u)
+{
+    char line[8192], version[512] = "", mhz[64] = "", flags[4096] = "";
+    FILE *f = fopen("/proc/version", "r");
+    if (f != NULL) {
+        if (fgets(version, sizeof(version), f) != NULL)
+            version[strcspn(version, "\n")] = '\0';
+        fclose(f);
+    }
+    BSON_APPEND_UTF8(sub, "versionString", version[0] ? version : u->version);
+    BSON_APPEND_UTF8(sub, "libcVersion", gnu_get_libc_version());
+    BSON_APPEND_UTF8(sub, "kernelVersion", u->release);
+    if ((f = fopen("/proc/cpuinfo", "r")) != NULL) {
+        while (fgets(line, sizeof(line), f) != NULL && (mhz[0] == '\0' || flags[0] == '\0')) {
+            char *colon = strchr(line, ':');
+            if (colon == NULL)
+                continue;
+            const char *val = colon + 1 + strspn(colon + 1, " \t");
+            size_t n = strcspn(val, "\n");
+            if (mhz[0] == '\0' && strncmp(line, "cpu MHz", 7) == 0)
+                snprintf(mhz, sizeof(mhz), "%.*s", (int)n, val);
+            else if (flags[0] == '\0' && strncmp(line, "flags", 5) == 0)
+                snprintf(flags, sizeof(flags), "%.*s", (int)n, val);
+        }
+        fclose(f);
+    }
+    BSON_APPEND_UTF8(sub, "cpuFrequencyMHz", mhz);
+    BSON_APPEND_UTF8(sub, "cpuFeatures", flags);
+    BSON_APPEND_INT64(sub, "pageSize", (int64_t)sysconf(_SC_PAGESIZE));
+    BSON_APPEND_INT32(sub, "numPages", (int32_t)sysconf(_SC_PHYS_PAGES));
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        BSON_APPEND_INT32(sub, "maxOpenFiles", rl.rlim_cur > INT32_MAX ? INT32_MAX : (int32_t)rl.rlim_cur);
+}
+
 static int
 cmd_host_info(mf_op_t *op)
 {
@@ -1209,7 +1251,7 @@ cmd_host_info(mf_op_t *op)
     BSON_APPEND_UTF8(&sub, "version", u.release);
     bson_append_document_end(r, &sub);
     BSON_APPEND_DOCUMENT_BEGIN(r, "extra", &sub);
-    BSON_APPEND_UTF8(&sub, "versionString", u.version);
+    append_host_extra(&sub, &u);
     bson_append_document_end(r, &sub);
     return 0;
 }

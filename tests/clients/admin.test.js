@@ -125,6 +125,22 @@ h.test('hostInfo reports system and os sections', async () => {
   assert.ok(num(r.system.numCores) > 0);
   assert.equal(typeof r.os.type, 'string');
   assert.equal(r.os.type, 'Linux');
+  // extra, as mongod's on Linux: read back from the same sources.
+  const fs = require('node:fs');
+  const os = require('node:os');
+  assert.equal(r.extra.versionString, fs.readFileSync('/proc/version', 'utf8').split('\n')[0]);
+  assert.equal(r.extra.kernelVersion, os.release());
+  assert.match(r.extra.libcVersion, /^\d+\.\d+/);
+  const page = num(r.extra.pageSize);
+  assert.ok(page >= 4096 && (page & (page - 1)) === 0, `pageSize ${page}`);
+  assert.ok(Math.abs(num(r.extra.numPages) * num(r.extra.pageSize) / 1048576 - num(r.system.memSizeMB)) <= 1,
+    `${r.extra.numPages} pages of ${r.extra.pageSize} against ${r.system.memSizeMB} MB`);
+  assert.ok(num(r.extra.maxOpenFiles) >= 1024, `maxOpenFiles ${r.extra.maxOpenFiles}`);
+  const cpuinfo = fs.readFileSync('/proc/cpuinfo', 'utf8');
+  const flags = /^flags\s*:\s*(.*)$/m.exec(cpuinfo);
+  if (flags) assert.equal(r.extra.cpuFeatures, flags[1]);
+  // The frequency may move between two reads: its form only.
+  if (/^cpu MHz/m.test(cpuinfo)) assert.match(r.extra.cpuFrequencyMHz, /^\d+(\.\d+)?$/);
 });
 
 h.test('getParameter reads one parameter and "*" lists them', async () => {
