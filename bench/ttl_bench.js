@@ -1209,7 +1209,12 @@ function mayflySystem() {
       await fgRaw.connect();
       db = client.db('ttlbench');
       const bi = await client.db('admin').command({ buildInfo: 1 });
-      return `mayflyd ${bi.version} pid ${entry.proc.pid} port ${port}`;
+      /* What the server sized itself by: the CPUs and memory it was granted, and its WiredTiger cache. */
+      const hi = (await client.db('admin').command({ hostInfo: 1 })).system;
+      const ss = await client.db('admin').command({ serverStatus: 1 });
+      const cacheMb = Math.round(Number(ss.wiredTiger.cache['maximum bytes configured']) / 1048576);
+      return `mayflyd ${bi.version} pid ${entry.proc.pid} port ${port}; granted ${ss.network.workers.cpus} CPU(s) ` +
+        `and ${hi.memLimitMB} MB, WiredTiger cache ${cacheMb} MB`;
     },
     async calibrate(calibN) {
       const calib = db.collection('calib');
