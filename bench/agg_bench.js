@@ -24,7 +24,7 @@
  *      (--budget-mb M sets internalQueryMaxBlockingSortMemoryUsageBytes first);
  *      the cursor is drained (batchSize 1,000) counting documents and
  *      checking the order, without keeping them. Before it, a collection
- *      scan warms the WiredTiger cache (1 GB), and the server's VmHWM is
+ *      scan warms the WiredTiger cache, and the server's VmHWM is
  *      reset (echo 5 > /proc/<pid>/clear_refs) before each measured drain;
  *      the figure is the peak RSS during the drain (VmHWM) minus the RSS
  *      just before it, for the sort and, as a baseline for cache and

@@ -1213,7 +1213,7 @@ function mayflySystem() {
       const hi = (await client.db('admin').command({ hostInfo: 1 })).system;
       const ss = await client.db('admin').command({ serverStatus: 1 });
       const cacheMb = Math.round(Number(ss.wiredTiger.cache['maximum bytes configured']) / 1048576);
-      return `mayflyd ${bi.version} pid ${entry.proc.pid} port ${port}; granted ${ss.network.workers.cpus} CPU(s) ` +
+      return `mayflyd ${bi.version} pid ${entry.proc.pid} port ${port}; granted ${ss.network.workers ? ss.network.workers.cpus : '?'} CPU(s) ` +
         `and ${hi.memLimitMB} MB, WiredTiger cache ${cacheMb} MB`;
     },
     async calibrate(calibN) {

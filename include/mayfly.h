@@ -56,6 +56,10 @@ typedef struct mf_db_error {
  * config may be NULL or a document with:
  *   inMemory: true       keep everything in memory; nothing is written, the
  *                        data is gone after mf_db_close; path may be NULL
+ *   cacheSizeGB: 1.5     WiredTiger's cache (in memory: all the data must
+ *                        fit), 0.25 to 10000; default as mongod's, half of
+ *                        (memory granted - 1 GB), at least 256 MB, where the
+ *                        memory granted is RAM or a lower cgroup limit
  *   setParameter: {...}  server parameters at startup, as mayflyd's
  *                        --setParameter (ttlMonitorSleepSecs, ...)
  * Returns 0 with *db set, or the error code with *err filled (err may be

@@ -76,6 +76,15 @@ mf_db_open(const char *path, const bson_t *config, mf_db **out, mf_db_error *err
             const char *k = bson_iter_key(&it);
             if (strcmp(k, "inMemory") == 0 && BSON_ITER_HOLDS_BOOL(&it)) {
                 opts.in_memory = bson_iter_bool(&it);
+            } else if (strcmp(k, "cacheSizeGB") == 0 && BSON_ITER_HOLDS_NUMBER(&it)) {
+                /* As mayflyd's --wiredTigerCacheSizeGB / --inMemorySizeGB (the engine opened either way). */
+                double gb = bson_iter_as_double(&it);
+                if (!(gb >= 0.25 && gb <= 10000)) {
+                    set_error(err, MF_E_BadValue, "cacheSizeGB: expected 0.25 to 10000");
+                    code = MF_E_BadValue;
+                    goto err_free;
+                }
+                opts.cache_mb = (int64_t)(gb * 1024);
             } else if (strcmp(k, "setParameter") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
                 bson_iter_recurse(&it, &sp);
                 while (bson_iter_next(&sp)) {

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define PATH_MAX_LEN 1024
+#define PATH_MAX_LEN 4096
 #define NO_LIMIT_BYTES (INT64_C(1) << 62) /* cgroup v1 writes "unlimited" as a page-rounded INT64_MAX */
 
 /* Reads the first line of root+path into buf (newline stripped). true on success. */
@@ -186,14 +186,16 @@ cpu_v1_read(const char *root, const char *dir, level_t *l)
 static void
 read_cgroups(const char *root, double *quota, int64_t *mem)
 {
-    char full[PATH_MAX_LEN], line[PATH_MAX_LEN];
+    char full[PATH_MAX_LEN];
+    char *line = NULL; /* getline's: a cgroup path may be longer than any fixed buffer */
+    size_t cap = 0;
     *quota = 0;
     *mem = 0;
     snprintf(full, sizeof(full), "%s/proc/self/cgroup", root);
     FILE *f = fopen(full, "r");
     if (f == NULL)
         return;
-    while (fgets(line, sizeof(line), f) != NULL) {
+    while (getline(&line, &cap, f) > 0) {
         line[strcspn(line, "\n")] = '\0';
         char *c1 = strchr(line, ':');
         char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
@@ -201,18 +203,24 @@ read_cgroups(const char *root, double *quota, int64_t *mem)
             continue;
         *c2 = '\0';
         const char *ctrls = c1 + 1, *path = c2 + 1;
+        if (strlen(path) >= PATH_MAX_LEN - 64)
+            continue; /* longer than the files under it could be named here: no limit read */
         if (ctrls[0] == '\0') {
             /* cgroup v2: one hierarchy for every controller. */
             walk(root, "/sys/fs/cgroup", path, read_v2, quota, mem);
-        } else if (has_controller(ctrls, "memory")) {
+            continue;
+        }
+        /* v1: a hierarchy may carry several controllers (memory and cpu mounted together, say). */
+        if (has_controller(ctrls, "memory"))
             walk(root, "/sys/fs/cgroup/memory", path, mem_v1_read, quota, mem);
-        } else if (has_controller(ctrls, "cpu")) {
+        if (has_controller(ctrls, "cpu")) {
             /* Mounted under its joint name (cpu,cpuacct) on most systems, else as cpu. */
             const char *mount = is_dir(root, "/sys/fs/cgroup/cpu,cpuacct") ? "/sys/fs/cgroup/cpu,cpuacct"
                                                                               : "/sys/fs/cgroup/cpu";
             walk(root, mount, path, cpu_v1_read, quota, mem);
         }
     }
+    free(line);
     fclose(f);
 }
 

@@ -22,8 +22,9 @@
  * under the mount (the host's name for it); its levels that do not exist
  * are skipped, so the mount's root, the container's own cgroup, is read.
  *
- * Read once at start-up (a few small files), not per request. Every result
- * is the caller's (plain values); no state is kept.
+ * A few small files are read on each call: at start-up (by main, the network
+ * layer, the TTL monitor, storage) and by hostInfo, never per request. Every
+ * result is the caller's (plain values); no state is kept.
  */
 #ifndef MF_SYSRES_H
 #define MF_SYSRES_H

@@ -216,6 +216,7 @@ engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
 {
     mf_engine_t *eng = mf_calloc(1, sizeof(*eng));
     pthread_mutex_init(&eng->topo_mu, NULL);
+    pthread_mutex_init(&eng->net_status_mu, NULL);
     pthread_mutex_init(&eng->fsync_mu, NULL);
     pthread_cond_init(&eng->fsync_cv, NULL);
     pthread_mutex_init(&eng->auth_mgmt_mu, NULL);
@@ -332,6 +333,7 @@ err_free:
     mf_failpoints_free(eng->failpoints);
     mf_params_free(eng->params);
     pthread_mutex_destroy(&eng->topo_mu);
+    pthread_mutex_destroy(&eng->net_status_mu);
     pthread_mutex_destroy(&eng->auth_mgmt_mu);
     pthread_mutex_destroy(&eng->fsync_mu);
     pthread_cond_destroy(&eng->fsync_cv);
@@ -526,19 +528,19 @@ mf_engine_set_log_rotate_hook(mf_engine_t *eng, int (*fn)(void *arg), void *arg)
 void
 mf_engine_set_net_status_hook(mf_engine_t *eng, void (*fn)(void *arg, bson_t *network), void *arg)
 {
-    pthread_mutex_lock(&eng->topo_mu);
+    pthread_mutex_lock(&eng->net_status_mu);
     eng->on_net_status = fn;
     eng->on_net_status_arg = arg;
-    pthread_mutex_unlock(&eng->topo_mu);
+    pthread_mutex_unlock(&eng->net_status_mu);
 }
 
 void
 mf_engine_net_status_append(mf_engine_t *eng, bson_t *network)
 {
-    pthread_mutex_lock(&eng->topo_mu);
+    pthread_mutex_lock(&eng->net_status_mu);
     if (eng->on_net_status != NULL)
         eng->on_net_status(eng->on_net_status_arg, network);
-    pthread_mutex_unlock(&eng->topo_mu);
+    pthread_mutex_unlock(&eng->net_status_mu);
 }
 
 int
@@ -601,6 +603,7 @@ mf_engine_close(mf_engine_t *eng)
     pthread_mutex_destroy(&eng->fsync_mu);
     pthread_cond_destroy(&eng->fsync_cv);
     pthread_mutex_destroy(&eng->topo_mu);
+    pthread_mutex_destroy(&eng->net_status_mu);
     pthread_mutex_destroy(&eng->auth_mgmt_mu);
     free(eng->cluster_cred);
     free(eng);

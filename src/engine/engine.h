@@ -222,13 +222,14 @@ typedef struct mf_engine {
     bool reaper_stop;
     bson_oid_t process_id;    /* hello's topologyVersion.processId: one per engine */
     _Atomic int64_t topology_version; /* hello's topologyVersion.counter: bumped on every role change */
-    pthread_mutex_t topo_mu;          /* guards on_topology and on_stop_request (their setters) */
+    pthread_mutex_t topo_mu;          /* guards on_topology, on_stop_request and on_log_rotate (their setters) */
     void (*on_topology)(void *arg);   /* the network layer's: answer held awaitable hellos now */
     void *on_topology_arg;
     void (*on_stop_request)(void *arg); /* the network layer's: begin a clean shutdown (the shutdown command) */
     void *on_stop_request_arg;
     int (*on_log_rotate)(void *arg);   /* the process's: reopen its log file (the logRotate command) */
     void *on_log_rotate_arg;
+    pthread_mutex_t net_status_mu;    /* guards on_net_status (its own: it waits on the pools' locks) */
     void (*on_net_status)(void *arg, bson_t *network); /* the network layer's: its part of serverStatus.network */
     void *on_net_status_arg;
     bool auth_enabled;           /* access control (--auth, --keyFile): cmd/cmd_auth.c checks every network command */
@@ -404,11 +405,12 @@ bool mf_engine_request_stop(mf_engine_t *eng);
  */
 void mf_engine_set_log_rotate_hook(mf_engine_t *eng, int (*fn)(void *arg), void *arg);
 /*
- * mf_engine_set_net_status_hook: sets (or with NULL clears) on_net_status,
- * as mf_engine_set_topology_hook: the network layer appends what only it
- * knows (its worker pools) to serverStatus's network section.
- * mf_engine_net_status_append calls it (any thread; nothing without a
- * network layer, as embedded).
+ * mf_engine_set_net_status_hook: sets (or with NULL clears) on_net_status:
+ * the network layer appends what only it knows (its worker pools) to
+ * serverStatus's network section. mf_engine_net_status_append calls it
+ * (any thread; nothing without a network layer, as embedded) under
+ * net_status_mu, which the setter takes too, so a cleared hook is not
+ * running: the hook must not block for long nor call back into the engine.
  */
 void mf_engine_set_net_status_hook(mf_engine_t *eng, void (*fn)(void *arg, bson_t *network), void *arg);
 void mf_engine_net_status_append(mf_engine_t *eng, bson_t *network);

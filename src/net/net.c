@@ -404,8 +404,8 @@ on_topology_async(uv_async_t *a)
  * (net_pool.h), so the soft cap's work is visible: threads alive, idle and
  * at most at once, jobs queued, the caps, and the threads the judge started
  * past the soft cap (grown) and that left once not needed (shrunk). Called
- * under the engine's topo_mu (mf_engine_net_status_append); the pools live
- * until the hook is cleared.
+ * under the engine's net_status_mu (mf_engine_net_status_append); the pools
+ * live until the hook is cleared.
  */
 static void
 append_pool(bson_t *doc, const char *name, mf_net_pool_t *p)

@@ -61,7 +61,8 @@
  *     judge started a worker within the last second or the workers left
  *     that are not stuck would be fewer than the soft cap (`shrunk`), so a
  *     passing stall does not leave a thread per connection behind. The
- *     soft cap counts the CPUs of the affinity mask, not a cgroup's quota.
+ *     caller sets the soft cap (net.c: from the CPUs granted, the affinity
+ *     mask lowered to a cgroup's CPU quota, common/sysres.h).
  *
  * Invariants: nthreads counts workers that have not decided to exit;
  * nidle <= nthreads; a slot is FREE only once its thread has been joined.
@@ -240,7 +241,7 @@ worker_main(void *arg)
              * Past the soft cap with nothing queued, no worker started for stuck
              * ones lately, and enough left that are not stuck: not needed.
              */
-            int64_t end = mf_mono_us(); /* not now, the job's start: the judge grew for this very job, maybe */
+            int64_t end = mf_mono_us(); /* the job's end, not its start (now): the judge may have grown for this job */
             if (p->head == NULL && p->nthreads > p->soft && !p->stopping && end - p->grew_us > SHRINK_AFTER_US &&
                 p->nthreads - stuck_locked(p, end) > p->soft) {
                 p->shrunk++;

@@ -114,6 +114,7 @@ typedef struct opts {
     char dbpath[1024];
     int workers;
     bool in_memory;
+    bool engine_given;     /* --storageEngine / storage.engine given (getCmdLineOpts shows it then) */
     const char *set_params[64]; /* "name=value", point into argv or owned copies (config file) */
     size_t nset_params;
     mf_params_t *check;         /* validates --setParameter as it is read */
@@ -537,6 +538,7 @@ apply_flag(opts_t *o, const char *name, const char *val, bson_t *parsed)
         }
         o->slowms = n;
     } else if (strcmp(name, "storageEngine") == 0) {
+        o->engine_given = true;
         if (strcmp(val, "wiredTiger") == 0) {
             o->in_memory = false;
         } else if (strcmp(val, "inMemory") == 0) {
@@ -900,6 +902,11 @@ main(int argc, char **argv)
     mf_sysres_t res;
     mf_sysres_read("", &res);
     int64_t cache_mb = 0; /* 0: mf_storage_cache_mb_default of res.mem_limit */
+    if (o.in_memory && (o.cache_gb >= 0 || o.cache_pct >= 0))
+        fprintf(stderr, "mayflyd: --wiredTigerCacheSizeGB/Pct do not size the in-memory engine (--inMemorySizeGB "
+                        "does): ignored\n");
+    if (!o.in_memory && o.inmem_gb >= 0)
+        fprintf(stderr, "mayflyd: --inMemorySizeGB sizes the in-memory engine only: ignored\n");
     if (o.in_memory && o.inmem_gb > 0)
         cache_mb = (int64_t)(o.inmem_gb * 1024);
     else if (!o.in_memory && o.cache_gb > 0)
@@ -941,8 +948,8 @@ main(int argc, char **argv)
     bson_append_document_end(parsed, &net);
     BSON_APPEND_DOCUMENT_BEGIN(parsed, "storage", &storage);
     BSON_APPEND_UTF8(&storage, "dbPath", o.dbpath);
-    if (o.in_memory)
-        BSON_APPEND_UTF8(&storage, "engine", "inMemory");
+    if (o.in_memory || o.engine_given)
+        BSON_APPEND_UTF8(&storage, "engine", o.in_memory ? "inMemory" : "wiredTiger");
     if (o.cache_gb >= 0 || o.cache_pct >= 0 || o.inmem_gb >= 0) {
         /* As given, under mongod's names (storage.<engine>.engineConfig.*). */
         bson_t eng_doc, cfg;

@@ -490,6 +490,8 @@ mf_storage_cache_mb_default(int64_t mem_limit)
 {
     int64_t mb = mem_limit / (1024 * 1024);
     int64_t half = (mb - 1024) / 2;
+    if (half > MF_STORAGE_CACHE_MAX_MB)
+        return MF_STORAGE_CACHE_MAX_MB;
     return half > MF_STORAGE_CACHE_MIN_MB ? half : MF_STORAGE_CACHE_MIN_MB;
 }
 
@@ -639,6 +641,8 @@ mf_storage_open_ex(const char *dbpath, bool in_memory, int64_t cache_mb, mf_stor
         mf_sysres_read("", &res);
         cache_mb = mf_storage_cache_mb_default(res.mem_limit);
     }
+    if (cache_mb > MF_STORAGE_CACHE_MAX_MB)
+        cache_mb = MF_STORAGE_CACHE_MAX_MB;
     /*
      * Dirty pages are written out in the background from 5 % of the cache
      * (WiredTiger's default), but from at most what that was with the 1 GB
@@ -649,19 +653,20 @@ mf_storage_open_ex(const char *dbpath, bool in_memory, int64_t cache_mb, mf_stor
      * 1,000,000 cost 2.94-3.06 µs of server CPU per document, with the
      * write-out from 51 MB 2.30-2.43, with the 1 GB cache 2.18-2.26
      * (session 51, alternating probes). Application threads are still only
-     * made to evict at 20 % of the cache.
+     * made to evict at 20 % of the cache. On disk only: in memory there is
+     * nowhere to write pages out to, and the cap only made eviction scrub.
      */
-    int64_t dirty_target = cache_mb * 1024 * 1024 / 20;
-    if (dirty_target > DIRTY_TARGET_MAX)
-        dirty_target = DIRTY_TARGET_MAX;
-    snprintf(config, sizeof config, "%s,cache_size=%lldMB,eviction_dirty_target=%lld%s%s%s",
+    char dirty[64] = "";
+    if (!in_memory && cache_mb * 1024 * 1024 / 20 > DIRTY_TARGET_MAX)
+        snprintf(dirty, sizeof(dirty), ",eviction_dirty_target=%lld", (long long)DIRTY_TARGET_MAX);
+    snprintf(config, sizeof config, "%s,cache_size=%lldMB%s%s%s%s",
              in_memory ? "create,in_memory=true,session_max=2000,"
                          "eviction=(threads_min=1,threads_max=2),statistics=(fast)"
                        : "create,session_max=2000,"
                          "log=(enabled=true,file_max=100MB,archive=true),"
                          "transaction_sync=(enabled=false),"
                          "eviction=(threads_min=1,threads_max=2),statistics=(fast)",
-             (long long)cache_mb, (long long)dirty_target, in_memory ? "" : ",", in_memory ? "" : st->fm_normal, ext);
+             (long long)cache_mb, dirty, in_memory ? "" : ",", in_memory ? "" : st->fm_normal, ext);
     ret = wiredtiger_open(dbpath, &st->events, config, &st->conn);
     st->in_memory = in_memory;
     if (ret != 0) {

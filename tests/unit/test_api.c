@@ -202,6 +202,27 @@ Test(api, in_memory_database_is_gone_after_close)
     mf_db_close(db);
 }
 
+/* cacheSizeGB sizes WiredTiger's cache (serverStatus shows it); out of range it is refused. */
+Test(api, cache_size_gb_sizes_the_cache)
+{
+    mf_db *db = open_db(NULL, "{\"inMemory\": true, \"cacheSizeGB\": 0.3}");
+    bson_t reply;
+    bson_iter_t it;
+    cr_assert_eq(run_json(db, "admin", "{\"serverStatus\": 1}", &reply), 0);
+    cr_assert(bson_iter_init(&it, &reply) &&
+              bson_iter_find_descendant(&it, "wiredTiger.cache.maximum bytes configured", &it));
+    cr_assert_eq(bson_iter_as_int64(&it), (int64_t)307 * 1024 * 1024, "%lld", (long long)bson_iter_as_int64(&it));
+    bson_destroy(&reply);
+    mf_db_close(db);
+    mf_db_error err = {0};
+    bson_error_t berr;
+    bson_t *cfg = bson_new_from_json((const uint8_t *)"{\"inMemory\": true, \"cacheSizeGB\": 0.1}", -1, &berr);
+    db = (mf_db *)1;
+    cr_assert_eq(mf_db_open(NULL, cfg, &db, &err), 2, "0.1 GB is below mongod's 0.25: %d %s", err.code, err.message);
+    cr_assert_null(db);
+    bson_destroy(cfg);
+}
+
 /* A hello with client metadata through the embedded API: answered, and nothing it attached outlives the call (LeakSanitizer). */
 Test(api, hello_with_client_metadata_leaves_nothing_behind)
 {
