@@ -88,7 +88,7 @@ new_root(char *out, const char *name)
 static void
 mkdirs(const char *root, const char *rel)
 {
-    char path[512];
+    char path[4096];
     int n = snprintf(path, sizeof path, "%s/%s", root, rel);
     cr_assert(n > 0 && (size_t)n < sizeof path);
     for (char *p = path + strlen(root) + 1; *p; p++) {
@@ -105,7 +105,7 @@ mkdirs(const char *root, const char *rel)
 static void
 put(const char *root, const char *rel, const char *text)
 {
-    char dir[512], path[512];
+    char dir[4096], path[4096];
     snprintf(dir, sizeof dir, "%s", rel);
     char *slash = strrchr(dir, '/');
     if (slash) {
@@ -365,6 +365,25 @@ Test(sysres, v1_real_limits)
     assert_quota(&r, 0.5, "v1 50000/100000");
     cr_assert_eq(r.cpus_usable, 1, "half a CPU gives 1 usable: %d", r.cpus_usable);
     assert_mem(&r, MEMTOTAL_BYTES, 512 * MiB, 512 * MiB, "v1 512 MiB");
+}
+
+/* A cgroup path longer than a kilobyte (systemd's nested slices can be): its own level's limits still count. */
+Test(sysres, long_cgroup_path_keeps_its_own_limits)
+{
+    char root[256], path[1400] = "", line[1500], rel[1600];
+    new_root(root, "r");
+    put_meminfo(root);
+    for (int i = 0; i < 30; i++) /* 30 levels of 41 characters: 1,230 */
+        strcat(path, "/level-with-a-rather-long-name-0123456789");
+    snprintf(line, sizeof line, "0::%s\n", path);
+    put(root, "proc/self/cgroup", line);
+    snprintf(rel, sizeof rel, "sys/fs/cgroup%s/memory.max", path);
+    put(root, rel, "268435456\n");
+    snprintf(rel, sizeof rel, "sys/fs/cgroup%s/cpu.max", path);
+    put(root, rel, "150000 100000\n");
+    mf_sysres_t r = read_root(root);
+    assert_quota(&r, 1.5, "the leaf's quota under a 1,230-character path");
+    assert_mem(&r, MEMTOTAL_BYTES, 256 * MiB, 256 * MiB, "the leaf's limit under a 1,230-character path");
 }
 
 /* The CPU hierarchy mounted as "cpu": listed as "cpu,cpuacct", and listed as "cpu" alone. */
