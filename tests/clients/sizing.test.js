@@ -207,6 +207,70 @@ h.test('under taskset -c <one CPU>: numCoresAvailableToProcess 1 and the TTL mon
   assert.equal(r.cacheBytes, defaultCacheMB(Number(r.system.memLimitMB)) * MB);
 });
 
+/*
+ * A cgroup of its own with a CPU quota of half a CPU and a 768 MB memory
+ * limit (created here when this runs as root on a writable cgroup tree, v1
+ * or v2; skipped otherwise): the server sizes itself from what it is
+ * granted, not from the machine. One CPU (0.5 rounded up): one TTL thread,
+ * the data pool's soft cap at its floor of 16; 768 MB: memLimitMB 768 and
+ * the cache at mongod's floor, 256 MB (768 - 1024 is below it).
+ */
+function makeCgroup() {
+  const name = `mf-sizing-${process.pid}`;
+  const made = [];
+  const tryWrite = (f, v) => { fs.writeFileSync(f, v); };
+  try {
+    if (fs.existsSync('/sys/fs/cgroup/cgroup.controllers')) {
+      const ctl = fs.readFileSync('/sys/fs/cgroup/cgroup.controllers', 'utf8');
+      if (!/\bcpu\b/.test(ctl) || !/\bmemory\b/.test(ctl)) return null;
+      tryWrite('/sys/fs/cgroup/cgroup.subtree_control', '+cpu +memory');
+      const dir = `/sys/fs/cgroup/${name}`;
+      fs.mkdirSync(dir);
+      made.push(dir);
+      tryWrite(`${dir}/cpu.max`, '50000 100000');
+      tryWrite(`${dir}/memory.max`, String(768 * MB));
+      return { procs: [`${dir}/cgroup.procs`], dirs: made };
+    }
+    const cpuRoot = ['/sys/fs/cgroup/cpu,cpuacct', '/sys/fs/cgroup/cpu'].find((d) => fs.existsSync(`${d}/cpu.cfs_quota_us`));
+    const memRoot = '/sys/fs/cgroup/memory';
+    if (!cpuRoot || !fs.existsSync(`${memRoot}/memory.limit_in_bytes`)) return null;
+    for (const root of [cpuRoot, memRoot]) {
+      fs.mkdirSync(`${root}/${name}`);
+      made.push(`${root}/${name}`);
+    }
+    tryWrite(`${cpuRoot}/${name}/cpu.cfs_period_us`, '100000');
+    tryWrite(`${cpuRoot}/${name}/cpu.cfs_quota_us`, '50000');
+    tryWrite(`${memRoot}/${name}/memory.limit_in_bytes`, String(768 * MB));
+    return { procs: made.map((d) => `${d}/cgroup.procs`), dirs: made };
+  } catch (_) {
+    for (const d of made.reverse()) { try { fs.rmdirSync(d); } catch (_) { /* best effort */ } }
+    return null;
+  }
+}
+
+h.test('in a cgroup with half a CPU and 768 MB: one CPU granted (one TTL thread, soft cap 16), memLimitMB 768, cache 256 MB', { timeout: 60000 }, async (t) => {
+  const cg = makeCgroup();
+  if (cg === null) { t.skip('no writable cgroup tree with cpu and memory controllers (not root, or a read-only one)'); return; }
+  try {
+    /* The wrapper joins the cgroups, then execs the server (its pid stays the server's). */
+    const join = cg.procs.map((f) => `echo $$ > ${f}`).join(' && ');
+    const wrapper = ['/bin/sh', '-c', `${join} && exec "$0" "$@"`];
+    let w;
+    const r = await sizing([], { wrapper });
+    await withServer({ wrapper, args: [] }, async (admin) => {
+      w = (await admin.command({ serverStatus: 1 })).network.workers;
+    });
+    assert.equal(Number(r.system.memLimitMB), 768, 'memLimitMB: the cgroup memory limit');
+    assert.equal(r.cacheBytes, 256 * MB, `cache at mongod's floor: got ${r.cacheBytes / MB} MB`);
+    assert.equal(r.ttl.workers, 1, 'one TTL thread for half a CPU');
+    assert.equal(w.cpus, 1, 'network.workers.cpus: half a CPU rounds up to one');
+    assert.equal(w.data.softCap, 16, 'the soft cap at its floor');
+    assert.equal(Number(r.system.numCoresAvailableToProcess), AFFINITY.length, 'hostInfo keeps the affinity count, as mongod');
+  } finally {
+    for (const d of cg.dirs.reverse()) { try { fs.rmdirSync(d); } catch (_) { /* best effort */ } }
+  }
+});
+
 /* ---- cacheSizeGB ---- */
 
 h.test('--wiredTigerCacheSizeGB 0.3: floor(0.3 * 1024) = 307 MB; parsed.storage.wiredTiger.engineConfig.cacheSizeGB 0.3', { timeout: 60000 }, async () => {
