@@ -278,7 +278,9 @@ const SAMPLE = Math.min(N, Math.floor(arg('sample', 2000)));
 const POLL_MS = arg('poll', 25);
 const SPREAD_MS = arg('spread', 60) * 1000;   /* phase-1 expiry window */
 const KEPT_BUSY = strArg('kept-busy', '1') !== '0';   /* mayfly's phase 1 again beside idle-priority spinners */
-const FG_RATE = Math.floor(arg('fg-rate', 2000));   /* phase 2p's paced foreground client, operations a second (0 skips 2p) */
+/* phase 2p's paced foreground client, operations a second; 0 skips 2p (so not the positive-only num()) */
+const FG_RATE = Math.floor(Number(strArg('fg-rate', '2000')));
+if (!(FG_RATE >= 0)) throw new Error('--fg-rate must be a number of operations a second, 0 to skip phase 2p');
 const FG_CLIENT = strArg('fg-client', 'raw');   /* mayfly's foreground loop: raw OP_MSG socket, or the Node driver */
 if (!['raw', 'driver'].includes(FG_CLIENT)) throw new Error('--fg-client must be raw or driver');
 const PG_INTERVAL_MS = arg('pg-interval', 60) * 1000;   /* PostgreSQL delete job period */
