@@ -98,6 +98,7 @@ read_v1_mem(const char *root, const char *dir, level_t *l)
 {
     char path[PATH_MAX_LEN], line[128];
     int64_t v;
+    l->quota = 0;
     l->mem = 0;
     snprintf(path, sizeof(path), "%s/memory.limit_in_bytes", dir);
     if (read_line(root, path, line, sizeof(line)) && parse_i64(line, &v) && v > 0 && v < NO_LIMIT_BYTES)
@@ -110,6 +111,7 @@ read_v1_cpu(const char *root, const char *dir, level_t *l)
     char path[PATH_MAX_LEN], line[128];
     int64_t q, p;
     l->quota = 0;
+    l->mem = 0;
     snprintf(path, sizeof(path), "%s/cpu.cfs_quota_us", dir);
     if (!read_line(root, path, line, sizeof(line)) || !parse_i64(line, &q) || q <= 0)
         return;
@@ -168,20 +170,6 @@ has_controller(const char *list, const char *c)
     return false;
 }
 
-static void
-mem_v1_read(const char *root, const char *dir, level_t *l)
-{
-    l->quota = 0;
-    read_v1_mem(root, dir, l);
-}
-
-static void
-cpu_v1_read(const char *root, const char *dir, level_t *l)
-{
-    l->mem = 0;
-    read_v1_cpu(root, dir, l);
-}
-
 /* The cgroup limits of this process (see the header comment of sysres.h). */
 static void
 read_cgroups(const char *root, double *quota, int64_t *mem)
@@ -212,12 +200,12 @@ read_cgroups(const char *root, double *quota, int64_t *mem)
         }
         /* v1: a hierarchy may carry several controllers (memory and cpu mounted together, say). */
         if (has_controller(ctrls, "memory"))
-            walk(root, "/sys/fs/cgroup/memory", path, mem_v1_read, quota, mem);
+            walk(root, "/sys/fs/cgroup/memory", path, read_v1_mem, quota, mem);
         if (has_controller(ctrls, "cpu")) {
             /* Mounted under its joint name (cpu,cpuacct) on most systems, else as cpu. */
             const char *mount = is_dir(root, "/sys/fs/cgroup/cpu,cpuacct") ? "/sys/fs/cgroup/cpu,cpuacct"
                                                                               : "/sys/fs/cgroup/cpu";
-            walk(root, mount, path, cpu_v1_read, quota, mem);
+            walk(root, mount, path, read_v1_cpu, quota, mem);
         }
     }
     free(line);

@@ -22,9 +22,11 @@
  * under the mount (the host's name for it); its levels that do not exist
  * are skipped, so the mount's root, the container's own cgroup, is read.
  *
- * A few small files are read on each call: at start-up (by main, the network
- * layer, the TTL monitor, storage) and by hostInfo, never per request. Every
- * result is the caller's (plain values); no state is kept.
+ * A few small files are read on each call: once at start-up (main, or
+ * mf_engine_open for an embedded engine; the engine keeps the result in
+ * eng->sysres for the network layer and the TTL monitor) and by hostInfo,
+ * never per request. Every result is the caller's (plain values); no state
+ * is kept.
  */
 #ifndef MF_SYSRES_H
 #define MF_SYSRES_H

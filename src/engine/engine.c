@@ -230,6 +230,10 @@ engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
     eng->fp_getmore = mf_failpoint_find(eng->failpoints, "failGetMoreAfterCursorCheckout");
     eng->profiler = mf_profiler_new();
     eng->in_memory = opts->in_memory;
+    if (opts->sysres != NULL)
+        eng->sysres = *opts->sysres;
+    else
+        mf_sysres_read("", &eng->sysres);
     for (size_t i = 0; i < opts->nset_params; i++) {
         if (mf_param_set_string(eng->params, opts->set_params[i], err) != 0)
             goto err_free;
@@ -238,7 +242,8 @@ engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
     /* Opened here, on one thread, before any command runs: see auth/saslprep.h. */
     if (mf_saslprep_open(&eng->saslprep, err) != 0)
         goto err_free;
-    if (mf_storage_open_ex(dbpath, opts->in_memory, opts->cache_mb, &eng->st, err) != 0)
+    int64_t cache_mb = opts->cache_mb > 0 ? opts->cache_mb : mf_storage_cache_mb_default(eng->sysres.mem_limit);
+    if (mf_storage_open_ex(dbpath, opts->in_memory, cache_mb, &eng->st, err) != 0)
         goto err_free;
     eng->observers = mf_observers_new(eng->st);
     mf_observer_t gate = {.on_txn_prepare = fsync_gate_prepare, .on_txn_end = fsync_gate_txn_end, .arg = eng};
@@ -298,7 +303,8 @@ engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
                          .disabled_reason = ttl_off,
                          .paused_reason = opts->repl_member ? "this replica-set member is not primary" : NULL,
                          .archive = eng->archive,
-                         .replicated = opts->repl_member};
+                         .replicated = opts->repl_member,
+                         .cpus = eng->sysres.cpus_usable};
     if (mf_ttl_monitor_start(&tenv, &eng->ttl, err) != 0)
         goto err_catalog;
     pthread_mutex_init(&eng->reaper_mu, NULL);

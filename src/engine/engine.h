@@ -29,6 +29,7 @@
 #include "common/error.h"
 #include "common/failpoint.h"
 #include "common/params.h"
+#include "common/sysres.h"
 #include "storage/storage.h"
 
 typedef struct mf_cursors mf_cursors_t;
@@ -197,6 +198,7 @@ typedef struct mf_engine {
     /* ... and its abort of every open transaction, at each role change (mongod aborts them on step-down) and shutdown. */
     void (*txns_abort_all)(void *txns);
     bool in_memory;              /* WiredTiger in memory (--inMemory) */
+    mf_sysres_t sysres;          /* the CPUs and memory granted, read once at open (common/sysres.h) */
     char *tmp_dir;               /* aggregation spill files (<dbpath>/_tmp), NULL in memory ($TMPDIR) */
     /*
      * fsync {lock: true} (cmd_compact.c): while fsync_count > 0 no write
@@ -350,6 +352,12 @@ typedef struct mf_engine_opts {
     size_t nset_params;
     bool repl_member; /* started with --replSet: the TTL monitor starts paused until this member is primary */
     bool auth;        /* access control on (--auth) */
+    /*
+     * What this process is granted (common/sysres.h), as the caller read it
+     * (main reads it once to size the cache and the warm workers); NULL: the
+     * engine reads it. Copied into eng->sysres.
+     */
+    const mf_sysres_t *sysres;
 } mf_engine_opts_t;
 
 /*

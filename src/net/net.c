@@ -64,7 +64,6 @@
  *     seconds while any remain. When none remain, the done-list handle closes, uv_run returns,
  *     and the pools are joined (the caller then closes the engine).
  */
-#include "common/sysres.h"
 #include "common/alloc.h"
 #include "net/net.h"
 
@@ -261,7 +260,7 @@ typedef struct server {
     int64_t hold_us;        /* netConnectionHoldMicros at startup (0: never hold) */
     _Atomic int holders;    /* workers waiting on a held connection now */
     int max_holders;        /* at most this many wait at once */
-    int ncpu;               /* the CPUs granted at start (mf_sysres_cpus): the pools' sizes follow it */
+    int ncpu;               /* the CPUs granted (eng->sysres, read once at start): the pools' sizes follow it */
     uv_async_t topo_async;  /* the engine's topology changed: answer the held hellos */
     bool topo_async_open;
     uv_async_t stop_async;  /* the shutdown command asked for a clean stop */
@@ -1698,7 +1697,7 @@ mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err)
     int warm = opts->workers > 0 ? opts->workers : 1;
     srv.hold_us = mf_param_get(eng->params, "netConnectionHoldMicros");
     /* HOLDERS_PER_CPU waiting holders per CPU (see "Held connections"). */
-    int ncpu = mf_sysres_cpus(); /* affinity and cgroup quota (common/sysres.h) */
+    int ncpu = eng->sysres.cpus_usable; /* affinity and cgroup quota, read once by the engine (common/sysres.h) */
     srv.max_holders = ncpu * HOLDERS_PER_CPU;
     int cap = opts->max_workers > 0 ? opts->max_workers : MF_NET_DEFAULT_MAX_WORKERS;
     if (cap < warm)

@@ -1009,9 +1009,10 @@ main(int argc, char **argv)
            res.cpus_affinity, res.cpu_quota, (long long)(res.mem_limit >> 20), (long long)(res.mem_total >> 20),
            (long long)(res.mem_cgroup >> 20), (long long)cache_mb);
     long long nofile = raise_nofile();
-    mf_engine_opts_t eo = {.dbpath = o.dbpath, .in_memory = o.in_memory, .cache_mb = cache_mb, .set_params = o.set_params,
-                           .nset_params = o.nset_params, .repl_member = o.repl_set[0] != '\0',
-                           .auth = o.auth || o.key_file[0] != '\0'};
+    mf_engine_opts_t eo = {.dbpath = o.dbpath, .in_memory = o.in_memory, .cache_mb = cache_mb,
+                           .set_params = o.set_params, .nset_params = o.nset_params,
+                           .repl_member = o.repl_set[0] != '\0', .auth = o.auth || o.key_file[0] != '\0',
+                           .sysres = &res};
     mf_repl_t *repl = NULL;
     if (mf_engine_open(&eo, &eng, &err) != 0) {
         mf_log(MF_LOG_ERROR, "STORAGE", "cannot open the database: %s", err.msg);

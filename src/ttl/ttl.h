@@ -62,6 +62,11 @@ typedef struct mf_ttl_env {
      * wait (see mf_delete_rids).
      */
     bool replicated;
+    /*
+     * The CPUs this process is granted (common/sysres.h, read once by the
+     * engine): ttlMonitorWorkers 0 runs this many deleters. 0: read here.
+     */
+    int cpus;
 } mf_ttl_env_t;
 
 typedef struct mf_ttl_monitor mf_ttl_monitor_t;

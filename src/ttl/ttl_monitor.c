@@ -326,7 +326,7 @@ struct mf_ttl_monitor {
     struct floor *floors;
     int nfloors, capfloors;
     int64_t last_full_ms;
-    int ncpu; /* CPUs granted at start (mf_sysres_cpus reads /proc and /sys: not once per visit) */
+    int ncpu; /* CPUs granted (env->cpus, read once at start: not once per visit) */
     _Atomic bool force_full; /* a write could not record its Dates (see obs_txn_end): forget the floors */
     int64_t cursors_released_ms; /* monitor thread only: when it last closed its cached cursors (release_cursors) */
     /*
@@ -2596,7 +2596,7 @@ mf_ttl_monitor_start(const mf_ttl_env_t *env, mf_ttl_monitor_t **out, mf_error_t
     atomic_store(&m->next_due_ms, NO_DEADLINE);
     atomic_store(&m->watch_due, NO_DEADLINE);
     m->last_full_ms = INT64_MIN / 2;
-    m->ncpu = mf_sysres_cpus(); /* affinity and cgroup quota: a container's one CPU gets one thread */
+    m->ncpu = env->cpus > 0 ? env->cpus : mf_sysres_cpus(); /* a container's one CPU gets one thread */
     if (mf_observers_add(env->observers, &obs, err) != 0)
         goto err_free;
     mf_param_on_change(env->params, on_param_change, m);
