@@ -133,6 +133,71 @@ put_meminfo(const char *root)
         "SwapTotal:             0 kB\n");
 }
 
+/* Writes text as root/proc/self/cgroup, the lines naming the process's cgroups. */
+static void
+proc_cgroup(const char *root, const char *text)
+{
+    put(root, "proc/self/cgroup", text);
+}
+
+/* A fresh root named name (its path into out, 256 bytes) with the fake meminfo and cgroup text as /proc/self/cgroup. */
+static void
+fake_root(char *out, const char *name, const char *cgroup)
+{
+    new_root(out, name);
+    put_meminfo(out);
+    proc_cgroup(out, cgroup);
+}
+
+/*
+ * Writes text, as it is (the newline included, if any), to
+ * root/sys/fs/cgroup<dir>/file; nothing when text is NULL. dir is "" for
+ * /sys/fs/cgroup itself, else a path beginning with '/'.
+ */
+static void
+put_cgroup_file(const char *root, const char *dir, const char *file, const char *text)
+{
+    char rel[4096];
+    if (text == NULL)
+        return;
+    int n = snprintf(rel, sizeof rel, "sys/fs/cgroup%s/%s", dir, file);
+    cr_assert(n > 0 && (size_t)n < sizeof rel);
+    put(root, rel, text);
+}
+
+/* A v2 level (path: "" for the mount's root, else "/a/b"): memory.max and cpu.max, each as given, NULL for none. */
+static void
+v2_level(const char *root, const char *path, const char *memory_max, const char *cpu_max)
+{
+    put_cgroup_file(root, path, "memory.max", memory_max);
+    put_cgroup_file(root, path, "cpu.max", cpu_max);
+}
+
+/* A v1 memory level (path: "" for the hierarchy's root, else "/a/b"): memory.limit_in_bytes, written as given. */
+static void
+v1_mem_level(const char *root, const char *path, const char *limit_in_bytes)
+{
+    char dir[4096];
+    int n = snprintf(dir, sizeof dir, "/memory%s", path);
+    cr_assert(n > 0 && (size_t)n < sizeof dir);
+    put_cgroup_file(root, dir, "memory.limit_in_bytes", limit_in_bytes);
+}
+
+/*
+ * A v1 CPU level of the hierarchy mounted as mount ("cpu,cpuacct" or "cpu";
+ * path as for v1_mem_level): cpu.cfs_quota_us and cpu.cfs_period_us, each
+ * written as given or NULL for none.
+ */
+static void
+v1_cpu_level(const char *root, const char *mount, const char *path, const char *quota_us, const char *period_us)
+{
+    char dir[4096];
+    int n = snprintf(dir, sizeof dir, "/%s%s", mount, path);
+    cr_assert(n > 0 && (size_t)n < sizeof dir);
+    put_cgroup_file(root, dir, "cpu.cfs_quota_us", quota_us);
+    put_cgroup_file(root, dir, "cpu.cfs_period_us", period_us);
+}
+
 /* The real affinity count, read here independently of sysres.c. */
 static int
 real_affinity(void)
@@ -202,16 +267,11 @@ assert_mem(const mf_sysres_t *r, int64_t total, int64_t cgroup, int64_t limit, c
 Test(sysres, v2_own_level_quota)
 {
     char root[256];
-    new_root(root, "r");
-    put_meminfo(root);
-    put(root, "proc/self/cgroup", "0::/system.slice/mayfly.service\n");
-    put(root, "sys/fs/cgroup/cpu.max", "max 100000\n");
-    put(root, "sys/fs/cgroup/memory.max", "max\n");
-    put(root, "sys/fs/cgroup/system.slice/cpu.max", "max 100000\n");
-    put(root, "sys/fs/cgroup/system.slice/memory.max", "max\n");
+    fake_root(root, "r", "0::/system.slice/mayfly.service\n");
+    v2_level(root, "", "max\n", "max 100000\n");
+    v2_level(root, "/system.slice", "max\n", "max 100000\n");
     /* 1.5 CPUs over a 50 ms period: the quota is quota / period, not quota / 100000 */
-    put(root, "sys/fs/cgroup/system.slice/mayfly.service/cpu.max", "75000 50000\n");
-    put(root, "sys/fs/cgroup/system.slice/mayfly.service/memory.max", "536870912\n");
+    v2_level(root, "/system.slice/mayfly.service", "536870912\n", "75000 50000\n");
 
     mf_sysres_t r = read_root(root);
     assert_quota(&r, 1.5, "own level");
@@ -224,17 +284,12 @@ Test(sysres, v2_own_level_quota)
 Test(sysres, v2_parent_lower_wins)
 {
     char root[256];
-    new_root(root, "r");
-    put_meminfo(root);
-    put(root, "proc/self/cgroup", "0::/kubepods/pod1/ctr\n");
+    fake_root(root, "r", "0::/kubepods/pod1/ctr\n");
     /* the root cgroup has neither file in v2 */
     mkdirs(root, "sys/fs/cgroup");
-    put(root, "sys/fs/cgroup/kubepods/cpu.max", "max 100000\n");
-    put(root, "sys/fs/cgroup/kubepods/memory.max", "max\n");
-    put(root, "sys/fs/cgroup/kubepods/pod1/cpu.max", "50000 100000\n");
-    put(root, "sys/fs/cgroup/kubepods/pod1/memory.max", "1073741824\n");
-    put(root, "sys/fs/cgroup/kubepods/pod1/ctr/cpu.max", "400000 100000\n");
-    put(root, "sys/fs/cgroup/kubepods/pod1/ctr/memory.max", "max\n");
+    v2_level(root, "/kubepods", "max\n", "max 100000\n");
+    v2_level(root, "/kubepods/pod1", "1073741824\n", "50000 100000\n");
+    v2_level(root, "/kubepods/pod1/ctr", "max\n", "400000 100000\n");
 
     mf_sysres_t r = read_root(root);
     assert_quota(&r, 0.5, "parent 0.5 under own 4");
@@ -246,20 +301,11 @@ Test(sysres, v2_parent_lower_wins)
 Test(sysres, v2_max_everywhere)
 {
     char root[256];
-    new_root(root, "r");
-    put_meminfo(root);
-    put(root, "proc/self/cgroup", "0::/user.slice/user-1000.slice/session-2.scope\n");
-    put(root, "sys/fs/cgroup/cpu.max", "max 100000\n");
-    put(root, "sys/fs/cgroup/memory.max", "max\n");
-    const char *levels[] = {"user.slice", "user.slice/user-1000.slice",
-                            "user.slice/user-1000.slice/session-2.scope"};
-    for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
-        char rel[256];
-        snprintf(rel, sizeof rel, "sys/fs/cgroup/%s/cpu.max", levels[i]);
-        put(root, rel, "max 100000\n");
-        snprintf(rel, sizeof rel, "sys/fs/cgroup/%s/memory.max", levels[i]);
-        put(root, rel, "max\n");
-    }
+    fake_root(root, "r", "0::/user.slice/user-1000.slice/session-2.scope\n");
+    v2_level(root, "", "max\n", "max 100000\n");
+    v2_level(root, "/user.slice", "max\n", "max 100000\n");
+    v2_level(root, "/user.slice/user-1000.slice", "max\n", "max 100000\n");
+    v2_level(root, "/user.slice/user-1000.slice/session-2.scope", "max\n", "max 100000\n");
 
     mf_sysres_t r = read_root(root);
     assert_quota(&r, 0.0, "max everywhere");
@@ -269,11 +315,9 @@ Test(sysres, v2_max_everywhere)
 
     /* byte counts from 2^62 up are no limit either */
     char huge[256];
-    new_root(huge, "huge");
-    put_meminfo(huge);
-    put(huge, "proc/self/cgroup", "0::/a/b\n");
-    put(huge, "sys/fs/cgroup/a/memory.max", "9223372036854775807\n");
-    put(huge, "sys/fs/cgroup/a/b/memory.max", "4611686018427387904\n"); /* 2^62 */
+    fake_root(huge, "huge", "0::/a/b\n");
+    v2_level(huge, "/a", "9223372036854775807\n", NULL);
+    v2_level(huge, "/a/b", "4611686018427387904\n", NULL); /* 2^62 */
     r = read_root(huge);
     assert_mem(&r, MEMTOTAL_BYTES, 0, MEMTOTAL_BYTES, "huge byte counts");
 }
@@ -285,11 +329,8 @@ Test(sysres, v2_max_everywhere)
 Test(sysres, v2_path_missing_uses_mount_root)
 {
     char root[256];
-    new_root(root, "r");
-    put_meminfo(root);
-    put(root, "proc/self/cgroup", "0::/system.slice/docker-0123456789abcdef.scope\n");
-    put(root, "sys/fs/cgroup/cpu.max", "150000 100000\n");
-    put(root, "sys/fs/cgroup/memory.max", "268435456\n");
+    fake_root(root, "r", "0::/system.slice/docker-0123456789abcdef.scope\n");
+    v2_level(root, "", "268435456\n", "150000 100000\n");
 
     mf_sysres_t r = read_root(root);
     assert_quota(&r, 1.5, "mount root quota");
@@ -298,11 +339,8 @@ Test(sysres, v2_path_missing_uses_mount_root)
 
     /* the same with the process at the root ("0::/"), as in a private cgroup namespace */
     char root2[256];
-    new_root(root2, "r2");
-    put_meminfo(root2);
-    put(root2, "proc/self/cgroup", "0::/\n");
-    put(root2, "sys/fs/cgroup/cpu.max", "300000 100000\n");
-    put(root2, "sys/fs/cgroup/memory.max", "2147483648\n");
+    fake_root(root2, "r2", "0::/\n");
+    v2_level(root2, "", "2147483648\n", "300000 100000\n");
     r = read_root(root2);
     assert_quota(&r, 3.0, "process at the root");
     cr_assert_eq(r.cpus_usable, expect_usable(real_affinity(), 3.0));
@@ -315,24 +353,17 @@ Test(sysres, v2_path_missing_uses_mount_root)
 Test(sysres, v1_unlimited)
 {
     char root[256];
-    new_root(root, "r");
-    put_meminfo(root);
-    put(root, "proc/self/cgroup",
-        "12:pids:/docker/abc\n"
-        "4:memory:/docker/abc\n"
-        "3:cpuset:/docker/abc\n"
-        "1:cpu,cpuacct:/docker/abc\n");
-    put(root, "sys/fs/cgroup/memory/memory.limit_in_bytes", V1_UNLIMITED "\n");
-    put(root, "sys/fs/cgroup/memory/docker/memory.limit_in_bytes", "4611686018427387904\n"); /* 2^62 */
-    put(root, "sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes", V1_UNLIMITED "\n");
-    const char *cpu_levels[] = {"", "docker/", "docker/abc/"};
-    for (size_t i = 0; i < 3; i++) {
-        char rel[256];
-        snprintf(rel, sizeof rel, "sys/fs/cgroup/cpu,cpuacct/%scpu.cfs_quota_us", cpu_levels[i]);
-        put(root, rel, "-1\n");
-        snprintf(rel, sizeof rel, "sys/fs/cgroup/cpu,cpuacct/%scpu.cfs_period_us", cpu_levels[i]);
-        put(root, rel, "100000\n");
-    }
+    fake_root(root, "r",
+              "12:pids:/docker/abc\n"
+              "4:memory:/docker/abc\n"
+              "3:cpuset:/docker/abc\n"
+              "1:cpu,cpuacct:/docker/abc\n");
+    v1_mem_level(root, "", V1_UNLIMITED "\n");
+    v1_mem_level(root, "/docker", "4611686018427387904\n"); /* 2^62 */
+    v1_mem_level(root, "/docker/abc", V1_UNLIMITED "\n");
+    v1_cpu_level(root, "cpu,cpuacct", "", "-1\n", "100000\n");
+    v1_cpu_level(root, "cpu,cpuacct", "/docker", "-1\n", "100000\n");
+    v1_cpu_level(root, "cpu,cpuacct", "/docker/abc", "-1\n", "100000\n");
 
     mf_sysres_t r = read_root(root);
     assert_quota(&r, 0.0, "v1 -1 quota");
@@ -345,21 +376,16 @@ Test(sysres, v1_unlimited)
 Test(sysres, v1_real_limits)
 {
     char root[256];
-    new_root(root, "r");
-    put_meminfo(root);
-    put(root, "proc/self/cgroup",
-        "9:name=systemd:/a/b\n"
-        "4:memory:/a/b\n"
-        "1:cpu,cpuacct:/a/b\n");
-    put(root, "sys/fs/cgroup/memory/memory.limit_in_bytes", V1_UNLIMITED "\n");
-    put(root, "sys/fs/cgroup/memory/a/memory.limit_in_bytes", "2147483648\n");
-    put(root, "sys/fs/cgroup/memory/a/b/memory.limit_in_bytes", "536870912\n");
-    put(root, "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", "-1\n");
-    put(root, "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us", "100000\n");
-    put(root, "sys/fs/cgroup/cpu,cpuacct/a/cpu.cfs_quota_us", "-1\n");
-    put(root, "sys/fs/cgroup/cpu,cpuacct/a/cpu.cfs_period_us", "100000\n");
-    put(root, "sys/fs/cgroup/cpu,cpuacct/a/b/cpu.cfs_quota_us", "50000\n");
-    put(root, "sys/fs/cgroup/cpu,cpuacct/a/b/cpu.cfs_period_us", "100000\n");
+    fake_root(root, "r",
+              "9:name=systemd:/a/b\n"
+              "4:memory:/a/b\n"
+              "1:cpu,cpuacct:/a/b\n");
+    v1_mem_level(root, "", V1_UNLIMITED "\n");
+    v1_mem_level(root, "/a", "2147483648\n");
+    v1_mem_level(root, "/a/b", "536870912\n");
+    v1_cpu_level(root, "cpu,cpuacct", "", "-1\n", "100000\n");
+    v1_cpu_level(root, "cpu,cpuacct", "/a", "-1\n", "100000\n");
+    v1_cpu_level(root, "cpu,cpuacct", "/a/b", "50000\n", "100000\n");
 
     mf_sysres_t r = read_root(root);
     assert_quota(&r, 0.5, "v1 50000/100000");
@@ -370,17 +396,12 @@ Test(sysres, v1_real_limits)
 /* A cgroup path longer than a kilobyte (systemd's nested slices can be): its own level's limits still count. */
 Test(sysres, long_cgroup_path_keeps_its_own_limits)
 {
-    char root[256], path[1400] = "", line[1500], rel[1600];
-    new_root(root, "r");
-    put_meminfo(root);
+    char root[256], path[1400] = "", line[1500];
     for (int i = 0; i < 30; i++) /* 30 levels of 41 characters: 1,230 */
         strcat(path, "/level-with-a-rather-long-name-0123456789");
     snprintf(line, sizeof line, "0::%s\n", path);
-    put(root, "proc/self/cgroup", line);
-    snprintf(rel, sizeof rel, "sys/fs/cgroup%s/memory.max", path);
-    put(root, rel, "268435456\n");
-    snprintf(rel, sizeof rel, "sys/fs/cgroup%s/cpu.max", path);
-    put(root, rel, "150000 100000\n");
+    fake_root(root, "r", line);
+    v2_level(root, path, "268435456\n", "150000 100000\n");
     mf_sysres_t r = read_root(root);
     assert_quota(&r, 1.5, "the leaf's quota under a 1,230-character path");
     assert_mem(&r, MEMTOTAL_BYTES, 256 * MiB, 256 * MiB, "the leaf's limit under a 1,230-character path");
@@ -390,16 +411,12 @@ Test(sysres, long_cgroup_path_keeps_its_own_limits)
 Test(sysres, v1_cpu_directory_named_cpu)
 {
     char root[256];
-    new_root(root, "r");
-    put_meminfo(root);
-    put(root, "proc/self/cgroup",
-        "4:memory:/svc\n"
-        "1:cpu,cpuacct:/svc\n");
-    put(root, "sys/fs/cgroup/memory/svc/memory.limit_in_bytes", V1_UNLIMITED "\n");
-    put(root, "sys/fs/cgroup/cpu/cpu.cfs_quota_us", "-1\n");
-    put(root, "sys/fs/cgroup/cpu/cpu.cfs_period_us", "100000\n");
-    put(root, "sys/fs/cgroup/cpu/svc/cpu.cfs_quota_us", "150000\n");
-    put(root, "sys/fs/cgroup/cpu/svc/cpu.cfs_period_us", "100000\n");
+    fake_root(root, "r",
+              "4:memory:/svc\n"
+              "1:cpu,cpuacct:/svc\n");
+    v1_mem_level(root, "/svc", V1_UNLIMITED "\n");
+    v1_cpu_level(root, "cpu", "", "-1\n", "100000\n");
+    v1_cpu_level(root, "cpu", "/svc", "150000\n", "100000\n");
     mf_sysres_t r = read_root(root);
     assert_quota(&r, 1.5, "\"cpu,cpuacct\" listed, \"cpu\" mounted");
     cr_assert_eq(r.cpus_usable, expect_usable(real_affinity(), 1.5));
@@ -407,15 +424,12 @@ Test(sysres, v1_cpu_directory_named_cpu)
 
     /* separate cpu and cpuacct hierarchies (as on a hybrid host): "1:cpu:/svc" */
     char root2[256];
-    new_root(root2, "r2");
-    put_meminfo(root2);
-    put(root2, "proc/self/cgroup",
-        "4:memory:/svc\n"
-        "2:cpuacct:/svc\n"
-        "1:cpu:/svc\n");
-    put(root2, "sys/fs/cgroup/memory/svc/memory.limit_in_bytes", "805306368\n");
-    put(root2, "sys/fs/cgroup/cpu/svc/cpu.cfs_quota_us", "25000\n");
-    put(root2, "sys/fs/cgroup/cpu/svc/cpu.cfs_period_us", "100000\n");
+    fake_root(root2, "r2",
+              "4:memory:/svc\n"
+              "2:cpuacct:/svc\n"
+              "1:cpu:/svc\n");
+    v1_mem_level(root2, "/svc", "805306368\n");
+    v1_cpu_level(root2, "cpu", "/svc", "25000\n", "100000\n");
     r = read_root(root2);
     assert_quota(&r, 0.25, "\"cpu\" listed and mounted");
     cr_assert_eq(r.cpus_usable, 1, "a quarter CPU gives 1 usable: %d", r.cpus_usable);
@@ -429,44 +443,38 @@ Test(sysres, mem_limit_is_lower_of_total_and_cgroup)
 {
     /* cgroup below MemTotal: the cgroup limit */
     char low[256];
-    new_root(low, "low");
-    put_meminfo(low);
-    put(low, "proc/self/cgroup", "0::/app\n");
-    put(low, "sys/fs/cgroup/app/memory.max", "1073741824\n");
+    fake_root(low, "low", "0::/app\n");
+    v2_level(low, "/app", "1073741824\n", NULL);
     mf_sysres_t r = read_root(low);
     assert_mem(&r, MEMTOTAL_BYTES, 1 * GiB, 1 * GiB, "cgroup below MemTotal");
 
     /* cgroup above MemTotal (64 GiB on a ~23.5 GiB machine): MemTotal */
     char high[256];
-    new_root(high, "high");
-    put_meminfo(high);
-    put(high, "proc/self/cgroup", "0::/app\n");
-    put(high, "sys/fs/cgroup/app/memory.max", "68719476736\n");
+    fake_root(high, "high", "0::/app\n");
+    v2_level(high, "/app", "68719476736\n", NULL);
     r = read_root(high);
     assert_mem(&r, MEMTOTAL_BYTES, 64 * GiB, MEMTOTAL_BYTES, "cgroup above MemTotal");
 
     /* the same through v1 */
     char high1[256];
-    new_root(high1, "high1");
-    put_meminfo(high1);
-    put(high1, "proc/self/cgroup", "4:memory:/app\n");
-    put(high1, "sys/fs/cgroup/memory/app/memory.limit_in_bytes", "68719476736\n");
+    fake_root(high1, "high1", "4:memory:/app\n");
+    v1_mem_level(high1, "/app", "68719476736\n");
     r = read_root(high1);
     assert_mem(&r, MEMTOTAL_BYTES, 64 * GiB, MEMTOTAL_BYTES, "v1 cgroup above MemTotal");
 
     /* no meminfo: MemTotal unknown (0), the cgroup limit alone */
     char nomem[256];
     new_root(nomem, "nomem");
-    put(nomem, "proc/self/cgroup", "0::/app\n");
-    put(nomem, "sys/fs/cgroup/app/memory.max", "536870912\n");
+    proc_cgroup(nomem, "0::/app\n");
+    v2_level(nomem, "/app", "536870912\n", NULL);
     r = read_root(nomem);
     assert_mem(&r, 0, 512 * MiB, 512 * MiB, "no meminfo");
 
     /* neither known: all 0 */
     char neither[256];
     new_root(neither, "neither");
-    put(neither, "proc/self/cgroup", "0::/app\n");
-    put(neither, "sys/fs/cgroup/app/memory.max", "max\n");
+    proc_cgroup(neither, "0::/app\n");
+    v2_level(neither, "/app", "max\n", NULL);
     r = read_root(neither);
     assert_mem(&r, 0, 0, 0, "neither known");
 }
@@ -497,15 +505,10 @@ Test(sysres, malformed_files_are_no_limit)
 {
     /* v2: garbage and empty files at every level */
     char v2[256];
-    new_root(v2, "v2");
-    put_meminfo(v2);
-    put(v2, "proc/self/cgroup", "0::/a/b\n");
-    put(v2, "sys/fs/cgroup/cpu.max", "");
-    put(v2, "sys/fs/cgroup/memory.max", "");
-    put(v2, "sys/fs/cgroup/a/cpu.max", "garbage\n");
-    put(v2, "sys/fs/cgroup/a/memory.max", "lots of memory\n");
-    put(v2, "sys/fs/cgroup/a/b/cpu.max", "100000 0\n"); /* a zero period: no quota */
-    put(v2, "sys/fs/cgroup/a/b/memory.max", "\n");
+    fake_root(v2, "v2", "0::/a/b\n");
+    v2_level(v2, "", "", "");
+    v2_level(v2, "/a", "lots of memory\n", "garbage\n");
+    v2_level(v2, "/a/b", "\n", "100000 0\n"); /* a zero period: no quota */
     mf_sysres_t r = read_root(v2);
     assert_quota(&r, 0.0, "v2 garbage");
     cr_assert_eq(r.cpus_usable, r.cpus_affinity);
@@ -513,13 +516,9 @@ Test(sysres, malformed_files_are_no_limit)
 
     /* v2: garbage at the own level, a valid limit at the parent still counts */
     char mixed[256];
-    new_root(mixed, "mixed");
-    put_meminfo(mixed);
-    put(mixed, "proc/self/cgroup", "0::/a/b\n");
-    put(mixed, "sys/fs/cgroup/a/cpu.max", "50000 100000\n");
-    put(mixed, "sys/fs/cgroup/a/memory.max", "1073741824\n");
-    put(mixed, "sys/fs/cgroup/a/b/cpu.max", "garbage 100000\n");
-    put(mixed, "sys/fs/cgroup/a/b/memory.max", "garbage\n");
+    fake_root(mixed, "mixed", "0::/a/b\n");
+    v2_level(mixed, "/a", "1073741824\n", "50000 100000\n");
+    v2_level(mixed, "/a/b", "garbage\n", "garbage 100000\n");
     r = read_root(mixed);
     assert_quota(&r, 0.5, "garbage below a valid parent");
     cr_assert_eq(r.cpus_usable, 1);
@@ -527,26 +526,19 @@ Test(sysres, malformed_files_are_no_limit)
 
     /* v1: garbage and empty files */
     char v1[256];
-    new_root(v1, "v1");
-    put_meminfo(v1);
-    put(v1, "proc/self/cgroup", "4:memory:/a\n1:cpu,cpuacct:/a\n");
-    put(v1, "sys/fs/cgroup/memory/memory.limit_in_bytes", "");
-    put(v1, "sys/fs/cgroup/memory/a/memory.limit_in_bytes", "garbage\n");
-    put(v1, "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", "");
-    put(v1, "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us", "");
-    put(v1, "sys/fs/cgroup/cpu,cpuacct/a/cpu.cfs_quota_us", "garbage\n");
-    put(v1, "sys/fs/cgroup/cpu,cpuacct/a/cpu.cfs_period_us", "100000\n");
+    fake_root(v1, "v1", "4:memory:/a\n1:cpu,cpuacct:/a\n");
+    v1_mem_level(v1, "", "");
+    v1_mem_level(v1, "/a", "garbage\n");
+    v1_cpu_level(v1, "cpu,cpuacct", "", "", "");
+    v1_cpu_level(v1, "cpu,cpuacct", "/a", "garbage\n", "100000\n");
     r = read_root(v1);
     assert_quota(&r, 0.0, "v1 garbage");
     assert_mem(&r, MEMTOTAL_BYTES, 0, MEMTOTAL_BYTES, "v1 garbage");
 
     /* v1: a quota with an empty period file is no quota */
     char noperiod[256];
-    new_root(noperiod, "noperiod");
-    put_meminfo(noperiod);
-    put(noperiod, "proc/self/cgroup", "1:cpu,cpuacct:/a\n");
-    put(noperiod, "sys/fs/cgroup/cpu,cpuacct/a/cpu.cfs_quota_us", "50000\n");
-    put(noperiod, "sys/fs/cgroup/cpu,cpuacct/a/cpu.cfs_period_us", "");
+    fake_root(noperiod, "noperiod", "1:cpu,cpuacct:/a\n");
+    v1_cpu_level(noperiod, "cpu,cpuacct", "/a", "50000\n", "");
     r = read_root(noperiod);
     assert_quota(&r, 0.0, "v1 empty period");
 
@@ -554,7 +546,7 @@ Test(sysres, malformed_files_are_no_limit)
     char junk[256];
     new_root(junk, "junk");
     put(junk, "proc/meminfo", "MemTotal: lots kB\nnonsense\n");
-    put(junk, "proc/self/cgroup", "no colons here\n::\n:::\n\n");
+    proc_cgroup(junk, "no colons here\n::\n:::\n\n");
     r = read_root(junk);
     assert_quota(&r, 0.0, "garbage cgroup file");
     assert_mem(&r, 0, 0, 0, "garbage cgroup and meminfo");
@@ -563,7 +555,7 @@ Test(sysres, malformed_files_are_no_limit)
     char empty[256];
     new_root(empty, "empty");
     put(empty, "proc/meminfo", "");
-    put(empty, "proc/self/cgroup", "");
+    proc_cgroup(empty, "");
     r = read_root(empty);
     assert_quota(&r, 0.0, "empty cgroup file");
     assert_mem(&r, 0, 0, 0, "empty cgroup and meminfo");
