@@ -71,6 +71,8 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,7 +236,17 @@ typedef struct job {
      */
     int held_fd;
     bool held_back;
+    bool in_hold_ep;   /* held_fd is in the server's parked set (hold_ep; removed before the loop gets it back) */
+    int held_served;   /* requests served on this connection since it was held */
 } job_t;
+
+/* A parked connection (see "Held connections"): a slot of server_t's hold_slots. */
+typedef struct hold_slot {
+    job_t *job;       /* NULL: free */
+    uint32_t gen;     /* bumped when freed: an epoll event of an earlier parking is told apart */
+    int64_t deadline; /* monotonic µs its wait ends (then it goes back to the loop) */
+    int prev, next;   /* the parked list, by deadline (or the free list, next only); -1 ends */
+} hold_slot_t;
 
 typedef struct server {
     uv_loop_t *loop;
@@ -258,8 +270,22 @@ typedef struct server {
     int64_t nofile;         /* the open-files limit when serving began (mf_fds_limit) */
     _Atomic bool no_hold;   /* shutting down: workers give held connections back at once */
     int64_t hold_us;        /* netConnectionHoldMicros at startup (0: never hold) */
-    _Atomic int holders;    /* workers waiting on a held connection now */
-    int max_holders;        /* at most this many wait at once */
+    /* The parked set (see "Held connections"); hold_lock guards the fields after it. */
+    int hold_ep;            /* epoll: parked connections (one-shot), the pool's wake and hold_stop_fd; -1: none */
+    int hold_stop_fd;       /* eventfd made readable at shutdown: every waiter leaves */
+    pthread_mutex_t hold_lock;
+    pthread_cond_t hold_cv; /* wakes the watchdog: a first connection parked after a quiet spell, or its stop */
+    hold_slot_t *hold_slots; /* HOLD_SLOTS of them */
+    int hold_free;          /* the first free slot, -1 none */
+    int hold_first, hold_last; /* the parked list, oldest deadline first; -1 when empty */
+    int hold_parked;        /* connections parked */
+    int hold_waiters;       /* workers waiting on hold_ep */
+    int max_waiters;        /* at most this many at once */
+    int64_t hold_seq;       /* bumped whenever a worker parks a connection or waits: the watchdog's sign of life */
+    bool watch_sleeping;    /* the watchdog waits for a connection to be parked */
+    bool watch_stop;
+    pthread_t hold_watch;
+    bool hold_watch_started;
     int ncpu;               /* the CPUs granted (eng->sysres, read once at start): the pools' sizes follow it */
     uv_async_t topo_async;  /* the engine's topology changed: answer the held hellos */
     bool topo_async_open;
@@ -787,42 +813,65 @@ run_request(job_t *job)
 }
 
 /*
- * Held connections. A data command's worker answers on the socket itself
- * and then waits up to hold_us for the connection's next request, which it
- * reads and runs too, so a client sending one request after another is
- * served by one thread with no hand-off between threads (the loop-thread to
- * worker to loop-thread trip costs two wake-ups of idle CPUs, more than a
- * point read itself). At most max_holders workers (HOLDERS_PER_CPU per
- * CPU, and one fewer than the pool's cap, so a request that is not held
- * always finds a worker) wait at once; past that a worker gives its
- * connection back at once.
- * With one holder per CPU, 8 closed-loop connections on 2 CPUs had 6 of
- * them go through the loop and a worker for every request: 16-19k
- * requests/s at 66-77 µs of server CPU each (bench/latency_bench.js
- * --only scaling), against 20-27k at 38-49 µs with 4 per CPU, where every
- * connection is held; beyond that, jobs are queued and holders give their
- * connections back after each request anyway (64 connections: 16-20k
- * requests/s either way; with no cap at all 64 connections ran at half the
- * speed of 8). The loop stops reading the connection before handing
- * it over (queue_job) and starts again when the job comes back; while the
- * worker owns it, only the worker reads or writes it, and the loop never
- * closes it (it is busy). The worker gives the connection back when the wait
- * ends, after HOLD_MAX_REQUESTS requests, when jobs are queued for workers
- * (so a busy connection cannot starve others; while it waits, the pool's
- * wake descriptor tells it a job is queued with every worker busy and the
- * pool at its soft cap or cap), on anything but a plain
- * complete reply (held hello, exhaust, fatal, a partial send), or at
- * shutdown. Bytes it read past a request stay in c->rbuf for the loop.
+ * Held connections. A data command's worker answers on the socket itself,
+ * and the connection is then parked: its descriptor goes into the server's
+ * parked set (hold_ep, an epoll set, one-shot per connection) for up to
+ * hold_us, and a worker waiting on that set reads and runs its next request
+ * as soon as it comes, on whichever connection it comes, so a client sending
+ * one request after another is served with no hand-off between threads (the
+ * loop-thread to worker to loop-thread trip costs two wake-ups of idle
+ * CPUs, more than a point read itself).
+ *
+ * Why a shared set, not a worker per connection: with a worker waiting on
+ * each held connection, 8 closed-loop clients on 2 CPUs woke 8 threads for
+ * every round of 8 requests, one context switch per request (1.05-1.17
+ * voluntary switches per find by _id measured, the paravirtualised switch
+ * the largest single cost in a perf profile of the server). At most
+ * max_waiters workers (HOLD_WAITERS_PER_CPU per CPU) wait on the set; a
+ * worker that has served a request parks its connection and waits if there
+ * is room among them, else goes back to the pool. A waiter takes the next
+ * parked connection with a request (epoll wakes one waiter per ready
+ * connection, and a waiter that finds another connection ready when it
+ * comes back takes it without sleeping), so a round of requests wakes at
+ * most max_waiters threads.
+ *
+ * The wait ends (the connection goes back to the loop, which reads it
+ * again) at its deadline, after HOLD_MAX_REQUESTS requests, when jobs are
+ * queued for workers (a waiter sees the pool's wake descriptor, readable
+ * while jobs wait with the pool at its soft cap or cap, and leaves to take
+ * them; the last waiter to leave gives every parked connection back), on
+ * anything but a plain complete reply (held hello, exhaust, fatal, a
+ * partial send), or at shutdown (hold_stop_fd). Parked connections never
+ * wait behind a slow request: a watchdog thread, ticking every
+ * HOLD_TICK_US while any connection is parked, gives them all back to the
+ * loop once no worker has waited on the set for HOLD_STALL_US (every waiter
+ * busy with a long query, a lock or a journal wait), and the loop hands
+ * their requests to the pool like any other.
+ *
+ * Ownership: the loop stops reading a connection before handing it over
+ * (queue_job) and starts again when its job comes back (after_work); in
+ * between only the thread that owns the job reads or writes it, and the
+ * loop never closes it (it is busy). A parked job is owned by the set
+ * (hold_lock): a waiter takes it out with the slot index and generation its
+ * epoll event carries, so an event of an earlier parking, or of one given
+ * back meanwhile, is ignored. Bytes read past a request stay in c->rbuf.
  */
 #define HOLD_MAX_REQUESTS 256
-#define HOLDERS_PER_CPU 4
+#define HOLD_WAITERS_PER_CPU 1
+#define HOLD_SLOTS 1024     /* connections parked at once, at most (past it, they go back to the loop) */
+#define HOLD_TICK_US 2000   /* the watchdog's look, while anything is parked */
+#define HOLD_STALL_US 2000  /* no waiter and no sign of one this long, with connections parked: back to the loop */
+#define HOLD_QUIET_TICKS 10 /* nothing parked for this many looks: the watchdog sleeps until something is */
+#define HOLD_TOKEN_WAKE UINT64_MAX       /* hold_ep's event for the pool's wake descriptor */
+#define HOLD_TOKEN_STOP (UINT64_MAX - 1) /* ... and for hold_stop_fd */
 /*
  * The data pool's soft cap per CPU (at least 16 in all; see net_pool.c, "Soft
- * cap"): twice HOLDERS_PER_CPU, so the workers holding connections leave as
- * many again for requests that are not held before it is reached.
+ * cap"): the workers serving held connections leave room for requests that
+ * are not held before it is reached.
  */
 #define SOFT_WORKERS_PER_CPU 8
 
+static void on_pool_job_done(mf_net_pool_job_t *pj, void *arg);
 
 /* Worker: sends all of buf on fd, non-blocking. Returns the bytes sent (len when all went). */
 static size_t
@@ -842,57 +891,287 @@ hold_send(int fd, const uint8_t *buf, size_t len)
 }
 
 /*
- * Worker: waits for and reads the next whole request into c->rbuf. Returns
- * it as a message (removed from rbuf), or NULL (nothing within the wait, end
- * of stream, an error, or an invalid length: the loop sees to those; or a
- * job queued that no new worker can take, the pool's wake descriptor
- * readable: this worker goes to take it).
+ * The owner of a held job: takes the connection's next whole request into
+ * job->msg, from c->rbuf and, with may_recv, from the socket (not waiting).
+ * Returns 1 with a request, 0 when none is whole yet, -1 on end of stream,
+ * an error or an invalid length (the loop sees to those when it gets the
+ * connection back).
  */
-static msgbuf_t *
-hold_read(conn_t *c, int fd, int64_t wait_us)
+static int
+hold_next(job_t *job, bool may_recv)
 {
-    int64_t deadline = mf_mono_us() + wait_us;
+    conn_t *c = job->conn;
+    mf_engine_t *eng = c->srv->eng;
     for (;;) {
         int32_t bad, mlen = frame_len(c, 0, &bad);
         if (mlen < 0)
-            return NULL; /* the loop closes the connection with the reason */
+            return -1;
         if (mlen > 0) {
             msgbuf_t *m = frame_copy(c, 0, mlen);
-            count_request(c->srv->eng, mlen);
+            count_request(eng, mlen);
             memmove(c->rbuf, c->rbuf + mlen, c->rlen - (size_t)mlen);
             c->rlen -= (size_t)mlen;
-            return m;
+            atomic_fetch_add(&eng->net_held_requests, 1);
+            msgbuf_free(job->msg);
+            job->msg = m;
+            job->reply_id = atomic_fetch_add(&next_reply_id, 1);
+            job->response_to = 0;
+            job->seen_counter = -1;
+            job->await_ms = 0;
+            job->exhaust = false;
+            return 1;
         }
-        int64_t left = deadline - mf_mono_us();
-        if (left <= 0)
-            return NULL;
-        struct pollfd pfd[2] = {{.fd = fd, .events = POLLIN},
-                                {.fd = mf_net_pool_wake_fd(c->srv->data_pool), .events = POLLIN}};
-        int pr = poll(pfd, 2, (int)((left + 999) / 1000));
-        if (pr <= 0 || (pfd[1].revents & POLLIN) != 0)
-            return NULL;
+        if (!may_recv)
+            return 0;
         rbuf_reserve(c, 65536);
-        ssize_t n = recv(fd, c->rbuf + c->rlen, c->rcap - c->rlen, MSG_DONTWAIT);
-        if (n <= 0)
-            return NULL; /* end of stream or error: the loop reads it again and closes */
-        c->rlen += (size_t)n;
+        ssize_t n = recv(job->held_fd, c->rbuf + c->rlen, c->rcap - c->rlen, MSG_DONTWAIT);
+        if (n > 0)
+            c->rlen += (size_t)n;
+        else if (n < 0 && errno == EINTR)
+            continue;
+        else
+            return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
     }
 }
 
-/* Worker thread: a data command on a held connection (see above). */
+/* The owner of a held job: takes its descriptor out of the parked set before the loop reads it again. */
+static void
+hold_unregister(server_t *srv, job_t *job)
+{
+    if (job->in_hold_ep) {
+        epoll_ctl(srv->hold_ep, EPOLL_CTL_DEL, job->held_fd, NULL);
+        job->in_hold_ep = false;
+    }
+}
+
+/* The owner of a held job, not parked: gives the connection back to the loop (as a finished job). */
+static void
+hold_give_back(server_t *srv, job_t *job)
+{
+    hold_unregister(srv, job);
+    on_pool_job_done(&job->pj, srv);
+}
+
+/* Unlinks parked slot i and frees it; returns its job (now the caller's, counted active). Caller holds hold_lock. */
+static job_t *
+hold_unpark_locked(server_t *srv, int i)
+{
+    hold_slot_t *sl = &srv->hold_slots[i];
+    job_t *job = sl->job;
+    if (sl->prev >= 0)
+        srv->hold_slots[sl->prev].next = sl->next;
+    else
+        srv->hold_first = sl->next;
+    if (sl->next >= 0)
+        srv->hold_slots[sl->next].prev = sl->prev;
+    else
+        srv->hold_last = sl->prev;
+    sl->job = NULL;
+    sl->gen++;
+    sl->prev = -1;
+    sl->next = srv->hold_free;
+    srv->hold_free = i;
+    srv->hold_parked--;
+    atomic_fetch_add(&srv->eng->conn_active, 1); /* running again (or handed back, which counts it out) */
+    return job;
+}
+
+/*
+ * The owner of a held job: parks its connection (see above); the job is the
+ * set's from then on. Returns false, the job still the caller's, when the
+ * set is full, shutting down or the descriptor cannot be watched.
+ */
+static bool
+hold_park(server_t *srv, job_t *job)
+{
+    bool ok = false;
+    pthread_mutex_lock(&srv->hold_lock);
+    int i = srv->hold_free;
+    if (i >= 0 && !atomic_load(&srv->no_hold)) {
+        hold_slot_t *sl = &srv->hold_slots[i];
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT,
+                                 .data.u64 = ((uint64_t)sl->gen << 32) | (uint32_t)i};
+        if (epoll_ctl(srv->hold_ep, job->in_hold_ep ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, job->held_fd, &ev) == 0) {
+            job->in_hold_ep = true;
+            srv->hold_free = sl->next;
+            sl->job = job;
+            sl->deadline = mf_mono_us() + srv->hold_us; /* under the lock: the list stays in deadline order */
+            sl->next = -1;
+            sl->prev = srv->hold_last;
+            if (srv->hold_last >= 0)
+                srv->hold_slots[srv->hold_last].next = i;
+            else
+                srv->hold_first = i;
+            srv->hold_last = i;
+            srv->hold_parked++;
+            srv->hold_seq++;
+            atomic_fetch_sub(&srv->eng->conn_active, 1); /* waiting, not running */
+            if (srv->watch_sleeping) {
+                srv->watch_sleeping = false;
+                pthread_cond_signal(&srv->hold_cv);
+            }
+            ok = true;
+        }
+    }
+    pthread_mutex_unlock(&srv->hold_lock);
+    return ok;
+}
+
+/* Gives the parked connections back to the loop: those whose wait is over, or all of them. */
+static void
+hold_expire(server_t *srv, bool all)
+{
+    job_t *list = NULL;
+    int64_t now = mf_mono_us();
+    pthread_mutex_lock(&srv->hold_lock);
+    while (srv->hold_first >= 0 && (all || srv->hold_slots[srv->hold_first].deadline <= now)) {
+        job_t *job = hold_unpark_locked(srv, srv->hold_first);
+        job->done_next = list; /* a private list until on_pool_job_done links it for the loop */
+        list = job;
+    }
+    pthread_mutex_unlock(&srv->hold_lock);
+    while (list != NULL) {
+        job_t *next = list->done_next;
+        hold_give_back(srv, list);
+        list = next;
+    }
+}
+
+/*
+ * Worker: waits on the parked set (see above) and returns a parked job whose
+ * next request it has read (now this worker's, counted active), or NULL
+ * when the wait is over: nothing parked, shutdown, jobs queued for the
+ * pool, or max_waiters already waiting.
+ */
+static job_t *
+hold_wait(server_t *srv)
+{
+    job_t *got = NULL;
+    bool give_all = false;
+    pthread_mutex_lock(&srv->hold_lock);
+    if (srv->hold_waiters >= srv->max_waiters) {
+        pthread_mutex_unlock(&srv->hold_lock);
+        return NULL;
+    }
+    srv->hold_waiters++;
+    for (;;) {
+        /* Decided under the lock with the count: a connection parked later finds this waiter gone, and waits itself. */
+        if (srv->hold_first < 0 || atomic_load(&srv->no_hold))
+            break;
+        int64_t left = srv->hold_slots[srv->hold_first].deadline - mf_mono_us();
+        srv->hold_seq++;
+        pthread_mutex_unlock(&srv->hold_lock);
+        if (left <= 0) {
+            hold_expire(srv, false);
+            pthread_mutex_lock(&srv->hold_lock);
+            continue;
+        }
+        struct epoll_event ev;
+        int n = epoll_wait(srv->hold_ep, &ev, 1, (int)((left + 999) / 1000));
+        if (n == 1 && (ev.data.u64 == HOLD_TOKEN_WAKE || ev.data.u64 == HOLD_TOKEN_STOP)) {
+            give_all = true; /* the pool wants workers, or shutdown: every parked connection goes back */
+            pthread_mutex_lock(&srv->hold_lock);
+            break;
+        }
+        if (n == 1) {
+            uint32_t i = (uint32_t)ev.data.u64, gen = (uint32_t)(ev.data.u64 >> 32);
+            job_t *job = NULL;
+            pthread_mutex_lock(&srv->hold_lock);
+            if (i < HOLD_SLOTS && srv->hold_slots[i].job != NULL && srv->hold_slots[i].gen == gen)
+                job = hold_unpark_locked(srv, (int)i);
+            pthread_mutex_unlock(&srv->hold_lock);
+            if (job != NULL) {
+                int r = hold_next(job, true);
+                if (r > 0) {
+                    got = job;
+                    pthread_mutex_lock(&srv->hold_lock);
+                    break;
+                }
+                if (r < 0 || !hold_park(srv, job)) /* part of a request: parked again for the rest */
+                    hold_give_back(srv, job);
+            }
+        }
+        pthread_mutex_lock(&srv->hold_lock);
+    }
+    srv->hold_waiters--;
+    bool last = srv->hold_waiters == 0;
+    pthread_mutex_unlock(&srv->hold_lock);
+    if (give_all && last)
+        hold_expire(srv, true);
+    return got;
+}
+
+/*
+ * The watchdog (see above): while connections are parked, looks every
+ * HOLD_TICK_US; once no worker has waited on the set for HOLD_STALL_US, or
+ * at shutdown, gives every parked connection back to the loop. Sleeps while
+ * nothing is parked.
+ */
+static void *
+hold_watch_main(void *arg)
+{
+    server_t *srv = arg;
+    int64_t unattended_since = 0, seen_seq = -1;
+    int quiet = 0;
+    pthread_setname_np(pthread_self(), "mf-holdwatch");
+    pthread_mutex_lock(&srv->hold_lock);
+    while (!srv->watch_stop) {
+        int64_t now = mf_mono_us();
+        bool give_all = false;
+        if (srv->hold_parked == 0) {
+            unattended_since = 0;
+            if (++quiet >= HOLD_QUIET_TICKS) {
+                srv->watch_sleeping = true;
+                while (srv->watch_sleeping && !srv->watch_stop)
+                    pthread_cond_wait(&srv->hold_cv, &srv->hold_lock);
+                quiet = 0;
+                continue;
+            }
+        } else {
+            /*
+             * Stuck: no worker waiting, and none has parked a connection or
+             * come to wait since the last look (a sampled "no waiter" alone
+             * would catch the single waiter of a busy client between requests).
+             */
+            quiet = 0;
+            if (srv->hold_waiters > 0 || srv->hold_seq != seen_seq) {
+                unattended_since = 0;
+                seen_seq = srv->hold_seq;
+            } else if (unattended_since == 0) {
+                unattended_since = now;
+            } else if (now - unattended_since >= HOLD_STALL_US) {
+                give_all = true;
+            }
+            if (atomic_load(&srv->no_hold))
+                give_all = true;
+        }
+        if (give_all) {
+            unattended_since = 0;
+            pthread_mutex_unlock(&srv->hold_lock);
+            hold_expire(srv, true);
+            pthread_mutex_lock(&srv->hold_lock);
+            continue;
+        }
+        struct timespec ts = mf_mono_deadline(HOLD_TICK_US / 1000);
+        pthread_cond_timedwait(&srv->hold_cv, &srv->hold_lock, &ts);
+    }
+    pthread_mutex_unlock(&srv->hold_lock);
+    return NULL;
+}
+
+/* Worker thread: a data command on a held connection, then whatever parked connections have (see above). */
 static void
 work_hold_cb(mf_net_pool_job_t *pj)
 {
+    mf_net_pool_worker_t *w = mf_net_pool_job_worker(pj);
     job_t *job = (job_t *)pj;
-    conn_t *c = job->conn;
-    server_t *srv = c->srv;
+    server_t *srv = job->conn->srv;
     mf_engine_t *eng = srv->eng;
 
-    for (int served = 0;; served++) {
-        work_cb(pj);
-        if (job->fatal || job->await_ms > 0 || job->exhaust || atomic_load(&srv->no_hold))
-            return;
-        if (job->reply != NULL) {
+    for (;;) {
+        work_cb(&job->pj);
+        bool again = !job->fatal && job->await_ms == 0 && !job->exhaust && !atomic_load(&srv->no_hold);
+        if (again && job->reply != NULL) {
             /* Counted before it is sent: a client that has its reply sees it in serverStatus. */
             atomic_fetch_add(&eng->net_bytes_out, (int64_t)job->reply_len);
             size_t sent = hold_send(job->held_fd, job->reply, job->reply_len);
@@ -901,34 +1180,105 @@ work_hold_cb(mf_net_pool_job_t *pj)
                 atomic_fetch_sub(&eng->net_bytes_out, (int64_t)(job->reply_len - sent));
                 memmove(job->reply, job->reply + sent, job->reply_len - sent);
                 job->reply_len -= sent;
-                return;
+                again = false;
+            } else {
+                free(job->reply);
+                job->reply = NULL;
             }
-            free(job->reply);
-            job->reply = NULL;
         }
-        mf_net_pool_job_progress(pj); /* a request done: counted as a finished job (net_pool.c's soft cap) */
-        if (served + 1 >= HOLD_MAX_REQUESTS || mf_net_pool_queued(srv->data_pool) > 0)
-            return;
-        if (atomic_fetch_add(&srv->holders, 1) >= srv->max_holders) {
-            atomic_fetch_sub(&srv->holders, 1);
+        if (again) {
+            mf_net_pool_worker_progress(w); /* a request done: counted as a finished job (net_pool.c's soft cap) */
+            if (++job->held_served >= HOLD_MAX_REQUESTS || mf_net_pool_queued(srv->data_pool) > 0)
+                again = false;
+        }
+        if (!again) {
+            hold_unregister(srv, job);
+            return; /* the pool's done hands the job back to the loop */
+        }
+        if (hold_next(job, false) > 0)
+            continue; /* the next request was read with the last one */
+        mf_net_pool_worker_take(w, NULL); /* before it is parked: another worker may take it at once */
+        if (!hold_park(srv, job)) {
+            mf_net_pool_worker_take(w, &job->pj);
+            hold_unregister(srv, job);
             return;
         }
-        atomic_fetch_sub(&eng->conn_active, 1); /* waiting, not running */
-        msgbuf_t *m = hold_read(c, job->held_fd, srv->hold_us);
-        atomic_fetch_add(&eng->conn_active, 1);
-        mf_net_pool_job_progress(pj); /* its next request starts now, not when the last one ended */
-        atomic_fetch_sub(&srv->holders, 1);
-        if (m == NULL)
-            return;
-        atomic_fetch_add(&eng->net_held_requests, 1);
-        msgbuf_free(job->msg);
-        job->msg = m;
-        job->reply_id = atomic_fetch_add(&next_reply_id, 1);
-        job->response_to = 0;
-        job->seen_counter = -1;
-        job->await_ms = 0;
-        job->exhaust = false;
+        job = hold_wait(srv);
+        if (job == NULL)
+            return; /* nothing for the pool's done: every job this worker served is parked or given back */
+        mf_net_pool_worker_take(w, &job->pj);
+        mf_net_pool_worker_progress(w); /* its request starts now, not when the last one ended */
     }
+}
+
+/*
+ * Loop thread, before serving: the parked set and its watchdog (see "Held
+ * connections"). Without them (no descriptor or thread to be had) nothing
+ * is held: requests go through the loop.
+ */
+static void
+hold_open(server_t *srv)
+{
+    srv->hold_ep = srv->hold_stop_fd = -1;
+    pthread_mutex_init(&srv->hold_lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&srv->hold_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    srv->hold_first = srv->hold_last = -1;
+    srv->hold_slots = mf_calloc(HOLD_SLOTS, sizeof(*srv->hold_slots));
+    for (int i = 0; i < HOLD_SLOTS; i++) {
+        srv->hold_slots[i].prev = -1;
+        srv->hold_slots[i].next = i + 1 < HOLD_SLOTS ? i + 1 : -1;
+    }
+    srv->hold_free = 0;
+    if (srv->hold_us <= 0)
+        return;
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    int stop = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    int wake = mf_net_pool_wake_fd(srv->data_pool);
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = HOLD_TOKEN_STOP};
+    struct epoll_event wev = {.events = EPOLLIN, .data.u64 = HOLD_TOKEN_WAKE};
+    bool ok = ep >= 0 && stop >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, stop, &ev) == 0 &&
+              (wake < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, wake, &wev) == 0);
+    if (ok && pthread_create(&srv->hold_watch, NULL, hold_watch_main, srv) == 0) {
+        srv->hold_watch_started = true;
+        srv->hold_ep = ep;
+        srv->hold_stop_fd = stop;
+        return;
+    }
+    mf_log(MF_LOG_WARN, "NETWORK", "cannot watch held connections (%s): every request goes through the I/O thread",
+           strerror(errno));
+    if (ep >= 0)
+        close(ep);
+    if (stop >= 0)
+        close(stop);
+}
+
+/* After the pools are gone: stops the watchdog and frees the parked set (empty by then). */
+static void
+hold_close(server_t *srv)
+{
+    if (srv->hold_slots == NULL)
+        return; /* never opened (serving failed before) */
+    if (srv->hold_watch_started) {
+        pthread_mutex_lock(&srv->hold_lock);
+        srv->watch_stop = true;
+        pthread_cond_signal(&srv->hold_cv);
+        pthread_mutex_unlock(&srv->hold_lock);
+        pthread_join(srv->hold_watch, NULL);
+        srv->hold_watch_started = false;
+    }
+    if (srv->hold_ep >= 0)
+        close(srv->hold_ep);
+    if (srv->hold_stop_fd >= 0)
+        close(srv->hold_stop_fd);
+    srv->hold_ep = srv->hold_stop_fd = -1;
+    free(srv->hold_slots);
+    srv->hold_slots = NULL;
+    pthread_cond_destroy(&srv->hold_cv);
+    pthread_mutex_destroy(&srv->hold_lock);
 }
 
 typedef struct write_req {
@@ -1253,7 +1603,7 @@ queue_job(conn_t *c, msgbuf_t *m, int32_t response_to, int64_t seen_counter)
     bool fast = is_fast_message(m);
     uv_os_fd_t fd;
     /* Held (work_hold_cb): plain TCP, nothing else queued or partly read, no reply still being written. */
-    if (!fast && srv->hold_us > 0 && c->tls == NULL && c->qhead == NULL && c->rlen == 0 && !c->paused &&
+    if (!fast && srv->hold_us > 0 && srv->hold_ep >= 0 && c->tls == NULL && c->qhead == NULL && c->rlen == 0 && !c->paused &&
         response_to == 0 && uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0 &&
         uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0) {
         uv_read_stop((uv_stream_t *)&c->tcp);
@@ -1600,6 +1950,12 @@ begin_stop(server_t *srv)
 {
     srv->stopping = true;
     atomic_store(&srv->no_hold, true);
+    if (srv->hold_stop_fd >= 0) {
+        /* Every worker waiting on the parked set leaves, the last one giving the connections back. */
+        uint64_t one = 1;
+        ssize_t wn = write(srv->hold_stop_fd, &one, sizeof one);
+        (void)wn;
+    }
     if (srv->stop_async_open) {
         srv->stop_async_open = false;
         mf_engine_set_stop_hook(srv->eng, NULL, NULL);
@@ -1676,6 +2032,7 @@ mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err)
     int r, rc = 0;
 
     memset(&srv, 0, sizeof(srv));
+    srv.hold_ep = srv.hold_stop_fd = -1; /* hold_open makes them */
     srv.loop = uv_default_loop();
     srv.eng = eng;
     srv.nofile = mf_fds_limit();
@@ -1696,14 +2053,14 @@ mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err)
 
     int warm = opts->workers > 0 ? opts->workers : 1;
     srv.hold_us = mf_param_get(eng->params, "netConnectionHoldMicros");
-    /* HOLDERS_PER_CPU waiting holders per CPU (see "Held connections"). */
+    /* HOLD_WAITERS_PER_CPU workers per CPU wait on the parked set (see "Held connections"). */
     int ncpu = eng->sysres.cpus_usable; /* affinity and cgroup quota, read once by the engine (common/sysres.h) */
-    srv.max_holders = ncpu * HOLDERS_PER_CPU;
+    srv.max_waiters = ncpu * HOLD_WAITERS_PER_CPU;
     int cap = opts->max_workers > 0 ? opts->max_workers : MF_NET_DEFAULT_MAX_WORKERS;
     if (cap < warm)
         cap = warm;
-    if (srv.max_holders > cap - 1)
-        srv.max_holders = cap - 1; /* a worker is always left for a request that is not held */
+    if (srv.max_waiters > cap - 1)
+        srv.max_waiters = cap - 1; /* a worker is always left for a request that is not held */
     /* SOFT_WORKERS_PER_CPU data workers per CPU start at once, more only for jobs stuck behind slow ones (net_pool.c). */
     int soft = ncpu * SOFT_WORKERS_PER_CPU;
     mf_net_pool_config_t pc = {.name = "mf-data", .warm = warm, .cap = cap, .soft = soft < 16 ? 16 : soft,
@@ -1735,6 +2092,7 @@ mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err)
     }
     srv.ncpu = ncpu;
     mf_engine_set_net_status_hook(eng, on_net_status, &srv);
+    hold_open(&srv);
 
     uv_tcp_init(srv.loop, &srv.listener);
     srv.listener.data = &srv;
@@ -1779,6 +2137,7 @@ done:
     /* No job is queued or running now; joining runs each worker's thread_exit. */
     mf_net_pool_destroy(srv.fast_pool);
     mf_net_pool_destroy(srv.data_pool);
+    hold_close(&srv); /* after the workers: none waits on the set now */
     pthread_mutex_destroy(&srv.done_lock);
     free(srv.conns);
     mf_tls_ctx_free(srv.tls);

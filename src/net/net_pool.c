@@ -92,6 +92,7 @@ typedef struct mf_net_pool_slot {
     pthread_t tid;
     int state;
     _Atomic int64_t busy_since; /* monotonic µs its current job (or a held connection's request) began; 0 idle */
+    mf_net_pool_job_t *job;     /* the job cfg.done runs for when work returns (mf_net_pool_worker_take); its thread's */
 } slot_t;
 
 #define DEFAULT_STALL_US 2000
@@ -230,9 +231,16 @@ worker_main(void *arg)
             pthread_mutex_unlock(&p->lock);
             job->next = NULL;
             job->owner = self;
+            self->job = job;
             job->work(job);
-            /* done may hand job to another thread, which frees it: job is not touched after. */
-            if (p->cfg.done)
+            /*
+             * done may hand job to another thread, which frees it: job is not
+             * touched after. The job done runs for is the one the worker
+             * answers for now (work may have taken another, or none).
+             */
+            job = self->job;
+            self->job = NULL;
+            if (job != NULL && p->cfg.done)
                 p->cfg.done(job, p->cfg.arg);
             atomic_store_explicit(&self->busy_since, 0, memory_order_relaxed);
             atomic_fetch_add_explicit(&p->finished, 1, memory_order_relaxed);
@@ -493,6 +501,29 @@ mf_net_pool_job_progress(mf_net_pool_job_t *job)
         atomic_store_explicit(&job->owner->busy_since, mf_mono_us(), memory_order_relaxed);
         atomic_fetch_add_explicit(&job->owner->pool->finished, 1, memory_order_relaxed);
     }
+}
+
+mf_net_pool_worker_t *
+mf_net_pool_job_worker(mf_net_pool_job_t *job)
+{
+    return job->owner;
+}
+
+void
+mf_net_pool_worker_take(mf_net_pool_worker_t *w, mf_net_pool_job_t *job)
+{
+    if (w->job != NULL && w->job != job)
+        w->job->owner = NULL;
+    w->job = job;
+    if (job != NULL)
+        job->owner = w;
+}
+
+void
+mf_net_pool_worker_progress(mf_net_pool_worker_t *w)
+{
+    atomic_store_explicit(&w->busy_since, mf_mono_us(), memory_order_relaxed);
+    atomic_fetch_add_explicit(&w->pool->finished, 1, memory_order_relaxed);
 }
 
 int

@@ -89,6 +89,31 @@ void mf_net_pool_stats(mf_net_pool_t *p, mf_net_pool_stats_t *out);
  */
 void mf_net_pool_job_progress(mf_net_pool_job_t *job);
 
+/*
+ * A worker as its job's work sees it: what lets work hand the job it runs
+ * over and go on with another (net.c's held connections, where one worker
+ * serves whichever parked connection has a request and parks the one it
+ * served). Valid on that worker's thread while work runs.
+ */
+typedef struct mf_net_pool_slot mf_net_pool_worker_t;
+
+/* mf_net_pool_job_worker: the worker running job (call from job's work only). */
+mf_net_pool_worker_t *mf_net_pool_job_worker(mf_net_pool_job_t *job);
+
+/*
+ * mf_net_pool_worker_take: from now on the worker answers for job instead
+ * of the one it answered for (which is no longer the pool's: it may be
+ * handed to another thread and freed; the pool does not touch it again).
+ * When work returns, cfg.done runs for the job the worker answers for then,
+ * and for none if that is NULL. Call it before the old job can reach
+ * another thread (it clears that job's tie to this worker). job (when not NULL) counts as the worker's
+ * for mf_net_pool_job_progress.
+ */
+void mf_net_pool_worker_take(mf_net_pool_worker_t *w, mf_net_pool_job_t *job);
+
+/* mf_net_pool_worker_progress: mf_net_pool_job_progress for whatever job the worker answers for (even none). */
+void mf_net_pool_worker_progress(mf_net_pool_worker_t *w);
+
 /* mf_net_pool_queued: jobs waiting for a worker, read without the pool's lock (a hint: it may be stale). */
 int mf_net_pool_queued(mf_net_pool_t *p);
 
