@@ -437,3 +437,211 @@ Test(net_pool, soft_cap_does_not_grow_for_a_worker_that_makes_progress)
     wait_done(&g, 2);
     mf_net_pool_destroy(p);
 }
+
+/*
+ * A job's work may hand its worker over to another job
+ * (mf_net_pool_worker_take): cfg.done then runs for the job the worker
+ * answers for when work returns (once), or for none. These jobs count the
+ * done calls made for each of them; their work records the worker it saw
+ * (read back on the test's thread, after mf_net_pool_destroy has joined
+ * every worker).
+ */
+enum { PROG_NONE, PROG_TAKEN, PROG_WORKER, PROG_HANDED };
+
+typedef struct own_job {
+    mf_net_pool_job_t pj;
+    bool takes;                /* its work calls mf_net_pool_worker_take(w, take) */
+    mf_net_pool_job_t *take;   /* the job the worker answers for from then on (NULL: none) */
+    int progress;              /* then, until *stop: mf_net_pool_job_progress(take), mf_net_pool_worker_progress(w),
+                                  or mf_net_pool_job_progress of the job handed over (PROG_*) */
+    _Atomic int *stop;
+    _Atomic int *raise;        /* set to 1 when its work runs */
+    bool stopped;              /* its progress loop ended on *stop (not on its own limit) */
+    _Atomic int ran;
+    _Atomic int dones;         /* done calls made for this job */
+    mf_net_pool_worker_t *w;   /* mf_net_pool_job_worker(its job) on entry */
+    mf_net_pool_worker_t *w_taken, *w_self; /* mf_net_pool_job_worker of take and of its own job after the take */
+} own_job_t;
+
+static void
+owning_work(mf_net_pool_job_t *pj)
+{
+    own_job_t *j = (own_job_t *)pj;
+    atomic_fetch_add(&j->ran, 1);
+    mf_net_pool_worker_t *w = mf_net_pool_job_worker(pj);
+    j->w = w;
+    if (j->takes) {
+        mf_net_pool_worker_take(w, j->take);
+        j->w_taken = j->take != NULL ? mf_net_pool_job_worker(j->take) : NULL;
+        j->w_self = mf_net_pool_job_worker(pj);
+    }
+    if (j->raise != NULL)
+        atomic_store(j->raise, 1);
+    if (j->progress == PROG_NONE)
+        return;
+    int i = 0;
+    for (; i < 10000 && !atomic_load(j->stop); i++) {
+        if (j->progress == PROG_TAKEN)
+            mf_net_pool_job_progress(j->take);
+        else if (j->progress == PROG_WORKER)
+            mf_net_pool_worker_progress(w);
+        else
+            mf_net_pool_job_progress(pj);
+        usleep(1000);
+    }
+    j->stopped = i < 10000;
+}
+
+static void
+done_each(mf_net_pool_job_t *pj, void *arg)
+{
+    gate_t *g = arg;
+    atomic_fetch_add(&((own_job_t *)pj)->dones, 1);
+    atomic_fetch_add(&g->done, 1);
+}
+
+/* A pool whose done counts into the own_job_t it runs for (and into g). */
+static mf_net_pool_t *
+make_pool_each(gate_t *g, int warm, int cap, int soft, int stall_us)
+{
+    mf_net_pool_t *p;
+    mf_error_t err;
+    mf_net_pool_config_t cfg = {.name = "test", .warm = warm, .cap = cap, .soft = soft, .stall_us = stall_us,
+                                .idle_ms = 60000, .done = done_each, .thread_exit = thread_exit, .arg = g};
+    cr_assert_eq(mf_net_pool_create(&cfg, &p, &err), 0);
+    return p;
+}
+
+/* One worker runs them all in turn: it answers for no job after the odd ones' take, and again for the next one. */
+Test(net_pool, a_job_whose_worker_takes_no_job_gets_no_done_and_the_others_still_do)
+{
+    enum { N = 6 };
+    gate_t g;
+    own_job_t jobs[N];
+    gate_init(&g, 0);
+    mf_net_pool_t *p = make_pool_each(&g, 1, 1, 0, 0);
+    for (int i = 0; i < N; i++) {
+        jobs[i] = (own_job_t){.pj.work = owning_work, .takes = i % 2 == 1, .take = NULL};
+        mf_net_pool_submit(p, &jobs[i].pj);
+    }
+    mf_net_pool_destroy(p); /* runs every job, and every done call, before it returns */
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(atomic_load(&jobs[i].ran), 1, "job %d ran once", i);
+        cr_assert_not_null(jobs[i].w, "job %d saw its worker", i);
+        cr_assert_eq(atomic_load(&jobs[i].dones), i % 2 == 1 ? 0 : 1, "job %d: %d done calls", i,
+                     atomic_load(&jobs[i].dones));
+    }
+    for (int i = 1; i < N; i += 2)
+        cr_assert_null(jobs[i].w_self, "job %d is no longer its worker's", i);
+    cr_assert_eq(atomic_load(&g.done), N / 2);
+}
+
+/* A takes B, which was never submitted: done runs once, for B; then the worker goes on with C as usual. */
+Test(net_pool, done_runs_once_for_the_job_taken_and_not_for_the_job_that_took_it)
+{
+    gate_t g;
+    gate_init(&g, 0);
+    mf_net_pool_t *p = make_pool_each(&g, 1, 1, 0, 0);
+    own_job_t b = {.pj.work = owning_work};
+    own_job_t a = {.pj.work = owning_work, .takes = true, .take = &b.pj};
+    own_job_t c = {.pj.work = owning_work};
+    mf_net_pool_submit(p, &a.pj);
+    mf_net_pool_submit(p, &c.pj);
+    mf_net_pool_destroy(p);
+    cr_assert_eq(atomic_load(&a.ran), 1);
+    cr_assert_eq(atomic_load(&b.ran), 0, "B's work never runs: it was not submitted");
+    cr_assert_eq(atomic_load(&c.ran), 1);
+    cr_assert_eq(atomic_load(&a.dones), 0, "no done for the job handed over (%d)", atomic_load(&a.dones));
+    cr_assert_eq(atomic_load(&b.dones), 1, "one done for the job taken (%d)", atomic_load(&b.dones));
+    cr_assert_eq(atomic_load(&c.dones), 1, "the next job's done as usual (%d)", atomic_load(&c.dones));
+    cr_assert_eq(atomic_load(&g.done), 2);
+    cr_assert_not_null(a.w);
+    cr_assert_eq(a.w_taken, a.w, "the job taken is the worker's");
+    cr_assert_null(a.w_self, "the job handed over is no longer tied to the worker");
+    cr_assert_eq(c.w, a.w, "one worker");
+}
+
+/*
+ * As soft_cap_does_not_grow_for_a_worker_that_makes_progress, with the
+ * progress made on a job the worker took (never submitted): it counts for
+ * the worker, so the judge does not take it for stuck and the second job
+ * waits for it. done runs for the job taken only.
+ */
+Test(net_pool, soft_cap_does_not_grow_for_a_worker_that_makes_progress_on_the_job_it_took)
+{
+    gate_t g;
+    gate_init(&g, 0);
+    _Atomic int stop = 0;
+    mf_net_pool_t *p = make_pool_each(&g, 1, 16, 1, 300 * 1000);
+    own_job_t taken = {.pj.work = owning_work};
+    own_job_t busy = {.pj.work = owning_work, .takes = true, .take = &taken.pj, .progress = PROG_TAKEN, .stop = &stop};
+    own_job_t waiting = {.pj.work = owning_work};
+    mf_net_pool_submit(p, &busy.pj);
+    mf_net_pool_submit(p, &waiting.pj);
+    usleep(1000 * 1000); /* the waiting job's stall passes three times */
+    mf_net_pool_stats_t st;
+    mf_net_pool_stats(p, &st);
+    cr_assert_eq(st.grown, 0, "progress on the job taken did not count: the worker was taken for stuck");
+    cr_assert_eq(st.queued, 1, "the job waits for the soft cap's worker");
+    atomic_store(&stop, 1);
+    wait_done(&g, 2);
+    mf_net_pool_destroy(p);
+    cr_assert(busy.stopped);
+    cr_assert_eq(atomic_load(&busy.dones), 0);
+    cr_assert_eq(atomic_load(&taken.dones), 1);
+    cr_assert_eq(atomic_load(&waiting.dones), 1);
+}
+
+/* The same with mf_net_pool_worker_progress on a worker that answers for no job (its work took NULL). */
+Test(net_pool, soft_cap_does_not_grow_for_a_worker_that_makes_progress_answering_for_no_job)
+{
+    gate_t g;
+    gate_init(&g, 0);
+    _Atomic int stop = 0;
+    mf_net_pool_t *p = make_pool_each(&g, 1, 16, 1, 300 * 1000);
+    own_job_t busy = {.pj.work = owning_work, .takes = true, .take = NULL, .progress = PROG_WORKER, .stop = &stop};
+    own_job_t waiting = {.pj.work = owning_work};
+    mf_net_pool_submit(p, &busy.pj);
+    mf_net_pool_submit(p, &waiting.pj);
+    usleep(1000 * 1000);
+    mf_net_pool_stats_t st;
+    mf_net_pool_stats(p, &st);
+    cr_assert_eq(st.grown, 0, "the worker's progress did not count: it was taken for stuck");
+    cr_assert_eq(st.queued, 1, "the job waits for the soft cap's worker");
+    atomic_store(&stop, 1);
+    wait_done(&g, 1);
+    mf_net_pool_destroy(p);
+    cr_assert(busy.stopped);
+    cr_assert_eq(atomic_load(&busy.dones), 0, "no done: the worker answered for no job");
+    cr_assert_eq(atomic_load(&waiting.dones), 1);
+    cr_assert_eq(atomic_load(&g.done), 1);
+}
+
+/*
+ * The job handed over is no longer tied to the worker: progress on it
+ * counts for nobody, so the worker, on its job since it began, looks stuck
+ * and the judge starts a worker for the job queued behind it, which ends
+ * the first one's loop (else it would run out its 10 s first).
+ */
+Test(net_pool, progress_on_the_job_handed_over_no_longer_counts_for_the_worker)
+{
+    gate_t g;
+    gate_init(&g, 0);
+    _Atomic int stop = 0;
+    mf_net_pool_t *p = make_pool_each(&g, 1, 16, 1, 20 * 1000);
+    own_job_t taken = {.pj.work = owning_work};
+    own_job_t busy = {.pj.work = owning_work, .takes = true, .take = &taken.pj, .progress = PROG_HANDED, .stop = &stop};
+    own_job_t waiting = {.pj.work = owning_work, .raise = &stop};
+    mf_net_pool_submit(p, &busy.pj);
+    mf_net_pool_submit(p, &waiting.pj);
+    wait_done(&g, 2);
+    mf_net_pool_stats_t st;
+    mf_net_pool_stats(p, &st);
+    mf_net_pool_destroy(p);
+    cr_assert(busy.stopped, "the queued job waited for the busy worker: its progress still counted");
+    cr_assert_geq(st.grown, 1, "grown %lld", (long long)st.grown);
+    cr_assert_neq(waiting.w, busy.w, "the queued job ran on a worker started for it");
+    cr_assert_eq(atomic_load(&busy.dones), 0);
+    cr_assert_eq(atomic_load(&taken.dones), 1);
+    cr_assert_eq(atomic_load(&waiting.dones), 1);
+}
