@@ -28,13 +28,16 @@
  *     the two). The loop drains the list (on_jobs_done): it writes the reply
  *     and starts the connection's next message.
  *   - Short paths: a few commands run inline on the loop thread
- *     (inline_cmds), and a data job may take its connection over and serve
- *     the next requests itself (held connections, see work_hold_cb), so a
- *     request usually pays no thread hand-off at all.
+ *     (inline_cmds), and a data job may take its connection over: the
+ *     worker answers on the socket and parks the connection in a set that
+ *     a few workers wait on, and whichever of them is free reads and runs
+ *     its next request (held connections, see work_hold_cb), so a request
+ *     usually pays no thread hand-off at all.
  *   - One connection has at most one job in flight, whatever its lane, so its
  *     commands run in order; different connections run in parallel.
  *     eng->conn_active counts connections with a job in flight (a held
- *     awaitable hello is waiting, not running, and does not count).
+ *     awaitable hello and a parked connection are waiting, not running,
+ *     and do not count).
  *   - A connection closed while a job is in flight is freed by that job's
  *     completion on the loop thread.
  *   - Wire compression (OP_COMPRESSED, wire_compress.c): a compressed
@@ -155,7 +158,7 @@ typedef struct conn {
 
 /*
  * Framing, shared by the loop (parse_rbuf) and a worker holding the
- * connection (hold_read): the length of the message at the start of
+ * connection (hold_next): the length of the message at the start of
  * c->rbuf + off, 0 while its 4-byte prefix or body is still incomplete, or
  * -1 with *bad set to the length when it is outside 16..MF_MAX_MESSAGE_SIZE.
  */
@@ -230,9 +233,10 @@ typedef struct job {
     int64_t seen_counter; /* exhaust chain: the topologyVersion counter last sent (-1: the request's own) */
     int64_t counter;      /* the counter in this job's hello reply */
     /*
-     * Held connection (see work_hold_cb): the worker owns the socket (the
-     * loop stopped reading it) and may answer further requests itself.
-     * held_fd is its descriptor; held_back tells after_work to read again.
+     * Held connection (see work_hold_cb): the loop stopped reading it; the
+     * job's owner (a worker, or the parked set) reads and answers its
+     * requests. held_fd is its descriptor; held_back tells after_work to
+     * read again.
      */
     int held_fd;
     bool held_back;
@@ -838,12 +842,13 @@ run_request(job_t *job)
  * The wait ends (the connection goes back to the loop, which reads it
  * again) at its deadline, after HOLD_MAX_REQUESTS requests, when jobs are
  * queued for workers (a waiter sees the pool's wake descriptor, readable
- * while jobs wait with the pool at its soft cap or cap, and leaves to take
- * them; the last waiter to leave gives every parked connection back), on
+ * while jobs wait with the pool at its soft cap or cap, gives every parked
+ * connection back and leaves to take them), on
  * anything but a plain complete reply (held hello, exhaust, fatal, a
  * partial send), or at shutdown (hold_stop_fd). Parked connections never
  * wait behind a slow request: a watchdog thread, ticking every
- * HOLD_TICK_US while any connection is parked, gives them all back to the
+ * HOLD_TICK_US while any connection is parked (and HOLD_QUIET_TICKS more
+ * after the last one went), gives them all back to the
  * loop once no worker has waited on the set for HOLD_STALL_US (every waiter
  * busy with a long query, a lock or a journal wait), and the loop hands
  * their requests to the pool like any other.
@@ -1047,7 +1052,6 @@ static job_t *
 hold_wait(server_t *srv)
 {
     job_t *got = NULL;
-    bool give_all = false;
     pthread_mutex_lock(&srv->hold_lock);
     if (srv->hold_waiters >= srv->max_waiters) {
         pthread_mutex_unlock(&srv->hold_lock);
@@ -1069,7 +1073,8 @@ hold_wait(server_t *srv)
         struct epoll_event ev;
         int n = epoll_wait(srv->hold_ep, &ev, 1, (int)((left + 999) / 1000));
         if (n == 1 && (ev.data.u64 == HOLD_TOKEN_WAKE || ev.data.u64 == HOLD_TOKEN_STOP)) {
-            give_all = true; /* the pool wants workers, or shutdown: every parked connection goes back */
+            /* The pool wants workers, or shutdown: every parked connection goes back, and this waiter goes. */
+            hold_expire(srv, true);
             pthread_mutex_lock(&srv->hold_lock);
             break;
         }
@@ -1094,10 +1099,7 @@ hold_wait(server_t *srv)
         pthread_mutex_lock(&srv->hold_lock);
     }
     srv->hold_waiters--;
-    bool last = srv->hold_waiters == 0;
     pthread_mutex_unlock(&srv->hold_lock);
-    if (give_all && last)
-        hold_expire(srv, true);
     return got;
 }
 
@@ -1195,8 +1197,13 @@ work_hold_cb(mf_net_pool_job_t *pj)
             hold_unregister(srv, job);
             return; /* the pool's done hands the job back to the loop */
         }
-        if (hold_next(job, false) > 0)
+        int next = hold_next(job, false);
+        if (next > 0)
             continue; /* the next request was read with the last one */
+        if (next < 0) {
+            hold_unregister(srv, job);
+            return; /* an invalid length: the loop closes the connection with the reason */
+        }
         mf_net_pool_worker_take(w, NULL); /* before it is parked: another worker may take it at once */
         if (!hold_park(srv, job)) {
             mf_net_pool_worker_take(w, &job->pj);
@@ -1233,8 +1240,8 @@ hold_open(server_t *srv)
         srv->hold_slots[i].next = i + 1 < HOLD_SLOTS ? i + 1 : -1;
     }
     srv->hold_free = 0;
-    if (srv->hold_us <= 0)
-        return;
+    if (srv->hold_us <= 0 || srv->max_waiters < 1)
+        return; /* nothing held (with --maxWorkers 1 no worker could wait: every request would wait for the watchdog) */
     int ep = epoll_create1(EPOLL_CLOEXEC);
     int stop = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     int wake = mf_net_pool_wake_fd(srv->data_pool);
@@ -1242,14 +1249,15 @@ hold_open(server_t *srv)
     struct epoll_event wev = {.events = EPOLLIN, .data.u64 = HOLD_TOKEN_WAKE};
     bool ok = ep >= 0 && stop >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, stop, &ev) == 0 &&
               (wake < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, wake, &wev) == 0);
-    if (ok && pthread_create(&srv->hold_watch, NULL, hold_watch_main, srv) == 0) {
+    int e = ok ? pthread_create(&srv->hold_watch, NULL, hold_watch_main, srv) : errno;
+    if (ok && e == 0) {
         srv->hold_watch_started = true;
         srv->hold_ep = ep;
         srv->hold_stop_fd = stop;
         return;
     }
     mf_log(MF_LOG_WARN, "NETWORK", "cannot watch held connections (%s): every request goes through the I/O thread",
-           strerror(errno));
+           strerror(e));
     if (ep >= 0)
         close(ep);
     if (stop >= 0)

@@ -24,10 +24,11 @@
  *     while jobs wait and no worker starts for them at once (the pool is at
  *     its soft cap or cap, or a thread could not start), until the queue is
  *     empty again.
- *     Threads the pool's jobs park elsewhere (net.c's held connections,
- *     waiting in poll for a client's next request) watch it and come back
- *     to take the job: otherwise a queued job waited out their wait (up to
- *     netConnectionHoldMicros) for the one worker they occupy. Set and
+ *     Threads the pool's jobs park elsewhere (net.c's workers waiting on
+ *     the parked held connections for a client's next request) watch it
+ *     and come back to take the job: otherwise a queued job waited out
+ *     their wait (up to netConnectionHoldMicros) for the workers they
+ *     occupy. Set and
  *     cleared under the lock, only on that path (a write and a read of 8
  *     bytes); nobody else reads it.
  *   - Soft cap (cfg.soft, below cfg.cap). A thread per busy job costs more
@@ -45,7 +46,7 @@
  *     have been on one job that long (busy_since: a blocked command, an
  *     awaitData getMore, a lock or journal wait, a long scan; a held
  *     connection's worker counts from its last request,
- *     mf_net_pool_job_progress) stop counting against the soft cap, and
+ *     mf_net_pool_worker_progress) stop counting against the soft cap, and
  *     it starts workers for the waiting jobs within that room (less the
  *     workers started that have not yet taken one, `starting`); if no job
  *     at all finished since its last look (`finished`), confirmed by another

@@ -82,8 +82,8 @@ void mf_net_pool_stats(mf_net_pool_t *p, mf_net_pool_stats_t *out);
 
 /*
  * mf_net_pool_job_progress: called by a job's work on its worker thread when
- * it has finished a piece or starts another (a request served or read on a
- * held connection): counted as a finished job, and the worker's time on one
+ * it has finished a piece or starts another (as net.c's held connections do
+ * through mf_net_pool_worker_progress): counted as a finished job, and the worker's time on one
  * job starts again, so that the soft cap's judge does not take a worker
  * serving one quick request after another for one stuck in a long job.
  */
@@ -121,9 +121,9 @@ int mf_net_pool_queued(mf_net_pool_t *p);
  * mf_net_pool_wake_fd: a descriptor that polls readable while jobs wait for
  * a worker and no more start at once (the soft cap or the cap, or a thread
  * that could not start), and not once the queue is empty. A job that parks its worker in
- * a wait of its own (a held connection) polls it too and ends the wait
- * early. Only poll it: never read, write or close it. -1 when the pool has
- * none (poll ignores it). Valid until mf_net_pool_destroy.
+ * a wait of its own (net.c's workers waiting on held connections) watches
+ * it too (poll, epoll) and ends the wait early. Only watch it: never read,
+ * write or close it. -1 when the pool has none. Valid until mf_net_pool_destroy.
  */
 int mf_net_pool_wake_fd(mf_net_pool_t *p);
 
