@@ -242,6 +242,7 @@ typedef struct job {
     bool held_back;
     bool in_hold_ep;   /* held_fd is in the server's parked set (hold_ep; removed before the loop gets it back) */
     int held_served;   /* requests served on this connection since it was held */
+    int64_t held_took_us; /* how long its last request ran (work_cb), µs: a slow one's next goes to the pool */
 } job_t;
 
 /* A parked connection (see "Held connections"): a slot of server_t's hold_slots. */
@@ -867,6 +868,7 @@ run_request(job_t *job)
 #define HOLD_TICK_US 2000   /* the watchdog's look, while anything is parked */
 #define HOLD_STALL_US 2000  /* no waiter and no sign of one this long, with connections parked: back to the loop */
 #define HOLD_QUIET_TICKS 10 /* nothing parked for this many looks: the watchdog sleeps until something is */
+#define HOLD_SLOW_US 500    /* a connection whose last request ran this long is a slow one (see hold_wait) */
 #define HOLD_TOKEN_WAKE UINT64_MAX       /* hold_ep's event for the pool's wake descriptor */
 #define HOLD_TOKEN_STOP (UINT64_MAX - 1) /* ... and for hold_stop_fd */
 /*
@@ -877,6 +879,7 @@ run_request(job_t *job)
 #define SOFT_WORKERS_PER_CPU 8
 
 static void on_pool_job_done(mf_net_pool_job_t *pj, void *arg);
+static void work_hold_cb(mf_net_pool_job_t *pj);
 
 /* Worker: sends all of buf on fd, non-blocking. Returns the bytes sent (len when all went). */
 static size_t
@@ -1088,8 +1091,23 @@ hold_wait(server_t *srv)
             if (job != NULL) {
                 int r = hold_next(job, true);
                 if (r > 0) {
-                    got = job;
                     pthread_mutex_lock(&srv->hold_lock);
+                    /*
+                     * The last waiter does not run a slow connection's request
+                     * (its last one ran HOLD_SLOW_US or more: a journal wait,
+                     * a long query) while others are parked: it would leave
+                     * them no waiter until the watchdog (8 closed-loop
+                     * clients writing with j: true lost their group commits).
+                     * The pool runs it, and this worker goes on waiting.
+                     */
+                    if (job->held_took_us >= HOLD_SLOW_US && srv->hold_waiters == 1 && srv->hold_first >= 0) {
+                        pthread_mutex_unlock(&srv->hold_lock);
+                        job->pj.work = work_hold_cb;
+                        mf_net_pool_submit(srv->data_pool, &job->pj);
+                        pthread_mutex_lock(&srv->hold_lock);
+                        continue;
+                    }
+                    got = job;
                     break;
                 }
                 if (r < 0 || !hold_park(srv, job)) /* part of a request: parked again for the rest */
@@ -1171,7 +1189,9 @@ work_hold_cb(mf_net_pool_job_t *pj)
     mf_engine_t *eng = srv->eng;
 
     for (;;) {
+        int64_t t0 = mf_mono_us();
         work_cb(&job->pj);
+        job->held_took_us = mf_mono_us() - t0;
         bool again = !job->fatal && job->await_ms == 0 && !job->exhaust && !atomic_load(&srv->no_hold);
         if (again && job->reply != NULL) {
             /* Counted before it is sent: a client that has its reply sees it in serverStatus. */

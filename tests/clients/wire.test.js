@@ -728,6 +728,37 @@ h.test('40 connections served from one parked set each get their own replies, in
   }
 });
 
+h.test('8 connections writing with j: true and 2 reading, all parked between requests: every write is acknowledged, counted and found (a slow connection\'s next request goes from the last waiter to the pool)', async () => {
+  const s2 = new h.MayflyServer({ args: ['--setParameter', 'netConnectionHoldMicros=200000'] });
+  await s2.start();
+  const conns = [];
+  try {
+    for (let i = 0; i < 10; i++) conns.push(await h.rawConnect(s2.port));
+    const PER = 40;
+    await Promise.all(conns.map(async (c, i) => {
+      for (let j = 0; j < PER; j++) {
+        if (i < 8) {
+          const r = await c.command('t', { insert: 'j', documents: [{ _id: i * 1000 + j }], writeConcern: { j: true } });
+          assert.equal(r.n, 1);
+        } else {
+          const r = await c.command('t', { count: 'j' });
+          assert.equal(r.ok, 1);
+        }
+      }
+    }));
+    const r = await conns[0].command('t', { count: 'j' });
+    assert.equal(r.n, 8 * PER);
+    for (let i = 0; i < 8; i++) {
+      const f = await conns[9].command('t', { find: 'j', filter: { _id: { $gte: i * 1000, $lt: i * 1000 + 1000 } } });
+      assert.equal(f.cursor.firstBatch.length, PER, `connection ${i}'s writes`);
+    }
+  } finally {
+    for (const c of conns) c.close();
+    await s2.stop();
+    s2.cleanup();
+  }
+});
+
 h.test('past the data workers\' soft cap a quick command still never waits behind slow ones: with more commands blocked 2 s than the soft cap (8 workers per usable CPU, at least 16), another connection\'s find is answered at once', async () => {
   const s2 = new h.MayflyServer({ args: ['--setParameter', 'enableTestCommands=1', '--maxWorkers', '1024'] });
   await s2.start();
