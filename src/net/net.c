@@ -74,6 +74,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -287,6 +288,8 @@ typedef struct server {
     int hold_waiters;       /* workers waiting on hold_ep */
     int max_waiters;        /* at most this many at once */
     int64_t hold_seq;       /* bumped whenever a worker parks a connection or waits: the watchdog's sign of life */
+    mf_net_pool_job_t waiter_job; /* a pool job that makes its worker one more waiter (hold_wait's slow requests) */
+    _Atomic bool waiter_job_queued; /* waiter_job is in the pool's queue (it must not be queued twice) */
     bool watch_sleeping;    /* the watchdog waits for a connection to be parked */
     bool watch_stop;
     pthread_t hold_watch;
@@ -1093,21 +1096,22 @@ hold_wait(server_t *srv)
                 if (r > 0) {
                     pthread_mutex_lock(&srv->hold_lock);
                     /*
-                     * The last waiter does not run a slow connection's request
-                     * (its last one ran HOLD_SLOW_US or more: a journal wait,
-                     * a long query) while others are parked: it would leave
-                     * them no waiter until the watchdog (8 closed-loop
-                     * clients writing with j: true lost their group commits).
-                     * The pool runs it, and this worker goes on waiting.
+                     * The last waiter taking a slow connection's request (its
+                     * last one ran HOLD_SLOW_US or more: a journal wait, a
+                     * long query; or a CPU shared with other work) while
+                     * others are parked would leave them no waiter until the
+                     * watchdog (8 closed-loop clients writing with j: true
+                     * lost their group commits). It asks the pool for one
+                     * more waiter (waiter_job) and runs the request itself,
+                     * so the request pays no hand-off.
                      */
-                    if (job->held_took_us >= HOLD_SLOW_US && srv->hold_waiters == 1 && srv->hold_first >= 0) {
-                        pthread_mutex_unlock(&srv->hold_lock);
-                        job->pj.work = work_hold_cb;
-                        mf_net_pool_submit(srv->data_pool, &job->pj);
-                        pthread_mutex_lock(&srv->hold_lock);
-                        continue;
-                    }
+                    bool call = job->held_took_us >= HOLD_SLOW_US && srv->hold_waiters == 1 && srv->hold_first >= 0;
                     got = job;
+                    if (call && !atomic_exchange(&srv->waiter_job_queued, true)) {
+                        pthread_mutex_unlock(&srv->hold_lock);
+                        mf_net_pool_submit(srv->data_pool, &srv->waiter_job);
+                        pthread_mutex_lock(&srv->hold_lock);
+                    }
                     break;
                 }
                 if (r < 0 || !hold_park(srv, job)) /* part of a request: parked again for the rest */
@@ -1180,11 +1184,39 @@ hold_watch_main(void *arg)
 }
 
 /* Worker thread: a data command on a held connection, then whatever parked connections have (see above). */
+static void hold_serve(mf_net_pool_worker_t *w, job_t *job);
+
 static void
 work_hold_cb(mf_net_pool_job_t *pj)
 {
+    hold_serve(mf_net_pool_job_worker(pj), (job_t *)pj);
+}
+
+/* Worker thread: srv->waiter_job, one more worker waiting on the parked set (see hold_wait). */
+static void
+work_waiter_cb(mf_net_pool_job_t *pj)
+{
+    server_t *srv = (server_t *)((char *)pj - offsetof(server_t, waiter_job));
     mf_net_pool_worker_t *w = mf_net_pool_job_worker(pj);
-    job_t *job = (job_t *)pj;
+    mf_net_pool_worker_take(w, NULL); /* not a connection's job: nothing for the pool's done */
+    atomic_store(&srv->waiter_job_queued, false);
+    job_t *job = hold_wait(srv);
+    if (job == NULL)
+        return;
+    mf_net_pool_worker_take(w, &job->pj);
+    mf_net_pool_worker_progress(w);
+    hold_serve(w, job);
+}
+
+/*
+ * Worker thread: runs job's request (the worker answers for job), then the
+ * next requests of whichever parked connections have them, until a
+ * connection goes back to the loop (returned as the worker's job, for the
+ * pool's done) or the wait ends (none).
+ */
+static void
+hold_serve(mf_net_pool_worker_t *w, job_t *job)
+{
     server_t *srv = job->conn->srv;
     mf_engine_t *eng = srv->eng;
 
@@ -1260,6 +1292,7 @@ hold_open(server_t *srv)
         srv->hold_slots[i].next = i + 1 < HOLD_SLOTS ? i + 1 : -1;
     }
     srv->hold_free = 0;
+    srv->waiter_job.work = work_waiter_cb;
     if (srv->hold_us <= 0 || srv->max_waiters < 1)
         return; /* nothing held (with --maxWorkers 1 no worker could wait: every request would wait for the watchdog) */
     int ep = epoll_create1(EPOLL_CLOEXEC);
