@@ -290,6 +290,8 @@ typedef struct server {
     int64_t hold_seq;       /* bumped whenever a worker parks a connection or waits: the watchdog's sign of life */
     mf_net_pool_job_t waiter_job; /* a pool job that makes its worker one more waiter (hold_wait's slow requests) */
     _Atomic bool waiter_job_queued; /* waiter_job is in the pool's queue (it must not be queued twice) */
+    int64_t hold_rescued;   /* connections the watchdog gave back (no worker waited: every waiter was slow) */
+    int64_t hold_called;    /* times waiter_job was queued for a slow connection's request */
     bool watch_sleeping;    /* the watchdog waits for a connection to be parked */
     bool watch_stop;
     pthread_t hold_watch;
@@ -469,6 +471,17 @@ on_net_status(void *arg, bson_t *network)
     append_pool(&w, "data", srv->data_pool);
     append_pool(&w, "fast", srv->fast_pool);
     BSON_APPEND_INT32(&w, "cpus", srv->ncpu);
+    /* The parked set of held connections (see "Held connections"). */
+    bson_t h;
+    BSON_APPEND_DOCUMENT_BEGIN(&w, "held", &h);
+    pthread_mutex_lock(&srv->hold_lock);
+    BSON_APPEND_INT32(&h, "parked", srv->hold_parked);
+    BSON_APPEND_INT32(&h, "waiters", srv->hold_waiters);
+    BSON_APPEND_INT32(&h, "maxWaiters", srv->hold_ep >= 0 ? srv->max_waiters : 0);
+    BSON_APPEND_INT64(&h, "rescued", srv->hold_rescued);
+    BSON_APPEND_INT64(&h, "waitersCalled", srv->hold_called);
+    pthread_mutex_unlock(&srv->hold_lock);
+    bson_append_document_end(&w, &h);
     bson_append_document_end(network, &w);
 }
 
@@ -1108,6 +1121,7 @@ hold_wait(server_t *srv)
                     bool call = job->held_took_us >= HOLD_SLOW_US && srv->hold_waiters == 1 && srv->hold_first >= 0;
                     got = job;
                     if (call && !atomic_exchange(&srv->waiter_job_queued, true)) {
+                        srv->hold_called++;
                         pthread_mutex_unlock(&srv->hold_lock);
                         mf_net_pool_submit(srv->data_pool, &srv->waiter_job);
                         pthread_mutex_lock(&srv->hold_lock);
@@ -1171,6 +1185,8 @@ hold_watch_main(void *arg)
         }
         if (give_all) {
             unattended_since = 0;
+            if (!atomic_load(&srv->no_hold))
+                srv->hold_rescued += srv->hold_parked;
             pthread_mutex_unlock(&srv->hold_lock);
             hold_expire(srv, true);
             pthread_mutex_lock(&srv->hold_lock);
@@ -2152,8 +2168,8 @@ mf_net_serve(mf_engine_t *eng, const mf_net_opts_t *opts, mf_error_t *err)
         goto err_close_async;
     }
     srv.ncpu = ncpu;
-    mf_engine_set_net_status_hook(eng, on_net_status, &srv);
     hold_open(&srv);
+    mf_engine_set_net_status_hook(eng, on_net_status, &srv);
 
     uv_tcp_init(srv.loop, &srv.listener);
     srv.listener.data = &srv;

@@ -645,6 +645,26 @@ h.test('a request queued at the worker cap calls back a worker waiting on a held
   }
 });
 
+h.test('with --maxWorkers 1 nothing is held (no worker could wait on parked connections): requests go through the I/O thread, heldRequests stays 0, maxWaiters 0', async () => {
+  const s2 = new h.MayflyServer({ args: ['--workers', '1', '--maxWorkers', '1'] });
+  await s2.start();
+  const c = await h.rawConnect(s2.port);
+  try {
+    assert.equal((await c.command('t', { insert: 'c', documents: [{ _id: 1 }] })).n, 1);
+    const n0 = (await c.command('admin', { serverStatus: 1 })).network;
+    assert.equal(n0.workers.held.maxWaiters, 0);
+    for (let i = 0; i < 50; i++) assert.deepEqual((await c.command('t', { find: 'c', filter: { _id: 1 } })).cursor.firstBatch, [{ _id: 1 }]);
+    const n1 = (await c.command('admin', { serverStatus: 1 })).network;
+    assert.equal(n1.heldRequests - n0.heldRequests, 0);
+    assert.equal(n1.workers.held.parked, 0);
+    assert.equal(Number(n1.workers.held.rescued), 0, 'no request waited for the watchdog');
+  } finally {
+    c.close();
+    await s2.stop();
+    s2.cleanup();
+  }
+});
+
 h.test('parked connections never wait behind slow requests: with every worker that waits on the parked set blocked 1.5 s in a count, a parked connection\'s next find is answered at once (the watchdog gives it back to the I/O thread)', async () => {
   const s2 = new h.MayflyServer({ args: ['--setParameter', 'netConnectionHoldMicros=800000', '--setParameter', 'enableTestCommands=1'] });
   await s2.start();
@@ -718,8 +738,16 @@ h.test('40 connections served from one parked set each get their own replies, in
         }
       }
     }));
-    const held = (await admin.command('admin', { serverStatus: 1 })).network.heldRequests - held0;
+    const net = (await admin.command('admin', { serverStatus: 1 })).network;
+    const held = net.heldRequests - held0;
     assert.ok(held >= sent / 2 && held <= sent, `${held} of ${sent} requests held`);
+    // The parked set as serverStatus shows it: the connections wait there (200 ms) after their last request,
+    // one worker per CPU waits on it at most.
+    const hs = net.workers.held;
+    assert.equal(hs.maxWaiters, net.workers.cpus);
+    assert.ok(hs.parked >= 1 && hs.parked <= N, `${hs.parked} parked`);
+    assert.ok(hs.waiters >= 0 && hs.waiters <= hs.maxWaiters, `${hs.waiters} waiters`);
+    for (const k of ['rescued', 'waitersCalled']) assert.ok(Number(hs[k]) >= 0, k);
     admin.close();
   } finally {
     for (const c of conns) c.close();
