@@ -9,6 +9,7 @@
 #ifndef MF_CLOCK_H
 #define MF_CLOCK_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -72,6 +73,20 @@ static inline struct timespec
 mf_mono_deadline(int64_t ms)
 {
     return mf_deadline_on(CLOCK_MONOTONIC, ms);
+}
+
+/*
+ * mf_cond_init_mono: initialises *cv on CLOCK_MONOTONIC, the clock
+ * mf_mono_deadline's timespecs are on (pthread_cond_destroy frees it).
+ */
+static inline void
+mf_cond_init_mono(pthread_cond_t *cv)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
 }
 
 /*

@@ -308,11 +308,7 @@ engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
     if (mf_ttl_monitor_start(&tenv, &eng->ttl, err) != 0)
         goto err_catalog;
     pthread_mutex_init(&eng->reaper_mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&eng->reaper_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    mf_cond_init_mono(&eng->reaper_cv);
     if (pthread_create(&eng->reaper, NULL, reaper_main, eng) != 0) {
         mf_err_set(err, MF_E_InternalError, "cannot start the cursor reaper thread");
         pthread_cond_destroy(&eng->reaper_cv);

@@ -1296,11 +1296,7 @@ hold_open(server_t *srv)
 {
     srv->hold_ep = srv->hold_stop_fd = -1;
     pthread_mutex_init(&srv->hold_lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&srv->hold_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    mf_cond_init_mono(&srv->hold_cv);
     srv->hold_first = srv->hold_last = -1;
     srv->hold_slots = mf_calloc(HOLD_SLOTS, sizeof(*srv->hold_slots));
     for (int i = 0; i < HOLD_SLOTS; i++) {

@@ -82,6 +82,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 
 enum { SLOT_FREE = 0, SLOT_RUNNING, SLOT_EXITED };
@@ -374,7 +375,6 @@ int
 mf_net_pool_create(const mf_net_pool_config_t *cfg, mf_net_pool_t **out, mf_error_t *err)
 {
     mf_net_pool_t *p = mf_calloc(1, sizeof(*p));
-    pthread_condattr_t ca;
 
     p->cfg = *cfg;
     if (p->cfg.warm < 1)
@@ -393,11 +393,8 @@ mf_net_pool_create(const mf_net_pool_config_t *cfg, mf_net_pool_t **out, mf_erro
         mf_log(MF_LOG_WARN, "NETWORK", "%s pool: no wake descriptor (%s); a job queued at the cap waits for a free worker",
                p->cfg.name, strerror(errno));
     pthread_mutex_init(&p->lock, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->cond, &ca);
-    pthread_cond_init(&p->judge_cond, &ca);
-    pthread_condattr_destroy(&ca);
+    mf_cond_init_mono(&p->cond);
+    mf_cond_init_mono(&p->judge_cond);
     pthread_mutex_lock(&p->lock);
     for (int i = 0; i < p->cfg.warm; i++)
         if (spawn_locked(p) != 0)

@@ -227,11 +227,7 @@ waiter_new(struct mf_repl *r)
 {
     waiter_t *w = mf_calloc(1, sizeof(*w));
     w->r = r;
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    mf_cond_init_mono(&w->cv);
     return w;
 }
 
@@ -4128,15 +4124,11 @@ mf_repl_open(mf_engine_t *eng, const mf_repl_opts_t *o, mf_repl_t **out, mf_erro
     r->epoch &= INT64_MAX;
     pthread_mutex_init(&r->mu, NULL);
     pthread_mutex_init(&r->transfer_mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&r->cv, &ca);
-    pthread_cond_init(&r->work_cv, &ca);
-    pthread_cond_init(&r->oplog_cv, &ca);
-    pthread_cond_init(&r->stop_cv, &ca);
-    pthread_cond_init(&r->sess_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    mf_cond_init_mono(&r->cv);
+    mf_cond_init_mono(&r->work_cv);
+    mf_cond_init_mono(&r->oplog_cv);
+    mf_cond_init_mono(&r->stop_cv);
+    mf_cond_init_mono(&r->sess_cv);
 
     /* local.oplog.rs (capped) and local.system.replset exist before anything is logged. */
     bson_t cmd;

@@ -618,11 +618,7 @@ mf_storage_open_ex(const char *dbpath, bool in_memory, int64_t cache_mb, mf_stor
     pthread_mutex_init(&st->hook_lock, NULL);
     pthread_mutex_init(&st->fault_lock, NULL);
     pthread_mutex_init(&st->fd_count_lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&st->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    mf_cond_init_mono(&st->cond);
     st->events.handle_error = wt_handle_error;
     st->fd_limit = in_memory ? INT64_MAX : mf_fds_limit();
     /* Handles beyond a quarter of the limit (at most WiredTiger's default 250) are closed after 10 idle minutes. */

@@ -2586,13 +2586,9 @@ mf_ttl_monitor_start(const mf_ttl_env_t *env, mf_ttl_monitor_t **out, mf_error_t
     pthread_mutex_init(&m->pool_mu, NULL);
     pthread_cond_init(&m->pool_cv, NULL);
     /* The condition variable waits on the monotonic clock (wall-clock jumps must not stall it). */
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&m->cv, &ca);
-    pthread_cond_init(&m->refresh_cv, &ca);
-    pthread_cond_init(&m->done_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    mf_cond_init_mono(&m->cv);
+    mf_cond_init_mono(&m->refresh_cv);
+    mf_cond_init_mono(&m->done_cv);
     atomic_store(&m->next_due_ms, NO_DEADLINE);
     atomic_store(&m->watch_due, NO_DEADLINE);
     m->last_full_ms = INT64_MIN / 2;
