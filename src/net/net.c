@@ -71,7 +71,6 @@
 #include "net/net.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
@@ -1200,12 +1199,13 @@ hold_watch_main(void *arg)
 }
 
 /* Worker thread: a data command on a held connection, then whatever parked connections have (see above). */
-static void hold_serve(mf_net_pool_worker_t *w, job_t *job);
+static void hold_serve(server_t *srv, mf_net_pool_worker_t *w, job_t *job);
 
 static void
 work_hold_cb(mf_net_pool_job_t *pj)
 {
-    hold_serve(mf_net_pool_job_worker(pj), (job_t *)pj);
+    job_t *job = (job_t *)pj;
+    hold_serve(job->conn->srv, mf_net_pool_job_worker(pj), job);
 }
 
 /* Worker thread: srv->waiter_job, one more worker waiting on the parked set (see hold_wait). */
@@ -1216,27 +1216,29 @@ work_waiter_cb(mf_net_pool_job_t *pj)
     mf_net_pool_worker_t *w = mf_net_pool_job_worker(pj);
     mf_net_pool_worker_take(w, NULL); /* not a connection's job: nothing for the pool's done */
     atomic_store(&srv->waiter_job_queued, false);
-    job_t *job = hold_wait(srv);
-    if (job == NULL)
-        return;
-    mf_net_pool_worker_take(w, &job->pj);
-    mf_net_pool_worker_progress(w);
-    hold_serve(w, job);
+    hold_serve(srv, w, NULL);
 }
 
 /*
- * Worker thread: runs job's request (the worker answers for job), then the
- * next requests of whichever parked connections have them, until a
- * connection goes back to the loop (returned as the worker's job, for the
- * pool's done) or the wait ends (none).
+ * Worker thread: runs job's request (the worker answers for job; NULL:
+ * begins by waiting on the parked set), then the next requests of
+ * whichever parked connections have them, until a connection goes back to
+ * the loop (returned as the worker's job, for the pool's done) or the wait
+ * ends (none).
  */
 static void
-hold_serve(mf_net_pool_worker_t *w, job_t *job)
+hold_serve(server_t *srv, mf_net_pool_worker_t *w, job_t *job)
 {
-    server_t *srv = job->conn->srv;
     mf_engine_t *eng = srv->eng;
 
     for (;;) {
+        if (job == NULL) {
+            job = hold_wait(srv);
+            if (job == NULL)
+                return; /* nothing for the pool's done: every job this worker served is parked or given back */
+            mf_net_pool_worker_take(w, &job->pj);
+            mf_net_pool_worker_progress(w); /* its request starts now, not when the last one ended */
+        }
         int64_t t0 = mf_mono_us();
         work_cb(&job->pj);
         job->held_took_us = mf_mono_us() - t0;
@@ -1261,28 +1263,20 @@ hold_serve(mf_net_pool_worker_t *w, job_t *job)
             if (++job->held_served >= HOLD_MAX_REQUESTS || mf_net_pool_queued(srv->data_pool) > 0)
                 again = false;
         }
-        if (!again) {
-            hold_unregister(srv, job);
-            return; /* the pool's done hands the job back to the loop */
-        }
-        int next = hold_next(job, false);
+        /* -1 also for an invalid length read with the last request: the loop closes with the reason. */
+        int next = again ? hold_next(job, false) : -1;
         if (next > 0)
             continue; /* the next request was read with the last one */
-        if (next < 0) {
-            hold_unregister(srv, job);
-            return; /* an invalid length: the loop closes the connection with the reason */
+        if (next == 0) {
+            mf_net_pool_worker_take(w, NULL); /* before it is parked: another worker may take it at once */
+            if (hold_park(srv, job)) {
+                job = NULL;
+                continue;
+            }
+            mf_net_pool_worker_take(w, &job->pj); /* no room: it goes back to the loop */
         }
-        mf_net_pool_worker_take(w, NULL); /* before it is parked: another worker may take it at once */
-        if (!hold_park(srv, job)) {
-            mf_net_pool_worker_take(w, &job->pj);
-            hold_unregister(srv, job);
-            return;
-        }
-        job = hold_wait(srv);
-        if (job == NULL)
-            return; /* nothing for the pool's done: every job this worker served is parked or given back */
-        mf_net_pool_worker_take(w, &job->pj);
-        mf_net_pool_worker_progress(w); /* its request starts now, not when the last one ended */
+        hold_unregister(srv, job);
+        return; /* the pool's done hands the job back to the loop */
     }
 }
 
