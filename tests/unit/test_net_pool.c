@@ -416,6 +416,23 @@ progressing_work(mf_net_pool_job_t *pj)
     }
 }
 
+/*
+ * With a busy job on the soft cap's one worker and another job queued
+ * behind it: after a second (the waiting job's stall passes three times),
+ * the judge has started no worker (why says what that would mean) and the
+ * job still waits; then the busy job is told to end.
+ */
+static void
+assert_no_growth_behind_progress(mf_net_pool_t *p, _Atomic int *stop, const char *why)
+{
+    usleep(1000 * 1000);
+    mf_net_pool_stats_t st;
+    mf_net_pool_stats(p, &st);
+    cr_assert_eq(st.grown, 0, "%s", why);
+    cr_assert_eq(st.queued, 1, "the job waits for the soft cap's worker");
+    atomic_store(stop, 1);
+}
+
 Test(net_pool, soft_cap_does_not_grow_for_a_worker_that_makes_progress)
 {
     gate_t g;
@@ -428,12 +445,7 @@ Test(net_pool, soft_cap_does_not_grow_for_a_worker_that_makes_progress)
     mf_net_pool_submit(p, &busy.pj);
     tjob_t waiting;
     submit_job(p, &g, &waiting, 1);
-    usleep(1000 * 1000); /* the waiting job's stall passes three times */
-    mf_net_pool_stats_t st;
-    mf_net_pool_stats(p, &st);
-    cr_assert_eq(st.grown, 0, "a worker making progress counted as stuck");
-    cr_assert_eq(st.queued, 1, "the job waits for the soft cap's worker");
-    atomic_store(&stop, 1);
+    assert_no_growth_behind_progress(p, &stop, "a worker making progress counted as stuck");
     wait_done(&g, 2);
     mf_net_pool_destroy(p);
 }
@@ -578,12 +590,8 @@ Test(net_pool, soft_cap_does_not_grow_for_a_worker_that_makes_progress_on_the_jo
     own_job_t waiting = {.pj.work = owning_work};
     mf_net_pool_submit(p, &busy.pj);
     mf_net_pool_submit(p, &waiting.pj);
-    usleep(1000 * 1000); /* the waiting job's stall passes three times */
-    mf_net_pool_stats_t st;
-    mf_net_pool_stats(p, &st);
-    cr_assert_eq(st.grown, 0, "progress on the job taken did not count: the worker was taken for stuck");
-    cr_assert_eq(st.queued, 1, "the job waits for the soft cap's worker");
-    atomic_store(&stop, 1);
+    assert_no_growth_behind_progress(p, &stop,
+                                     "progress on the job taken did not count: the worker was taken for stuck");
     wait_done(&g, 2);
     mf_net_pool_destroy(p);
     cr_assert(busy.stopped);
@@ -603,12 +611,7 @@ Test(net_pool, soft_cap_does_not_grow_for_a_worker_that_makes_progress_answering
     own_job_t waiting = {.pj.work = owning_work};
     mf_net_pool_submit(p, &busy.pj);
     mf_net_pool_submit(p, &waiting.pj);
-    usleep(1000 * 1000);
-    mf_net_pool_stats_t st;
-    mf_net_pool_stats(p, &st);
-    cr_assert_eq(st.grown, 0, "the worker's progress did not count: it was taken for stuck");
-    cr_assert_eq(st.queued, 1, "the job waits for the soft cap's worker");
-    atomic_store(&stop, 1);
+    assert_no_growth_behind_progress(p, &stop, "the worker's progress did not count: it was taken for stuck");
     wait_done(&g, 1);
     mf_net_pool_destroy(p);
     cr_assert(busy.stopped);
