@@ -101,7 +101,7 @@ mf_sched_thread_times(int64_t *run_ns, int64_t *wait_ns)
 }
 
 int
-mf_sched_busy_ns(int64_t *busy_ns)
+mf_sched_busy_ns(int64_t *busy_ns, int64_t *counted_ns)
 {
     char buf[512];
     unsigned long long v[8] = {0};
@@ -113,7 +113,24 @@ mf_sched_busy_ns(int64_t *busy_ns)
     long hz = sysconf(_SC_CLK_TCK);
     if (hz <= 0)
         return -1;
+    unsigned long long tick_ns = 1000000000ULL / (unsigned long long)hz;
     unsigned long long busy = v[0] + v[1] + v[2] + v[5] + v[6]; /* not steal: the host's, not this machine's */
-    *busy_ns = (int64_t)(busy * (1000000000ULL / (unsigned long long)hz));
+    *busy_ns = (int64_t)(busy * tick_ns);
+    if (counted_ns != NULL)
+        *counted_ns = (int64_t)((busy + v[3] + v[4] + v[7]) * tick_ns);
     return 0;
+}
+
+/* /proc/stat accounting less than this share of an interval's CPU time: ticks were lost (see sched.h). */
+#define MIN_LOST_SHARE 0.9
+
+int64_t
+mf_sched_others_ns(int64_t busy_ns, int64_t counted_ns, int64_t own_ns, int64_t wall_ns, int ncpu)
+{
+    if (wall_ns <= 0 || ncpu <= 0)
+        return 0;
+    double share = counted_ns <= 0 ? 0 : (double)counted_ns / ((double)wall_ns * ncpu);
+    if (share >= MIN_LOST_SHARE)
+        share = 1; /* a tick or two short (or over): the ticks' coarseness, not a host's taking */
+    return busy_ns - (int64_t)((double)own_ns * share);
 }

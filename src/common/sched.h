@@ -62,11 +62,27 @@ int mf_sched_thread_times(int64_t *run_ns, int64_t *wait_ns);
 /*
  * mf_sched_busy_ns: the time every CPU of the machine spent busy (neither
  * idle, waiting for I/O nor stolen by the hypervisor) since boot, summed
- * over CPUs, in ns (/proc/stat;
- * counted in clock ticks, 10 ms here). Less the process's own CPU time
- * (CLOCK_PROCESS_CPUTIME_ID) over an interval, what other programs and the
- * kernel used. Returns 0, or -1 when /proc/stat cannot be read.
+ * over CPUs, in ns, into *busy_ns, and the time /proc/stat accounted at
+ * all (busy, idle, I/O wait and stolen) into *counted_ns (may be NULL);
+ * counted in clock ticks, 10 ms here. Returns 0, or -1 when /proc/stat
+ * cannot be read.
  */
-int mf_sched_busy_ns(int64_t *busy_ns);
+int mf_sched_busy_ns(int64_t *busy_ns, int64_t *counted_ns);
+
+/*
+ * mf_sched_others_ns: what other programs (and the kernel) kept the CPUs
+ * busy over an interval of wall_ns on ncpu CPUs, in ns, from the deltas of
+ * mf_sched_busy_ns over it (busy_ns, counted_ns) and the process's own CPU
+ * time over it (own_ns, CLOCK_PROCESS_CPUTIME_ID): busy_ns less own_ns, the
+ * latter scaled by the share of the interval's CPU time /proc/stat
+ * accounted when that is under nine tenths (a shortfall of a tick or two
+ * is the ticks' coarseness: 20 of them in 100 ms on 2 CPUs). A virtual machine whose host takes its CPUs
+ * without reporting it as stolen loses those clock ticks from /proc/stat,
+ * while the process's own time, read from a clock the host keeps running,
+ * still counts them: unscaled, the process's time would be taken off a
+ * busy time that never held it, and busy programs beside it would look
+ * idle. May be negative (ticks are coarse); 0 with no interval.
+ */
+int64_t mf_sched_others_ns(int64_t busy_ns, int64_t counted_ns, int64_t own_ns, int64_t wall_ns, int ncpu);
 
 #endif

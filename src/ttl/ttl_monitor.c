@@ -347,24 +347,26 @@ struct mf_ttl_monitor {
      * ttlMonitorGroupNice (atomic: serverStatus ttl.groupLowered reads
      * it); group_probing: it is watching what other programs use before
      * lowering it, since group_check_ms, from the machine's busy time
-     * group_busy_ns and the process's CPU group_own_ns then; while
+     * group_busy_ns (of group_counted_ns accounted, on group_ncpu CPUs)
+     * and the process's CPU group_own_ns then; while
      * lowered, group_run_ns and group_wait_ns: the monitor thread's times
      * at group_check_ms; group_hold_ms: no lowering before then.
      */
     int group_base;
     _Atomic bool group_lowered;
     bool group_probing;
-    int64_t group_check_ms, group_run_ns, group_wait_ns, group_hold_ms, group_busy_ns, group_own_ns;
+    int64_t group_check_ms, group_run_ns, group_wait_ns, group_hold_ms, group_busy_ns, group_counted_ns, group_own_ns;
+    int group_ncpu;
     /* serverStatus ttl.groupLowerings, groupStarved (put back early), groupDeclined (not lowered). */
     _Atomic int64_t group_lowerings, group_starved, group_declined;
     /*
      * The clients' look while the group is lowered (mf_ttl_group_poll, any
      * thread): poll_check_ms is claimed by compare-and-swap, so one thread
-     * looks at a time, from the baselines poll_busy_ns and poll_own_ns it
-     * then replaces; poll_restored: a client thread put the group back,
+     * looks at a time, from the baselines poll_busy_ns, poll_counted_ns and
+     * poll_own_ns it then replaces; poll_restored: a client thread put the group back,
      * for the monitor to take over at its next look.
      */
-    _Atomic int64_t poll_check_ms, poll_busy_ns, poll_own_ns;
+    _Atomic int64_t poll_check_ms, poll_busy_ns, poll_counted_ns, poll_own_ns;
     _Atomic bool poll_restored;
     mf_failpoint_t *fp_hang_between, *fp_fail_batch, *fp_slow_deleters, *fp_hang_read_ahead, *fp_hang_in_batch,
         *fp_pause_note;
@@ -1109,7 +1111,10 @@ job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched, bool dele
  * run (their operations moved during the last round) and a visit has more
  * rounds to go, the monitor first looks for GROUP_CHECK_MS at what other
  * programs use (group_probing): the machine's busy CPU time (/proc/stat)
- * less the process's own. If they kept GROUP_OTHERS_PCT of a CPU busy, a
+ * less the process's own (scaled down when the host took clock ticks
+ * without reporting them stolen, mf_sched_others_ns: on such a host, busy
+ * with other guests, four busy programs beside a lowered-to-be server once
+ * measured under GROUP_OTHERS_PCT, and the group was lowered). If they kept GROUP_OTHERS_PCT of a CPU busy, a
  * busy program (or a heavy client) shares the CPUs and a lower weight would
  * hand it the expiry's CPU: the group is left alone for GROUP_HOLD_MS.
  * Otherwise the monitor sets the group's nice value to ttlMonitorGroupNice.
@@ -1167,14 +1172,18 @@ process_cpu_ns(void)
 }
 
 /*
- * Whether other programs kept pct % of a CPU busy over window_ms: the
- * machine's busy time less the process's own, each since its baseline
- * (busy0, own0). The probe's test, the lowered monitor's and the clients'.
+ * Whether other programs kept pct % of a CPU busy over window_ms on ncpu
+ * CPUs: the machine's busy time less the process's own, each since its
+ * baseline (busy0 of counted0, own0), with the ticks a host took unreported
+ * allowed for (mf_sched_others_ns). The probe's test, the lowered monitor's
+ * and the clients'.
  */
 static bool
-others_crowd(int64_t busy, int64_t busy0, int64_t own, int64_t own0, int64_t window_ms, int pct)
+others_crowd(int64_t busy, int64_t busy0, int64_t counted, int64_t counted0, int64_t own, int64_t own0,
+             int64_t window_ms, int ncpu, int pct)
 {
-    return (busy - busy0) - (own - own0) > window_ms * 1000000 / 100 * pct;
+    int64_t others = mf_sched_others_ns(busy - busy0, counted - counted0, own - own0, window_ms * 1000000, ncpu);
+    return others > window_ms * 1000000 / 100 * pct;
 }
 
 static void
@@ -1184,6 +1193,8 @@ group_init(mf_ttl_monitor_t *m)
     m->group_base = (getsid(0) == getpid() && mf_sched_group_nice(&nice) == 0) ? nice : -1;
     m->group_lowered = m->group_probing = false;
     m->group_hold_ms = 0;
+    long n = sysconf(_SC_NPROCESSORS_ONLN); /* the CPUs /proc/stat's first line sums */
+    m->group_ncpu = n > 0 ? (int)n : 1;
 }
 
 /*
@@ -1242,20 +1253,22 @@ group_check(mf_ttl_monitor_t *m)
         mf_sched_thread_times(&run, &wait) != 0)
         return;
     int64_t ran = run - m->group_run_ns, waited = wait - m->group_wait_ns;
-    int64_t busy = 0, own = process_cpu_ns();
-    bool measured = mf_sched_busy_ns(&busy) == 0;
+    int64_t busy = 0, counted = 0, own = process_cpu_ns();
+    bool measured = mf_sched_busy_ns(&busy, &counted) == 0;
     /*
      * Other programs kept GROUP_OTHERS_PCT of a CPU busy over the window
      * (GROUP_CROWDED_PCT once lowered: the lower weight hands a client more
      * of the CPU, and a single-threaded one can take all of one).
      */
-    bool crowded = measured && others_crowd(busy, m->group_busy_ns, own, m->group_own_ns, now - m->group_check_ms,
+    bool crowded = measured && others_crowd(busy, m->group_busy_ns, counted, m->group_counted_ns, own,
+                                            m->group_own_ns, now - m->group_check_ms, m->group_ncpu,
                                             m->group_probing ? GROUP_OTHERS_PCT : GROUP_CROWDED_PCT);
     m->group_check_ms = now;
     m->group_run_ns = run; /* the baselines of the next look, the first one's once lowered */
     m->group_wait_ns = wait;
     if (measured) {
         m->group_busy_ns = busy;
+        m->group_counted_ns = counted;
         m->group_own_ns = own;
     }
     if (m->group_probing) {
@@ -1270,6 +1283,7 @@ group_check(mf_ttl_monitor_t *m)
         if (mf_sched_group_nice_set((int)mf_param_value(m->prm.group_nice)) != 0)
             return;
         atomic_store(&m->poll_busy_ns, busy); /* the clients' look starts from here (mf_ttl_group_poll) */
+        atomic_store(&m->poll_counted_ns, counted);
         atomic_store(&m->poll_own_ns, own);
         atomic_store(&m->poll_check_ms, now);
         atomic_store(&m->poll_restored, false);
@@ -1300,7 +1314,7 @@ group_watch(mf_ttl_monitor_t *m, bool fg_busy)
     }
     if (!fg_busy || m->group_base < 0 || target <= m->group_base || now < m->group_hold_ms)
         return;
-    if (mf_sched_busy_ns(&m->group_busy_ns) != 0)
+    if (mf_sched_busy_ns(&m->group_busy_ns, &m->group_counted_ns) != 0)
         return;
     m->group_own_ns = process_cpu_ns();
     m->group_probing = true;
@@ -1310,7 +1324,7 @@ group_watch(mf_ttl_monitor_t *m, bool fg_busy)
 void
 mf_ttl_group_poll(mf_ttl_monitor_t *m)
 {
-    int64_t now, last, busy;
+    int64_t now, last, busy, counted;
     if (m == NULL || !atomic_load_explicit(&m->group_lowered, memory_order_relaxed) ||
         atomic_load(&m->poll_restored))
         return;
@@ -1319,10 +1333,12 @@ mf_ttl_group_poll(mf_ttl_monitor_t *m)
     if (now - last < GROUP_CHECK_MS || !atomic_compare_exchange_strong(&m->poll_check_ms, &last, now))
         return; /* not due, or another thread is looking */
     int64_t own = process_cpu_ns();
-    if (mf_sched_busy_ns(&busy) != 0)
+    if (mf_sched_busy_ns(&busy, &counted) != 0)
         return;
     int64_t busy0 = atomic_exchange(&m->poll_busy_ns, busy), own0 = atomic_exchange(&m->poll_own_ns, own);
-    if (!others_crowd(busy, busy0, own, own0, now - last, GROUP_CROWDED_PCT) || !atomic_load(&m->group_lowered))
+    int64_t counted0 = atomic_exchange(&m->poll_counted_ns, counted);
+    if (!others_crowd(busy, busy0, counted, counted0, own, own0, now - last, m->group_ncpu, GROUP_CROWDED_PCT) ||
+        !atomic_load(&m->group_lowered))
         return;
     if (mf_sched_group_nice_set(m->group_base) == 0) /* EAGAIN: the next look tries again */
         atomic_store(&m->poll_restored, true);

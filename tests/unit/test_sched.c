@@ -7,7 +7,9 @@
  * the CPU it used. Where the kernel lacks a feature (no autogroups, no
  * schedstat, slices older than 6.12) the test says so and checks what the
  * functions report instead. The machine's busy time (/proc/stat) grows by
- * at least the CPU this thread used.
+ * at least the CPU this thread used; what other programs used is that less
+ * the process's own, scaled when a host took ticks without reporting them
+ * (mf_sched_others_ns, checked on figures).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -121,11 +123,53 @@ Test(sched, a_threads_run_time_grows_by_the_cpu_it_used)
 
 Test(sched, the_machines_busy_time_grows_by_at_least_what_this_thread_used)
 {
-    int64_t b0 = -1, b1 = -1;
-    cr_assert_eq(mf_sched_busy_ns(&b0), 0, "/proc/stat is readable");
+    int64_t b0 = -1, b1 = -1, c0 = -1, c1 = -1;
+    cr_assert_eq(mf_sched_busy_ns(&b0, &c0), 0, "/proc/stat is readable");
     spin(100000000LL);
-    cr_assert_eq(mf_sched_busy_ns(&b1), 0);
+    cr_assert_eq(mf_sched_busy_ns(&b1, NULL), 0, "the accounted time is optional");
+    cr_assert_eq(mf_sched_busy_ns(&b1, &c1), 0);
     /* 100 ms used here; /proc/stat counts clock ticks (10 ms), so allow two of them per CPU short. */
-    cr_assert_geq(b1 - b0, 100000000LL - 2 * 10000000LL * sysconf(_SC_NPROCESSORS_ONLN),
-                  "busy time grew by %lld ns", (long long)(b1 - b0));
+    int64_t slack = 2 * 10000000LL * sysconf(_SC_NPROCESSORS_ONLN);
+    cr_assert_geq(b1 - b0, 100000000LL - slack, "busy time grew by %lld ns", (long long)(b1 - b0));
+    cr_assert_geq(c1 - c0, b1 - b0, "what was accounted holds what was busy: %lld of %lld ns", (long long)(b1 - b0),
+                  (long long)(c1 - c0));
+    cr_assert_gt(c0, b0, "since boot, idle time was accounted too");
+}
+
+/* 100 ms on 2 CPUs: 200 ms of CPU time to account. */
+#define WALL 100000000LL
+#define MS 1000000LL
+
+Test(sched, others_are_the_busy_time_less_the_process_own_when_every_tick_was_accounted)
+{
+    /* Four busy programs beside a server that used 40 ms: 160 ms was theirs. */
+    cr_assert_eq(mf_sched_others_ns(200 * MS, 200 * MS, 40 * MS, WALL, 2), 160 * MS);
+    /* A quiet machine: the server's own 60 ms is all that was busy. */
+    cr_assert_eq(mf_sched_others_ns(60 * MS, 200 * MS, 60 * MS, WALL, 2), 0);
+    /* A tick or two short or over (coarse ticks): still the plain difference. */
+    cr_assert_eq(mf_sched_others_ns(180 * MS, 180 * MS, 40 * MS, WALL, 2), 140 * MS, "90 %% accounted");
+    cr_assert_eq(mf_sched_others_ns(210 * MS, 210 * MS, 40 * MS, WALL, 2), 170 * MS, "more than the interval");
+}
+
+Test(sched, a_host_that_took_ticks_unreported_scales_the_process_own_time_down)
+{
+    /*
+     * The host ran the machine's CPUs 60 % of the interval, reporting no
+     * steal: /proc/stat accounted 120 ms, all busy, while the server's own
+     * clock, which keeps running, counted 50 ms. Unscaled, the others would
+     * be 70 ms (under 85 % of a CPU: a server beside busy programs would
+     * lower its group); scaled, the server's share of the ticks is 30 ms
+     * and the others' 90 ms.
+     */
+    cr_assert_eq(mf_sched_others_ns(120 * MS, 120 * MS, 50 * MS, WALL, 2), 90 * MS);
+    /* Half the ticks lost on an idle machine besides the server: nothing of others. */
+    cr_assert_eq(mf_sched_others_ns(25 * MS, 100 * MS, 50 * MS, WALL, 2), 0);
+    /* Nothing accounted at all: nothing busy to take the process's time from. */
+    cr_assert_eq(mf_sched_others_ns(0, 0, 50 * MS, WALL, 2), 0);
+}
+
+Test(sched, others_are_zero_without_an_interval_or_cpus)
+{
+    cr_assert_eq(mf_sched_others_ns(100 * MS, 100 * MS, 10 * MS, 0, 2), 0);
+    cr_assert_eq(mf_sched_others_ns(100 * MS, 100 * MS, 10 * MS, WALL, 0), 0);
 }
