@@ -93,16 +93,36 @@ read_v2(const char *root, const char *dir, level_t *l)
     }
 }
 
+/*
+ * v1 memory: the level's own limit, and the lowest over it and every level
+ * above (memory.stat's hierarchical_memory_limit), which counts the levels
+ * a container cannot see (its mount's root is its own cgroup).
+ */
 static void
 read_v1_mem(const char *root, const char *dir, level_t *l)
 {
-    char path[PATH_MAX_LEN], line[128];
+    char path[PATH_MAX_LEN], line[128], full[PATH_MAX_LEN];
     int64_t v;
     l->quota = 0;
     l->mem = 0;
     snprintf(path, sizeof(path), "%s/memory.limit_in_bytes", dir);
     if (read_line(root, path, line, sizeof(line)) && parse_i64(line, &v) && v > 0 && v < NO_LIMIT_BYTES)
         l->mem = v;
+    if ((size_t)snprintf(full, sizeof(full), "%s%s/memory.stat", root, dir) >= sizeof(full))
+        return;
+    FILE *f = fopen(full, "r");
+    if (f == NULL)
+        return;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        long long h;
+        char extra;
+        if (sscanf(line, "hierarchical_memory_limit %lld %c", &h, &extra) == 1) {
+            if (h > 0 && h < NO_LIMIT_BYTES && (l->mem == 0 || h < l->mem))
+                l->mem = h;
+            break;
+        }
+    }
+    fclose(f);
 }
 
 static void
@@ -170,15 +190,120 @@ has_controller(const char *list, const char *c)
     return false;
 }
 
+/*
+ * A cgroup hierarchy's mount as /proc/self/mountinfo shows it: where it is
+ * mounted (point) and which cgroup its root directory is (croot: "/", or
+ * the host's name for a container's own cgroup). point[0] == '\0': not found.
+ */
+typedef struct {
+    char point[PATH_MAX_LEN], croot[PATH_MAX_LEN];
+} mount_t;
+
+typedef struct {
+    mount_t v2, mem, cpu;
+} mounts_t;
+
+/* Copies field src into dst (cap bytes), decoding mountinfo's octal escapes (\040 for a space). */
+static void
+unescape(char *dst, size_t cap, const char *src)
+{
+    size_t n = 0;
+    while (*src != '\0' && n + 1 < cap) {
+        if (src[0] == '\\' && src[1] >= '0' && src[1] <= '3' && src[2] >= '0' && src[2] <= '7' && src[3] >= '0' &&
+            src[3] <= '7') {
+            dst[n++] = (char)((src[1] - '0') * 64 + (src[2] - '0') * 8 + (src[3] - '0'));
+            src += 4;
+        } else {
+            dst[n++] = *src++;
+        }
+    }
+    dst[n] = '\0';
+}
+
+/*
+ * The cgroup mounts this process sees, the first of each kind: the v2
+ * hierarchy (fstype cgroup2) and the v1 hierarchies carrying the memory and
+ * the cpu controllers (fstype cgroup, the controller among the super
+ * options). A line reads "id parent major:minor root point options
+ * [optional...] - fstype source superoptions".
+ */
+static void
+read_mounts(const char *root, mounts_t *mt)
+{
+    char full[PATH_MAX_LEN];
+    char *line = NULL;
+    size_t cap = 0;
+    memset(mt, 0, sizeof(*mt));
+    snprintf(full, sizeof(full), "%s/proc/self/mountinfo", root);
+    FILE *f = fopen(full, "r");
+    if (f == NULL)
+        return;
+    while (getline(&line, &cap, f) > 0) {
+        line[strcspn(line, "\n")] = '\0';
+        char *field[5], *save = NULL, *p = line;
+        int n = 0;
+        for (char *t; n < 5 && (t = strtok_r(p, " ", &save)) != NULL; p = NULL)
+            field[n++] = t;
+        char *sep = n == 5 && save != NULL ? strstr(save, " - ") : NULL; /* after the options and optional fields */
+        if (sep == NULL)
+            continue;
+        char *fstype = strtok_r(sep + 3, " ", &save), *source = fstype ? strtok_r(NULL, " ", &save) : NULL;
+        char *opts = source ? strtok_r(NULL, " ", &save) : NULL;
+        if (fstype == NULL)
+            continue;
+        mount_t *m = NULL;
+        if (strcmp(fstype, "cgroup2") == 0 && mt->v2.point[0] == '\0') {
+            m = &mt->v2;
+        } else if (strcmp(fstype, "cgroup") == 0 && opts != NULL) {
+            if (has_controller(opts, "memory") && mt->mem.point[0] == '\0')
+                m = &mt->mem;
+            if (has_controller(opts, "cpu") && mt->cpu.point[0] == '\0') {
+                if (m != NULL) {
+                    unescape(mt->cpu.point, sizeof(mt->cpu.point), field[4]); /* memory and cpu mounted together */
+                    unescape(mt->cpu.croot, sizeof(mt->cpu.croot), field[3]);
+                } else {
+                    m = &mt->cpu;
+                }
+            }
+        }
+        if (m != NULL) {
+            unescape(m->point, sizeof(m->point), field[4]);
+            unescape(m->croot, sizeof(m->croot), field[3]);
+        }
+    }
+    free(line);
+    fclose(f);
+}
+
+/*
+ * The process's cgroup path cg as a path under mount m (into out, cap
+ * bytes): cg less the mount's root cgroup when cg lies under it; else cg
+ * itself (a namespace's own view; levels that do not exist are skipped).
+ */
+static const char *
+under_mount(const mount_t *m, const char *cg, char *out, size_t cap)
+{
+    size_t n = strlen(m->croot);
+    while (n > 0 && m->croot[n - 1] == '/')
+        n--; /* "/" is the empty prefix */
+    if (n > 0 && strncmp(cg, m->croot, n) == 0 && (cg[n] == '/' || cg[n] == '\0')) {
+        snprintf(out, cap, "%s", cg[n] == '\0' ? "/" : cg + n);
+        return out;
+    }
+    return cg;
+}
+
 /* The cgroup limits of this process (see the header comment of sysres.h). */
 static void
 read_cgroups(const char *root, double *quota, int64_t *mem)
 {
-    char full[PATH_MAX_LEN];
+    char full[PATH_MAX_LEN], rel[PATH_MAX_LEN];
     char *line = NULL; /* getline's: a cgroup path may be longer than any fixed buffer */
     size_t cap = 0;
+    mounts_t mt;
     *quota = 0;
     *mem = 0;
+    read_mounts(root, &mt);
     snprintf(full, sizeof(full), "%s/proc/self/cgroup", root);
     FILE *f = fopen(full, "r");
     if (f == NULL)
@@ -193,19 +318,34 @@ read_cgroups(const char *root, double *quota, int64_t *mem)
         const char *ctrls = c1 + 1, *path = c2 + 1;
         if (strlen(path) >= PATH_MAX_LEN - 64)
             continue; /* longer than the files under it could be named here: no limit read */
+        /*
+         * Where each hierarchy is mounted comes from mountinfo; without it,
+         * where systemd and Docker mount them.
+         */
         if (ctrls[0] == '\0') {
-            /* cgroup v2: one hierarchy for every controller. */
-            walk(root, "/sys/fs/cgroup", path, read_v2, quota, mem);
+            /* cgroup v2: one hierarchy for every controller (under /sys/fs/cgroup/unified beside v1 ones). */
+            if (mt.v2.point[0] != '\0')
+                walk(root, mt.v2.point, under_mount(&mt.v2, path, rel, sizeof(rel)), read_v2, quota, mem);
+            else
+                walk(root, "/sys/fs/cgroup", path, read_v2, quota, mem);
             continue;
         }
         /* v1: a hierarchy may carry several controllers (memory and cpu mounted together, say). */
-        if (has_controller(ctrls, "memory"))
-            walk(root, "/sys/fs/cgroup/memory", path, read_v1_mem, quota, mem);
+        if (has_controller(ctrls, "memory")) {
+            if (mt.mem.point[0] != '\0')
+                walk(root, mt.mem.point, under_mount(&mt.mem, path, rel, sizeof(rel)), read_v1_mem, quota, mem);
+            else
+                walk(root, "/sys/fs/cgroup/memory", path, read_v1_mem, quota, mem);
+        }
         if (has_controller(ctrls, "cpu")) {
-            /* Mounted under its joint name (cpu,cpuacct) on most systems, else as cpu. */
-            const char *mount = is_dir(root, "/sys/fs/cgroup/cpu,cpuacct") ? "/sys/fs/cgroup/cpu,cpuacct"
-                                                                              : "/sys/fs/cgroup/cpu";
-            walk(root, mount, path, read_v1_cpu, quota, mem);
+            if (mt.cpu.point[0] != '\0') {
+                walk(root, mt.cpu.point, under_mount(&mt.cpu, path, rel, sizeof(rel)), read_v1_cpu, quota, mem);
+            } else {
+                /* Mounted under its joint name (cpu,cpuacct) on most systems, else as cpu. */
+                const char *mount = is_dir(root, "/sys/fs/cgroup/cpu,cpuacct") ? "/sys/fs/cgroup/cpu,cpuacct"
+                                                                                  : "/sys/fs/cgroup/cpu";
+                walk(root, mount, path, read_v1_cpu, quota, mem);
+            }
         }
     }
     free(line);

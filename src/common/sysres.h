@@ -15,12 +15,19 @@
  *     cpu.cfs_period_us);
  *   - memory: MemTotal, then the memory limit of the process's cgroup and of
  *     each above it, the lowest one (v2 memory.max, v1
- *     memory.limit_in_bytes), as mongod's hostInfo memLimitMB, the base its
- *     WiredTiger cache is sized from.
- * The process's cgroup path comes from /proc/self/cgroup. A container that
- * mounts its own cgroup as /sys/fs/cgroup shows a path that does not exist
- * under the mount (the host's name for it); its levels that do not exist
- * are skipped, so the mount's root, the container's own cgroup, is read.
+ *     memory.limit_in_bytes, and v1 memory.stat's hierarchical_memory_limit,
+ *     the lowest over the levels above, which a container cannot see), as
+ *     mongod's hostInfo memLimitMB, the base its WiredTiger cache is sized
+ *     from.
+ * The process's cgroup path comes from /proc/self/cgroup, and where each
+ * hierarchy is mounted, with the cgroup its root directory is, from
+ * /proc/self/mountinfo (v2 at /sys/fs/cgroup, or /sys/fs/cgroup/unified
+ * beside v1 ones; v1 wherever it was mounted); without those lines, where
+ * systemd and Docker mount them. A container without a cgroup namespace
+ * sees the host's path for its cgroup, which is its mount's root: the path
+ * less that root is read. A path that does not lie under the mount's root
+ * (a namespace's own view) is read as it is, its levels that do not exist
+ * skipped, so the mount's root, the container's own cgroup, is read.
  *
  * A few small files are read on each call: once at start-up (main, or
  * mf_engine_open for an embedded engine; the engine keeps the result in
@@ -45,7 +52,8 @@ typedef struct mf_sysres {
 
 /*
  * mf_sysres_read: fills *out for this process. root prefixes every path read
- * (/proc/self/cgroup, /proc/meminfo, /sys/fs/cgroup/...): "" for the real
+ * (/proc/self/cgroup, /proc/self/mountinfo, /proc/meminfo, the cgroup
+ * files under the mount points it names): "" for the real
  * ones, a directory holding a fake tree in tests. CPU counts always come
  * from the running process (sysconf, sched_getaffinity).
  */

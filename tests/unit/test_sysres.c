@@ -10,6 +10,13 @@
  *     limit at a parent level (the lowest over the hierarchy wins); "max"
  *     everywhere (no limits); a path that does not exist under the mount
  *     (the container case: the mount root's files count);
+ *   - where the hierarchies are mounted, from /proc/self/mountinfo: v1
+ *     ones elsewhere (a mount point with an escaped space), v2 at
+ *     /sys/fs/cgroup/unified beside v1 ones, a mount whose root is the
+ *     process's own cgroup (a container without a cgroup namespace), and
+ *     none listed (the usual places);
+ *   - v1's memory.stat hierarchical_memory_limit (the levels above a
+ *     container's own, out of its sight);
  *   - cgroup v1 (memory.limit_in_bytes, cpu.cfs_quota_us/cfs_period_us):
  *     the "unlimited" huge values and a quota of -1 (no limits); a real
  *     512 MiB limit and a half-CPU quota (usable rounds up to 1); the CPU
@@ -434,6 +441,130 @@ Test(sysres, v1_cpu_directory_named_cpu)
     assert_quota(&r, 0.25, "\"cpu\" listed and mounted");
     cr_assert_eq(r.cpus_usable, 1, "a quarter CPU gives 1 usable: %d", r.cpus_usable);
     assert_mem(&r, MEMTOTAL_BYTES, 768 * MiB, 768 * MiB, "\"cpu\" listed and mounted");
+}
+
+/* ---- where the hierarchies are mounted (/proc/self/mountinfo) ---- */
+
+/* Writes text as root/proc/self/mountinfo. */
+static void
+mountinfo(const char *root, const char *text)
+{
+    put(root, "proc/self/mountinfo", text);
+}
+
+/* v1 hierarchies mounted elsewhere than /sys/fs/cgroup, one under a name with a space (escaped as \040). */
+Test(sysres, v1_hierarchies_are_read_where_mountinfo_says)
+{
+    char root[256];
+    fake_root(root, "r",
+              "12:memory:/app\n"
+              "4:cpu,cpuacct:/app\n");
+    mountinfo(root,
+              "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+              "30 22 0:26 / /cg/mem rw,nosuid,nodev,noexec,relatime shared:10 - cgroup cgroup rw,memory\n"
+              "31 22 0:27 / /cg/cpu\\040acct rw,nosuid,nodev,noexec,relatime shared:11 - cgroup cgroup "
+              "rw,cpu,cpuacct\n"
+              "32 22 0:28 / /cg/cpuset rw,nosuid shared:12 - cgroup cgroup rw,cpuset\n");
+    put(root, "cg/mem/app/memory.limit_in_bytes", "268435456\n");
+    put(root, "cg/cpu acct/app/cpu.cfs_quota_us", "150000\n");
+    put(root, "cg/cpu acct/app/cpu.cfs_period_us", "100000\n");
+    /* Where they would be without mountinfo: lower limits that must not be read. */
+    v1_mem_level(root, "/app", "1048576\n");
+    v1_cpu_level(root, "cpu,cpuacct", "/app", "10000\n", "100000\n");
+
+    mf_sysres_t r = read_root(root);
+    assert_quota(&r, 1.5, "cpu,cpuacct mounted at /cg/cpu acct");
+    assert_mem(&r, MEMTOTAL_BYTES, 256 * MiB, 256 * MiB, "memory mounted at /cg/mem");
+}
+
+/* A hybrid host: v1 hierarchies under /sys/fs/cgroup, the v2 one at /sys/fs/cgroup/unified. */
+Test(sysres, v2_beside_v1_is_read_at_its_unified_mount)
+{
+    char root[256];
+    fake_root(root, "r",
+              "5:memory:/svc\n"
+              "0::/svc\n");
+    mountinfo(root,
+              "24 22 0:21 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:4 - tmpfs tmpfs ro,mode=755\n"
+              "25 24 0:22 / /sys/fs/cgroup/unified rw,nosuid,nodev,noexec,relatime shared:5 - cgroup2 cgroup2 "
+              "rw,nsdelegate\n"
+              "27 24 0:24 / /sys/fs/cgroup/memory rw,nosuid,nodev,noexec,relatime shared:7 - cgroup cgroup "
+              "rw,memory\n");
+    put(root, "sys/fs/cgroup/unified/svc/memory.max", "536870912\n");
+    put(root, "sys/fs/cgroup/unified/svc/cpu.max", "50000 100000\n");
+    v1_mem_level(root, "/svc", V1_UNLIMITED "\n");
+
+    mf_sysres_t r = read_root(root);
+    assert_quota(&r, 0.5, "cpu.max under the unified mount");
+    assert_mem(&r, MEMTOTAL_BYTES, 512 * MiB, 512 * MiB, "memory.max under the unified mount");
+}
+
+/*
+ * A container without a cgroup namespace: /proc/self/cgroup names the
+ * host's path, and the mount's root is that very cgroup, so its limits are
+ * at the mount point itself; a directory of that name below the mount
+ * (another cgroup) is not the process's.
+ */
+Test(sysres, a_mount_whose_root_is_the_process_cgroup_is_read_at_its_point)
+{
+    char root[256];
+    fake_root(root, "r", "9:memory:/docker/abc\n");
+    mountinfo(root, "40 35 0:30 /docker/abc /sys/fs/cgroup/memory ro,nosuid master:12 - cgroup cgroup rw,memory\n");
+    v1_mem_level(root, "", "314572800\n");
+    v1_mem_level(root, "/docker/abc", "104857600\n"); /* not this process's cgroup */
+
+    mf_sysres_t r = read_root(root);
+    assert_mem(&r, MEMTOTAL_BYTES, 300 * MiB, 300 * MiB, "the mount root, the container's own cgroup");
+
+    /* Below the mount's root: the path less that root. */
+    char root2[256];
+    fake_root(root2, "r2", "9:memory:/docker/abc/job\n");
+    mountinfo(root2, "40 35 0:30 /docker/abc /sys/fs/cgroup/memory ro,nosuid master:12 - cgroup cgroup rw,memory\n");
+    v1_mem_level(root2, "", V1_UNLIMITED "\n");
+    v1_mem_level(root2, "/job", "209715200\n");
+    r = read_root(root2);
+    assert_mem(&r, MEMTOTAL_BYTES, 200 * MiB, 200 * MiB, "a level below the mount's root");
+}
+
+/* v1's memory.stat: the lowest limit over the levels above, which a container cannot see, counts. */
+Test(sysres, v1_hierarchical_memory_limit_counts_levels_out_of_sight)
+{
+    char root[256];
+    fake_root(root, "r", "4:memory:/\n");
+    v1_mem_level(root, "", V1_UNLIMITED "\n");
+    put_cgroup_file(root, "/memory", "memory.stat",
+                    "cache 4096\n"
+                    "rss 8192\n"
+                    "hierarchical_memory_limit 402653184\n"
+                    "hierarchical_memsw_limit 9223372036854771712\n"
+                    "total_cache 4096\n");
+    mf_sysres_t r = read_root(root);
+    assert_mem(&r, MEMTOTAL_BYTES, 384 * MiB, 384 * MiB, "hierarchical_memory_limit");
+
+    /* Unlimited above as well: no limit; an own limit lower than the hierarchy's is kept. */
+    char root2[256];
+    fake_root(root2, "r2", "4:memory:/a\n");
+    v1_mem_level(root2, "/a", "134217728\n");
+    put_cgroup_file(root2, "/memory/a", "memory.stat", "hierarchical_memory_limit 402653184\n");
+    v1_mem_level(root2, "", V1_UNLIMITED "\n");
+    put_cgroup_file(root2, "/memory", "memory.stat", "hierarchical_memory_limit " V1_UNLIMITED "\n");
+    r = read_root(root2);
+    assert_mem(&r, MEMTOTAL_BYTES, 128 * MiB, 128 * MiB, "own limit below the hierarchy's");
+}
+
+/* A mountinfo with no cgroup mount (or a line cut short): the usual places are read. */
+Test(sysres, mountinfo_without_cgroup_mounts_falls_back_to_the_usual_places)
+{
+    char root[256];
+    fake_root(root, "r", "0::/u\n");
+    mountinfo(root,
+              "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+              "23 22 0:5 / /proc rw\n"
+              "garbage\n");
+    v2_level(root, "/u", "1073741824\n", "200000 100000\n");
+    mf_sysres_t r = read_root(root);
+    assert_quota(&r, 2.0, "/sys/fs/cgroup");
+    assert_mem(&r, MEMTOTAL_BYTES, 1 * GiB, 1 * GiB, "/sys/fs/cgroup");
 }
 
 /* ---- memory ---- */
