@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/sched.h"
@@ -101,36 +102,57 @@ mf_sched_thread_times(int64_t *run_ns, int64_t *wait_ns)
 }
 
 int
-mf_sched_busy_ns(int64_t *busy_ns, int64_t *counted_ns)
+mf_sched_sample(mf_sched_sample_t *out)
 {
-    char buf[512];
+    char line[512]; /* a cpu line is at most about 230 characters */
     unsigned long long v[8] = {0};
-    /* "cpu  user nice system idle iowait irq softirq steal ..." (clock ticks) */
-    if (read_proc("/proc/stat", buf, sizeof(buf)) < 0 ||
-        sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
-               &v[7]) < 4)
-        return -1;
+    struct timespec ts;
+    int ncpu = 0, n = -1;
     long hz = sysconf(_SC_CLK_TCK);
-    if (hz <= 0)
+    FILE *f = hz > 0 ? fopen("/proc/stat", "re") : NULL;
+    if (f == NULL)
+        return -1;
+    /* "cpu  user nice system idle iowait irq softirq steal ...", then a "cpuN ..." line per online CPU. */
+    while (fgets(line, sizeof(line), f) != NULL && strncmp(line, "cpu", 3) == 0) {
+        if (line[3] == ' ')
+            n = sscanf(line, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                       &v[6], &v[7]);
+        else
+            ncpu++;
+    }
+    fclose(f);
+    if (n < 4)
         return -1;
     unsigned long long tick_ns = 1000000000ULL / (unsigned long long)hz;
     unsigned long long busy = v[0] + v[1] + v[2] + v[5] + v[6]; /* not steal: the host's, not this machine's */
-    *busy_ns = (int64_t)(busy * tick_ns);
-    if (counted_ns != NULL)
-        *counted_ns = (int64_t)((busy + v[3] + v[4] + v[7]) * tick_ns);
+    out->busy_ns = busy * tick_ns;
+    out->counted_ns = (busy + v[3] + v[4] + v[7]) * tick_ns;
+    out->ncpu = ncpu > 0 ? ncpu : 1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    out->own_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    out->at_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
     return 0;
 }
 
-/* /proc/stat accounting less than this share of an interval's CPU time: ticks were lost (see sched.h). */
-#define MIN_LOST_SHARE 0.9
+/* Ticks /proc/stat may fall short of an interval by without any being lost (see sched.h). */
+#define SHORT_TICKS 3
 
 int64_t
-mf_sched_others_ns(int64_t busy_ns, int64_t counted_ns, int64_t own_ns, int64_t wall_ns, int ncpu)
+mf_sched_others_ns(const mf_sched_sample_t *from, const mf_sched_sample_t *to)
 {
-    if (wall_ns <= 0 || ncpu <= 0)
+    int64_t wall = to->at_ns - from->at_ns;
+    if (wall <= 0)
         return 0;
-    double share = counted_ns <= 0 ? 0 : (double)counted_ns / ((double)wall_ns * ncpu);
-    if (share >= MIN_LOST_SHARE)
-        share = 1; /* a tick or two short (or over): the ticks' coarseness, not a host's taking */
-    return busy_ns - (int64_t)((double)own_ns * share);
+    int64_t busy = (int64_t)(to->busy_ns - from->busy_ns), counted = (int64_t)(to->counted_ns - from->counted_ns);
+    int64_t own = to->own_ns - from->own_ns;
+    double span = (double)wall * (to->ncpu > 0 ? to->ncpu : 1);
+    long hz = sysconf(_SC_CLK_TCK);
+    double slack = hz > 0 ? SHORT_TICKS * 1e9 / (double)hz : 0;
+    if (slack < span / 10)
+        slack = span / 10;
+    if ((double)counted >= span - slack)
+        return busy - own; /* every tick accounted, give or take the ticks' coarseness */
+    double share = counted > 0 ? (double)counted / span : 0;
+    return busy - (int64_t)((double)own * share);
 }

@@ -60,29 +60,42 @@ int mf_sched_group_nice_set(int nice);
 int mf_sched_thread_times(int64_t *run_ns, int64_t *wait_ns);
 
 /*
- * mf_sched_busy_ns: the time every CPU of the machine spent busy (neither
- * idle, waiting for I/O nor stolen by the hypervisor) since boot, summed
- * over CPUs, in ns, into *busy_ns, and the time /proc/stat accounted at
- * all (busy, idle, I/O wait and stolen) into *counted_ns (may be NULL);
- * counted in clock ticks, 10 ms here. Returns 0, or -1 when /proc/stat
- * cannot be read.
+ * A sample of what the machine's CPUs did, to tell what other programs use
+ * (the TTL monitor's scheduling group, SPEC D9). busy_ns: the time every
+ * CPU spent busy (neither idle, waiting for I/O nor stolen by the
+ * hypervisor) since boot, summed over CPUs; counted_ns: all the time
+ * /proc/stat accounted (busy, idle, I/O wait and stolen); both counted in
+ * clock ticks (10 ms here), unsigned so that differences stay defined
+ * however long the machine has run. ncpu: the CPUs /proc/stat lists (the
+ * online ones, those whose time the sums grow by). own_ns: the process's
+ * CPU time (CLOCK_PROCESS_CPUTIME_ID); at_ns: the monotonic clock when the
+ * sample was taken.
  */
-int mf_sched_busy_ns(int64_t *busy_ns, int64_t *counted_ns);
+typedef struct mf_sched_sample {
+    uint64_t busy_ns, counted_ns;
+    int ncpu;
+    int64_t own_ns, at_ns;
+} mf_sched_sample_t;
+
+/* mf_sched_sample: takes a sample into *out; returns 0, or -1 when /proc/stat cannot be read. */
+int mf_sched_sample(mf_sched_sample_t *out);
 
 /*
  * mf_sched_others_ns: what other programs (and the kernel) kept the CPUs
- * busy over an interval of wall_ns on ncpu CPUs, in ns, from the deltas of
- * mf_sched_busy_ns over it (busy_ns, counted_ns) and the process's own CPU
- * time over it (own_ns, CLOCK_PROCESS_CPUTIME_ID): busy_ns less own_ns, the
- * latter scaled by the share of the interval's CPU time /proc/stat
- * accounted when that is under nine tenths (a shortfall of a tick or two
- * is the ticks' coarseness: 20 of them in 100 ms on 2 CPUs). A virtual machine whose host takes its CPUs
- * without reporting it as stolen loses those clock ticks from /proc/stat,
- * while the process's own time, read from a clock the host keeps running,
- * still counts them: unscaled, the process's time would be taken off a
- * busy time that never held it, and busy programs beside it would look
- * idle. May be negative (ticks are coarse); 0 with no interval.
+ * busy between samples from and to, in ns: the machine's busy time less
+ * the process's own, the latter scaled by the share of the interval's CPU
+ * time (wall time times to->ncpu) that /proc/stat accounted, when it
+ * accounted less than that by more than a tenth and three ticks (short of
+ * that, the ticks' coarseness: every field of /proc/stat is rounded down
+ * to a tick, 20 ticks in 100 ms on 2 CPUs, 10 on one). A virtual machine
+ * whose host takes its CPUs without reporting it as stolen loses those
+ * clock ticks from /proc/stat, while the process's own time, read from a
+ * clock the host keeps running, still counts them: unscaled, the process's
+ * time would be taken off a busy time that never held it, and busy
+ * programs beside it would look idle. When every tick was accounted, the
+ * plain difference. May be negative (ticks are coarse); 0 when to is not
+ * later than from.
  */
-int64_t mf_sched_others_ns(int64_t busy_ns, int64_t counted_ns, int64_t own_ns, int64_t wall_ns, int ncpu);
+int64_t mf_sched_others_ns(const mf_sched_sample_t *from, const mf_sched_sample_t *to);
 
 #endif

@@ -220,8 +220,28 @@ unescape(char *dst, size_t cap, const char *src)
     dst[n] = '\0';
 }
 
+/* Takes a mount line's root and point (escaped fields) into m. */
+static void
+mount_set(mount_t *m, const char *croot, const char *point)
+{
+    unescape(m->point, sizeof(m->point), point);
+    unescape(m->croot, sizeof(m->croot), croot);
+}
+
+/* Whether m is unset, or set from an earlier mount at the escaped point (which a later one there hides). */
+static bool
+mount_open(const mount_t *m, const char *point)
+{
+    char p[PATH_MAX_LEN];
+    if (m->point[0] == '\0')
+        return true;
+    unescape(p, sizeof(p), point);
+    return strcmp(p, m->point) == 0;
+}
+
 /*
- * The cgroup mounts this process sees, the first of each kind: the v2
+ * The cgroup mounts this process sees, the first of each kind (or the last
+ * at that first one's point, which hides those before it): the v2
  * hierarchy (fstype cgroup2) and the v1 hierarchies carrying the memory and
  * the cpu controllers (fstype cgroup, the controller among the super
  * options). A line reads "id parent major:minor root point options
@@ -239,36 +259,28 @@ read_mounts(const char *root, mounts_t *mt)
     if (f == NULL)
         return;
     while (getline(&line, &cap, f) > 0) {
-        line[strcspn(line, "\n")] = '\0';
+        size_t len = strcspn(line, "\n");
+        line[len] = '\0';
         char *field[5], *save = NULL, *p = line;
         int n = 0;
         for (char *t; n < 5 && (t = strtok_r(p, " ", &save)) != NULL; p = NULL)
             field[n++] = t;
-        char *sep = n == 5 && save != NULL ? strstr(save, " - ") : NULL; /* after the options and optional fields */
+        char *rest = n == 5 ? field[4] + strlen(field[4]) + 1 : NULL; /* past the point's end: the options on */
+        char *sep = rest != NULL && rest <= line + len ? strstr(rest, " - ") : NULL;
         if (sep == NULL)
             continue;
         char *fstype = strtok_r(sep + 3, " ", &save), *source = fstype ? strtok_r(NULL, " ", &save) : NULL;
         char *opts = source ? strtok_r(NULL, " ", &save) : NULL;
         if (fstype == NULL)
             continue;
-        mount_t *m = NULL;
-        if (strcmp(fstype, "cgroup2") == 0 && mt->v2.point[0] == '\0') {
-            m = &mt->v2;
+        if (strcmp(fstype, "cgroup2") == 0 && mount_open(&mt->v2, field[4])) {
+            mount_set(&mt->v2, field[3], field[4]);
         } else if (strcmp(fstype, "cgroup") == 0 && opts != NULL) {
-            if (has_controller(opts, "memory") && mt->mem.point[0] == '\0')
-                m = &mt->mem;
-            if (has_controller(opts, "cpu") && mt->cpu.point[0] == '\0') {
-                if (m != NULL) {
-                    unescape(mt->cpu.point, sizeof(mt->cpu.point), field[4]); /* memory and cpu mounted together */
-                    unescape(mt->cpu.croot, sizeof(mt->cpu.croot), field[3]);
-                } else {
-                    m = &mt->cpu;
-                }
-            }
-        }
-        if (m != NULL) {
-            unescape(m->point, sizeof(m->point), field[4]);
-            unescape(m->croot, sizeof(m->croot), field[3]);
+            /* memory and cpu may be mounted together */
+            if (has_controller(opts, "memory") && mount_open(&mt->mem, field[4]))
+                mount_set(&mt->mem, field[3], field[4]);
+            if (has_controller(opts, "cpu") && mount_open(&mt->cpu, field[4]))
+                mount_set(&mt->cpu, field[3], field[4]);
         }
     }
     free(line);

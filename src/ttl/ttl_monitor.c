@@ -346,27 +346,29 @@ struct mf_ttl_monitor {
      * its own to lower; group_lowered: this monitor set it to
      * ttlMonitorGroupNice (atomic: serverStatus ttl.groupLowered reads
      * it); group_probing: it is watching what other programs use before
-     * lowering it, since group_check_ms, from the machine's busy time
-     * group_busy_ns (of group_counted_ns accounted, on group_ncpu CPUs)
-     * and the process's CPU group_own_ns then; while
+     * lowering it, since group_check_ms, from group_seen, what the
+     * machine's CPUs and the process had used then; while
      * lowered, group_run_ns and group_wait_ns: the monitor thread's times
      * at group_check_ms; group_hold_ms: no lowering before then.
      */
     int group_base;
     _Atomic bool group_lowered;
     bool group_probing;
-    int64_t group_check_ms, group_run_ns, group_wait_ns, group_hold_ms, group_busy_ns, group_counted_ns, group_own_ns;
-    int group_ncpu;
+    int64_t group_check_ms, group_run_ns, group_wait_ns, group_hold_ms;
+    mf_sched_sample_t group_seen;
     /* serverStatus ttl.groupLowerings, groupStarved (put back early), groupDeclined (not lowered). */
     _Atomic int64_t group_lowerings, group_starved, group_declined;
     /*
      * The clients' look while the group is lowered (mf_ttl_group_poll, any
-     * thread): poll_check_ms is claimed by compare-and-swap, so one thread
-     * looks at a time, from the baselines poll_busy_ns, poll_counted_ns and
-     * poll_own_ns it then replaces; poll_restored: a client thread put the group back,
+     * thread): poll_check_ms, claimed by compare-and-swap, spaces the looks
+     * GROUP_CHECK_MS apart; a look compares a new sample with poll_seen and
+     * replaces it, under poll_mu (tried, not waited for: a look under way
+     * is enough); poll_restored: a client thread put the group back,
      * for the monitor to take over at its next look.
      */
-    _Atomic int64_t poll_check_ms, poll_busy_ns, poll_counted_ns, poll_own_ns;
+    _Atomic int64_t poll_check_ms;
+    pthread_mutex_t poll_mu;
+    mf_sched_sample_t poll_seen; /* poll_mu */
     _Atomic bool poll_restored;
     mf_failpoint_t *fp_hang_between, *fp_fail_batch, *fp_slow_deleters, *fp_hang_read_ahead, *fp_hang_in_batch,
         *fp_pause_note;
@@ -1162,28 +1164,16 @@ job_run(mf_ttl_monitor_t *m, mf_sess_t *s, del_job_t *j, bool batched, bool dele
 #define GROUP_OTHERS_PCT 85 /* other programs kept this % of a CPU busy while probing: not lowered */
 #define GROUP_CROWDED_PCT 125 /* ... or this % once lowered (a closed-loop client alone stays under it): put back */
 
-/* The CPU time of the whole process, ns. */
-static int64_t
-process_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /*
- * Whether other programs kept pct % of a CPU busy over window_ms on ncpu
- * CPUs: the machine's busy time less the process's own, each since its
- * baseline (busy0 of counted0, own0), with the ticks a host took unreported
- * allowed for (mf_sched_others_ns). The probe's test, the lowered monitor's
- * and the clients'.
+ * Whether other programs kept pct % of a CPU busy between samples from and
+ * to: the machine's busy time less the process's own, with the ticks a
+ * host took unreported allowed for (mf_sched_others_ns). The probe's test,
+ * the lowered monitor's and the clients'.
  */
 static bool
-others_crowd(int64_t busy, int64_t busy0, int64_t counted, int64_t counted0, int64_t own, int64_t own0,
-             int64_t window_ms, int ncpu, int pct)
+others_crowd(const mf_sched_sample_t *from, const mf_sched_sample_t *to, int pct)
 {
-    int64_t others = mf_sched_others_ns(busy - busy0, counted - counted0, own - own0, window_ms * 1000000, ncpu);
-    return others > window_ms * 1000000 / 100 * pct;
+    return mf_sched_others_ns(from, to) > (to->at_ns - from->at_ns) / 100 * pct;
 }
 
 static void
@@ -1193,8 +1183,6 @@ group_init(mf_ttl_monitor_t *m)
     m->group_base = (getsid(0) == getpid() && mf_sched_group_nice(&nice) == 0) ? nice : -1;
     m->group_lowered = m->group_probing = false;
     m->group_hold_ms = 0;
-    long n = sysconf(_SC_NPROCESSORS_ONLN); /* the CPUs /proc/stat's first line sums */
-    m->group_ncpu = n > 0 ? (int)n : 1;
 }
 
 /*
@@ -1253,24 +1241,20 @@ group_check(mf_ttl_monitor_t *m)
         mf_sched_thread_times(&run, &wait) != 0)
         return;
     int64_t ran = run - m->group_run_ns, waited = wait - m->group_wait_ns;
-    int64_t busy = 0, counted = 0, own = process_cpu_ns();
-    bool measured = mf_sched_busy_ns(&busy, &counted) == 0;
+    mf_sched_sample_t seen;
+    bool measured = mf_sched_sample(&seen) == 0;
     /*
      * Other programs kept GROUP_OTHERS_PCT of a CPU busy over the window
      * (GROUP_CROWDED_PCT once lowered: the lower weight hands a client more
      * of the CPU, and a single-threaded one can take all of one).
      */
-    bool crowded = measured && others_crowd(busy, m->group_busy_ns, counted, m->group_counted_ns, own,
-                                            m->group_own_ns, now - m->group_check_ms, m->group_ncpu,
+    bool crowded = measured && others_crowd(&m->group_seen, &seen,
                                             m->group_probing ? GROUP_OTHERS_PCT : GROUP_CROWDED_PCT);
     m->group_check_ms = now;
     m->group_run_ns = run; /* the baselines of the next look, the first one's once lowered */
     m->group_wait_ns = wait;
-    if (measured) {
-        m->group_busy_ns = busy;
-        m->group_counted_ns = counted;
-        m->group_own_ns = own;
-    }
+    if (measured)
+        m->group_seen = seen;
     if (m->group_probing) {
         m->group_probing = false;
         if (!measured)
@@ -1282,9 +1266,9 @@ group_check(mf_ttl_monitor_t *m)
         }
         if (mf_sched_group_nice_set((int)mf_param_value(m->prm.group_nice)) != 0)
             return;
-        atomic_store(&m->poll_busy_ns, busy); /* the clients' look starts from here (mf_ttl_group_poll) */
-        atomic_store(&m->poll_counted_ns, counted);
-        atomic_store(&m->poll_own_ns, own);
+        pthread_mutex_lock(&m->poll_mu);
+        m->poll_seen = seen; /* the clients' look starts from here (mf_ttl_group_poll) */
+        pthread_mutex_unlock(&m->poll_mu);
         atomic_store(&m->poll_check_ms, now);
         atomic_store(&m->poll_restored, false);
         m->group_lowered = true;
@@ -1314,9 +1298,8 @@ group_watch(mf_ttl_monitor_t *m, bool fg_busy)
     }
     if (!fg_busy || m->group_base < 0 || target <= m->group_base || now < m->group_hold_ms)
         return;
-    if (mf_sched_busy_ns(&m->group_busy_ns, &m->group_counted_ns) != 0)
+    if (mf_sched_sample(&m->group_seen) != 0)
         return;
-    m->group_own_ns = process_cpu_ns();
     m->group_probing = true;
     m->group_check_ms = now;
 }
@@ -1324,21 +1307,24 @@ group_watch(mf_ttl_monitor_t *m, bool fg_busy)
 void
 mf_ttl_group_poll(mf_ttl_monitor_t *m)
 {
-    int64_t now, last, busy, counted;
+    int64_t now, last;
     if (m == NULL || !atomic_load_explicit(&m->group_lowered, memory_order_relaxed) ||
         atomic_load(&m->poll_restored))
         return;
     now = mf_mono_ms();
     last = atomic_load(&m->poll_check_ms);
     if (now - last < GROUP_CHECK_MS || !atomic_compare_exchange_strong(&m->poll_check_ms, &last, now))
-        return; /* not due, or another thread is looking */
-    int64_t own = process_cpu_ns();
-    if (mf_sched_busy_ns(&busy, &counted) != 0)
-        return;
-    int64_t busy0 = atomic_exchange(&m->poll_busy_ns, busy), own0 = atomic_exchange(&m->poll_own_ns, own);
-    int64_t counted0 = atomic_exchange(&m->poll_counted_ns, counted);
-    if (!others_crowd(busy, busy0, counted, counted0, own, own0, now - last, m->group_ncpu, GROUP_CROWDED_PCT) ||
-        !atomic_load(&m->group_lowered))
+        return; /* not due, or another thread claimed this look */
+    if (pthread_mutex_trylock(&m->poll_mu) != 0)
+        return; /* an earlier look is still under way (its thread waited for a CPU) */
+    mf_sched_sample_t seen;
+    bool crowded = false;
+    if (mf_sched_sample(&seen) == 0) {
+        crowded = others_crowd(&m->poll_seen, &seen, GROUP_CROWDED_PCT);
+        m->poll_seen = seen;
+    }
+    pthread_mutex_unlock(&m->poll_mu);
+    if (!crowded || !atomic_load(&m->group_lowered))
         return;
     if (mf_sched_group_nice_set(m->group_base) == 0) /* EAGAIN: the next look tries again */
         atomic_store(&m->poll_restored, true);
@@ -2600,6 +2586,7 @@ mf_ttl_monitor_start(const mf_ttl_env_t *env, mf_ttl_monitor_t **out, mf_error_t
     pthread_mutex_init(&m->mu, NULL);
     pthread_mutex_init(&m->lat_mu, NULL);
     pthread_mutex_init(&m->pool_mu, NULL);
+    pthread_mutex_init(&m->poll_mu, NULL);
     pthread_cond_init(&m->pool_cv, NULL);
     /* The condition variable waits on the monotonic clock (wall-clock jumps must not stall it). */
     mf_cond_init_mono(&m->cv);
@@ -2629,6 +2616,7 @@ err_free:
     pthread_cond_destroy(&m->pool_cv);
     pthread_cond_destroy(&m->done_cv);
     pthread_mutex_destroy(&m->pool_mu);
+    pthread_mutex_destroy(&m->poll_mu);
     free(m->targets);
     free(m);
     return -1;
@@ -2666,6 +2654,7 @@ mf_ttl_monitor_free(mf_ttl_monitor_t *m)
     pthread_cond_destroy(&m->pool_cv);
     pthread_cond_destroy(&m->done_cv);
     pthread_mutex_destroy(&m->pool_mu);
+    pthread_mutex_destroy(&m->poll_mu);
     free(m);
 }
 

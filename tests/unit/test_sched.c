@@ -9,7 +9,7 @@
  * functions report instead. The machine's busy time (/proc/stat) grows by
  * at least the CPU this thread used; what other programs used is that less
  * the process's own, scaled when a host took ticks without reporting them
- * (mf_sched_others_ns, checked on figures).
+ * (mf_sched_others_ns, checked on figures, across the counters' wrap too).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -123,32 +123,53 @@ Test(sched, a_threads_run_time_grows_by_the_cpu_it_used)
 
 Test(sched, the_machines_busy_time_grows_by_at_least_what_this_thread_used)
 {
-    int64_t b0 = -1, b1 = -1, c0 = -1, c1 = -1;
-    cr_assert_eq(mf_sched_busy_ns(&b0, &c0), 0, "/proc/stat is readable");
+    mf_sched_sample_t a, b;
+    cr_assert_eq(mf_sched_sample(&a), 0, "/proc/stat is readable");
     spin(100000000LL);
-    cr_assert_eq(mf_sched_busy_ns(&b1, NULL), 0, "the accounted time is optional");
-    cr_assert_eq(mf_sched_busy_ns(&b1, &c1), 0);
+    cr_assert_eq(mf_sched_sample(&b), 0);
     /* 100 ms used here; /proc/stat counts clock ticks (10 ms), so allow two of them per CPU short. */
-    int64_t slack = 2 * 10000000LL * sysconf(_SC_NPROCESSORS_ONLN);
-    cr_assert_geq(b1 - b0, 100000000LL - slack, "busy time grew by %lld ns", (long long)(b1 - b0));
-    cr_assert_geq(c1 - c0, b1 - b0, "what was accounted holds what was busy: %lld of %lld ns", (long long)(b1 - b0),
-                  (long long)(c1 - c0));
-    cr_assert_gt(c0, b0, "since boot, idle time was accounted too");
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int64_t slack = 2 * 10000000LL * online;
+    cr_assert_geq((int64_t)(b.busy_ns - a.busy_ns), 100000000LL - slack, "busy time grew by %lld ns",
+                  (long long)(b.busy_ns - a.busy_ns));
+    cr_assert_geq(b.counted_ns - a.counted_ns, b.busy_ns - a.busy_ns, "what was accounted holds what was busy");
+    cr_assert_gt(a.counted_ns, a.busy_ns, "since boot, idle time was accounted too");
+    cr_assert_eq(b.ncpu, online, "/proc/stat lists the %ld online CPUs: %d", online, b.ncpu);
+    cr_assert_geq(b.own_ns - a.own_ns, 90000000LL, "the process's own time grew by the spin");
+    cr_assert_geq(b.at_ns - a.at_ns, b.own_ns - a.own_ns - 5000000LL, "one thread's CPU within the wall time");
 }
 
-/* 100 ms on 2 CPUs: 200 ms of CPU time to account. */
-#define WALL 100000000LL
+/* Samples 100 ms apart on 2 CPUs (200 ms of CPU time to account), as the TTL monitor's looks are. */
 #define MS 1000000LL
+
+static int64_t
+others(uint64_t busy_ms, uint64_t counted_ms, int64_t own_ms, int64_t wall_ms, int ncpu)
+{
+    /* Large bases: since boot, summed over CPUs; the differences are what count. */
+    mf_sched_sample_t from = {UINT64_C(1) << 62, (UINT64_C(1) << 62) + 5, ncpu, 123456789, 1000 * MS};
+    mf_sched_sample_t to = from;
+    to.busy_ns += busy_ms * MS;
+    to.counted_ns += counted_ms * MS;
+    to.own_ns += own_ms * MS;
+    to.at_ns += wall_ms * MS;
+    return mf_sched_others_ns(&from, &to);
+}
 
 Test(sched, others_are_the_busy_time_less_the_process_own_when_every_tick_was_accounted)
 {
     /* Four busy programs beside a server that used 40 ms: 160 ms was theirs. */
-    cr_assert_eq(mf_sched_others_ns(200 * MS, 200 * MS, 40 * MS, WALL, 2), 160 * MS);
+    cr_assert_eq(others(200, 200, 40, 100, 2), 160 * MS);
     /* A quiet machine: the server's own 60 ms is all that was busy. */
-    cr_assert_eq(mf_sched_others_ns(60 * MS, 200 * MS, 60 * MS, WALL, 2), 0);
-    /* A tick or two short or over (coarse ticks): still the plain difference. */
-    cr_assert_eq(mf_sched_others_ns(180 * MS, 180 * MS, 40 * MS, WALL, 2), 140 * MS, "90 %% accounted");
-    cr_assert_eq(mf_sched_others_ns(210 * MS, 210 * MS, 40 * MS, WALL, 2), 170 * MS, "more than the interval");
+    cr_assert_eq(others(60, 200, 60, 100, 2), 0);
+    /* A few ticks short (every field rounded down) or over: still the plain difference. */
+    cr_assert_eq(others(170, 170, 40, 100, 2), 130 * MS, "3 ticks short of 20");
+    cr_assert_eq(others(210, 210, 40, 100, 2), 170 * MS, "more than the interval");
+    /* One CPU: 10 ticks in 100 ms, 3 short is still coarseness (an idle CPU's 100 ms once read 79). */
+    cr_assert_eq(others(30, 70, 30, 100, 1), 0, "1 CPU, 3 ticks short");
+    /* The counters wrapping past 2^64 (the unsigned difference) change nothing. */
+    mf_sched_sample_t from = {UINT64_MAX - 50 * MS, UINT64_MAX - 50 * MS, 2, 0, 0};
+    mf_sched_sample_t to = {from.busy_ns + 200 * MS, from.counted_ns + 200 * MS, 2, 40 * MS, 100 * MS};
+    cr_assert_eq(mf_sched_others_ns(&from, &to), 160 * MS);
 }
 
 Test(sched, a_host_that_took_ticks_unreported_scales_the_process_own_time_down)
@@ -161,15 +182,15 @@ Test(sched, a_host_that_took_ticks_unreported_scales_the_process_own_time_down)
      * lower its group); scaled, the server's share of the ticks is 30 ms
      * and the others' 90 ms.
      */
-    cr_assert_eq(mf_sched_others_ns(120 * MS, 120 * MS, 50 * MS, WALL, 2), 90 * MS);
-    /* Half the ticks lost on an idle machine besides the server: nothing of others. */
-    cr_assert_eq(mf_sched_others_ns(25 * MS, 100 * MS, 50 * MS, WALL, 2), 0);
+    cr_assert_eq(others(120, 120, 50, 100, 2), 90 * MS);
+    /* Half the ticks lost on a machine where only the server ran: nothing of others. */
+    cr_assert_eq(others(25, 100, 50, 100, 2), 0);
     /* Nothing accounted at all: nothing busy to take the process's time from. */
-    cr_assert_eq(mf_sched_others_ns(0, 0, 50 * MS, WALL, 2), 0);
+    cr_assert_eq(others(0, 0, 50, 100, 2), 0);
 }
 
-Test(sched, others_are_zero_without_an_interval_or_cpus)
+Test(sched, others_are_zero_without_an_interval)
 {
-    cr_assert_eq(mf_sched_others_ns(100 * MS, 100 * MS, 10 * MS, 0, 2), 0);
-    cr_assert_eq(mf_sched_others_ns(100 * MS, 100 * MS, 10 * MS, WALL, 0), 0);
+    cr_assert_eq(others(100, 100, 10, 0, 2), 0);
+    cr_assert_eq(others(100, 100, 10, -5, 2), 0, "samples out of order");
 }

@@ -13,8 +13,9 @@
  *   - where the hierarchies are mounted, from /proc/self/mountinfo: v1
  *     ones elsewhere (a mount point with an escaped space), v2 at
  *     /sys/fs/cgroup/unified beside v1 ones, a mount whose root is the
- *     process's own cgroup (a container without a cgroup namespace), and
- *     none listed (the usual places);
+ *     process's own cgroup (a container without a cgroup namespace), a
+ *     later mount hiding an earlier one at its point, memory and cpu in
+ *     one v1 hierarchy, and none listed (the usual places);
  *   - v1's memory.stat hierarchical_memory_limit (the levels above a
  *     container's own, out of its sight);
  *   - cgroup v1 (memory.limit_in_bytes, cpu.cfs_quota_us/cfs_period_us):
@@ -550,6 +551,35 @@ Test(sysres, v1_hierarchical_memory_limit_counts_levels_out_of_sight)
     put_cgroup_file(root2, "/memory", "memory.stat", "hierarchical_memory_limit " V1_UNLIMITED "\n");
     r = read_root(root2);
     assert_mem(&r, MEMTOTAL_BYTES, 128 * MiB, 128 * MiB, "own limit below the hierarchy's");
+}
+
+/* A mount at a point where another was mounted before hides it: the later one's root cgroup counts. */
+Test(sysres, a_later_mount_at_the_same_point_hides_the_earlier)
+{
+    char root[256];
+    fake_root(root, "r", "0::/lxc/c1/app\n");
+    mountinfo(root,
+              "25 24 0:22 / /sys/fs/cgroup rw,nosuid shared:5 - cgroup2 cgroup2 rw\n"
+              "60 25 0:22 /lxc/c1 /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw\n");
+    v2_level(root, "/app", "268435456\n", "50000 100000\n");
+    v2_level(root, "/lxc/c1/app", "67108864\n", "10000 100000\n"); /* as the hidden mount would name it */
+    mf_sysres_t r = read_root(root);
+    assert_quota(&r, 0.5, "the later mount's root taken off the path");
+    assert_mem(&r, MEMTOTAL_BYTES, 256 * MiB, 256 * MiB, "the later mount's root taken off the path");
+}
+
+/* memory and cpu in one v1 hierarchy, mounted where mountinfo says. */
+Test(sysres, v1_memory_and_cpu_mounted_together)
+{
+    char root[256];
+    fake_root(root, "r", "4:cpu,memory:/j\n");
+    mountinfo(root, "30 22 0:26 / /cg/joint rw - cgroup cgroup rw,cpu,memory\n");
+    put(root, "cg/joint/j/memory.limit_in_bytes", "805306368\n");
+    put(root, "cg/joint/j/cpu.cfs_quota_us", "250000\n");
+    put(root, "cg/joint/j/cpu.cfs_period_us", "100000\n");
+    mf_sysres_t r = read_root(root);
+    assert_quota(&r, 2.5, "cpu of the joint mount");
+    assert_mem(&r, MEMTOTAL_BYTES, 768 * MiB, 768 * MiB, "memory of the joint mount");
 }
 
 /* A mountinfo with no cgroup mount (or a line cut short): the usual places are read. */
