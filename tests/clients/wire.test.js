@@ -686,7 +686,12 @@ h.test('parked connections never wait behind slow requests: with every worker th
       data: { failCommands: ['count'], blockConnection: true, blockTimeMS: 1500 },
     })).ok, 1);
     // Each connection runs a find, after which it is parked (the hold is 800 ms).
-    for (const c of [...slow, parked]) assert.deepEqual((await c.command('t', { find: 'c', filter: { _id: 1 } })).cursor.firstBatch, [{ _id: 1 }]);
+    // Three each: a connection whose last request ran long would call one more waiter (waitersCalled) to the set.
+    for (let i = 0; i < 3; i++) {
+      for (const c of [...slow, parked]) assert.deepEqual((await c.command('t', { find: 'c', filter: { _id: 1 } })).cursor.firstBatch, [{ _id: 1 }]);
+    }
+    // Parked, with waiters there look after look: the watchdog rests until the last waiter leaves with others parked.
+    await h.sleep(100);
     const t0 = Date.now();
     for (const c of slow) await c.send(h.buildOpMsg(c.reqId++, { count: 'c', $db: 't' }));
     await h.sleep(100);
@@ -701,6 +706,47 @@ h.test('parked connections never wait behind slow requests: with every worker th
     for (const c of conns) assert.deepEqual((await c.command('t', { find: 'c', filter: { _id: 1 } })).cursor.firstBatch, [{ _id: 1 }]);
   } finally {
     for (const c of conns) c.close();
+    await s2.stop();
+    s2.cleanup();
+  }
+});
+
+/* The voluntary context switches of process pid's thread named comm, from /proc; -1 when there is none. */
+function threadSwitches(pid, comm) {
+  const fs = require('node:fs');
+  for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      if (fs.readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim() !== comm) continue;
+      return Number(/\nvoluntary_ctxt_switches:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/task/${t}/status`, 'utf8'))[1]);
+    } catch (_) { /* the thread ended meanwhile */ }
+  }
+  return -1;
+}
+
+h.test('one client making request after request keeps its connection held, and the watchdog of the parked set rests instead of waking every 2 ms (it wakes when the last waiter leaves others parked)', async () => {
+  const s2 = new h.MayflyServer({ args: ['--setParameter', 'netConnectionHoldMicros=200000'] });
+  await s2.start();
+  const c = await h.rawConnect(s2.port);
+  try {
+    assert.equal((await c.command('t', { insert: 'c', documents: [{ _id: 1 }] })).n, 1);
+    const find = async () => assert.deepEqual((await c.command('t', { find: 'c', filter: { _id: 1 } })).cursor.firstBatch, [{ _id: 1 }]);
+    const t0 = Date.now();
+    while (Date.now() - t0 < 300) await find(); // the watchdog starts and sees a waiter look after look
+    const before = threadSwitches(s2.pid, 'mf-holdwatch');
+    assert.ok(before >= 0, 'the watchdog thread is there');
+    const net0 = (await c.command('admin', { serverStatus: 1 })).network;
+    let n = 0;
+    const t1 = Date.now();
+    while (Date.now() - t1 < 1000) { await find(); n++; }
+    const ms = Date.now() - t1;
+    const woke = threadSwitches(s2.pid, 'mf-holdwatch') - before;
+    const net1 = (await c.command('admin', { serverStatus: 1 })).network;
+    assert.ok(net1.heldRequests - net0.heldRequests >= n / 2, `${net1.heldRequests - net0.heldRequests} of ${n} finds held`);
+    // Ticking, it would have woken ms / 2 times (about 500); resting, a handful.
+    assert.ok(woke < ms / 20, `the watchdog woke ${woke} times in ${ms} ms of ${n} finds`);
+    assert.equal(net1.workers.held.rescued, 0, 'nothing needed giving back');
+  } finally {
+    c.close();
     await s2.stop();
     s2.cleanup();
   }
