@@ -723,7 +723,7 @@ function threadSwitches(pid, comm) {
   return -1;
 }
 
-h.test('one client making request after request keeps its connection held, and the watchdog of the parked set rests instead of waking every 2 ms (it wakes when the last waiter leaves others parked)', async () => {
+h.test('one client making request after request keeps its connection held, every request of it, and the watchdog of the parked set rests instead of waking every 2 ms (it wakes when the last waiter leaves others parked)', async () => {
   const s2 = new h.MayflyServer({ args: ['--setParameter', 'netConnectionHoldMicros=200000'] });
   await s2.start();
   const c = await h.rawConnect(s2.port);
@@ -741,7 +741,9 @@ h.test('one client making request after request keeps its connection held, and t
     const ms = Date.now() - t1;
     const woke = threadSwitches(s2.pid, 'mf-holdwatch') - before;
     const net1 = (await c.command('admin', { serverStatus: 1 })).network;
-    assert.ok(net1.heldRequests - net0.heldRequests >= n / 2, `${net1.heldRequests - net0.heldRequests} of ${n} finds held`);
+    // Every find but the first after serverStatus (not a data command: it went through the I/O thread) was held:
+    // none goes back to the loop every 256th, as when requests on a connection were counted across its parkings.
+    assert.ok(net1.heldRequests - net0.heldRequests >= n - 2, `${net1.heldRequests - net0.heldRequests} of ${n} finds held`);
     // Ticking, it would have woken ms / 2 times (about 500); resting, a handful.
     assert.ok(woke < ms / 20, `the watchdog woke ${woke} times in ${ms} ms of ${n} finds`);
     assert.equal(net1.workers.held.rescued, 0, 'nothing needed giving back');
