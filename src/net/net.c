@@ -203,6 +203,17 @@ count_request(mf_engine_t *eng, int32_t mlen)
     atomic_fetch_add(&eng->net_bytes_in, mlen);
 }
 
+/* Frees c->rbuf when it is empty and was left large by a big message (its owner: the loop, or a held job's worker). */
+static void
+rbuf_shrink(conn_t *c)
+{
+    if (c->rlen == 0 && c->rcap > (1u << 20)) {
+        free(c->rbuf);
+        c->rbuf = NULL;
+        c->rcap = 0;
+    }
+}
+
 /* Grows c->rbuf so at least want bytes are free after c->rlen. */
 static void
 rbuf_reserve(conn_t *c, size_t want)
@@ -888,6 +899,7 @@ run_request(job_t *job)
 #define HOLD_TICK_US 2000   /* the watchdog's look, while anything is parked */
 #define HOLD_STALL_US 2000  /* no waiter and no sign of one this long, with connections parked: back to the loop */
 #define HOLD_QUIET_TICKS 10 /* nothing parked for this many looks: the watchdog sleeps until something is */
+#define HOLD_REST_LOOK_MS 100 /* the resting watchdog's look all the same (see hold_watch_main) */
 #define HOLD_SLOW_US 500    /* a connection whose last request ran this long is a slow one (see hold_wait) */
 #define HOLD_TOKEN_WAKE UINT64_MAX       /* hold_ep's event for the pool's wake descriptor */
 #define HOLD_TOKEN_STOP (UINT64_MAX - 1) /* ... and for hold_stop_fd */
@@ -1139,11 +1151,14 @@ hold_wait(server_t *srv)
         pthread_mutex_lock(&srv->hold_lock);
     }
     /*
-     * The last waiter leaving with a request while others stay parked: the
-     * set is unattended until a waiter comes back, which a slow request
-     * can put off (see the watchdog).
+     * The last waiter leaving while connections stay parked, whatever it
+     * leaves for (a request, which a slow one can keep it from coming back
+     * after; or the pool's wake descriptor, while another worker parked a
+     * connection and was refused as a waiter because this one still
+     * counted): the set is unattended until a waiter comes (see the
+     * watchdog).
      */
-    if (got != NULL && srv->hold_waiters == 1 && srv->hold_first >= 0 && srv->watch_resting) {
+    if (srv->hold_waiters == 1 && srv->hold_first >= 0 && srv->watch_resting) {
         srv->watch_resting = false;
         pthread_cond_signal(&srv->hold_cv);
     }
@@ -1157,11 +1172,16 @@ hold_wait(server_t *srv)
  * HOLD_TICK_US; once no worker has waited on the set for HOLD_STALL_US, or
  * at shutdown, gives every parked connection back to the loop. Sleeps,
  * untimed, once nothing has been parked for HOLD_QUIET_TICKS looks (until a
- * connection is parked), or a waiter has been there at each of them (it
- * rests until the last waiter leaves the set with others parked, or
- * shutdown: a worker that parks a connection waits on the set itself, or
- * finds max_waiters there, so only a waiter leaving makes the set
- * unattended). One client making request after request keeps its
+ * connection is parked), or rests once a waiter has been there at each of
+ * them: until the last waiter leaves the set with others parked, for
+ * whatever reason, or shutdown (a worker that parks a connection waits on
+ * the set itself, or is refused because max_waiters are there, so only a
+ * waiter leaving makes the set unattended), looking every
+ * HOLD_REST_LOOK_MS all the same. helper-84 found the first version, which
+ * only a waiter leaving with a request woke, leaving connections parked
+ * with no waiter and no time limit: the last waiter left on the pool's
+ * wake descriptor while a worker parked a connection and was refused as a
+ * waiter (24 connections, --maxWorkers 2: 5 of 6 stress runs stuck). One client making request after request keeps its
  * connection parked or a waiter on the set nearly all the time, and a
  * watchdog ticking through that cost 484 wake-ups a second, 0.37 µs of the
  * server's CPU per find by _id (session 53).
@@ -1194,10 +1214,20 @@ hold_watch_main(void *arg)
              */
             quiet = 0;
             if (srv->hold_waiters > 0 && !atomic_load(&srv->no_hold) && ++attended >= HOLD_QUIET_TICKS) {
-                /* Attended look after look: until the last waiter leaves with others parked (hold_wait). */
+                /*
+                 * Attended look after look: until the last waiter leaves with
+                 * others parked (hold_wait), with a look every
+                 * HOLD_REST_LOOK_MS all the same, should a way to leave the
+                 * set unattended have been missed.
+                 */
                 srv->watch_resting = true;
-                while (srv->watch_resting && !srv->watch_stop)
-                    pthread_cond_wait(&srv->hold_cv, &srv->hold_lock);
+                while (srv->watch_resting && !srv->watch_stop) {
+                    struct timespec rest = mf_mono_deadline(HOLD_REST_LOOK_MS);
+                    if (pthread_cond_timedwait(&srv->hold_cv, &srv->hold_lock, &rest) == ETIMEDOUT &&
+                        ((srv->hold_waiters == 0 && srv->hold_parked > 0) || atomic_load(&srv->no_hold)))
+                        break;
+                }
+                srv->watch_resting = false;
                 attended = 0;
                 unattended_since = 0;
                 seen_seq = -1;
@@ -1304,6 +1334,7 @@ hold_serve(server_t *srv, mf_net_pool_worker_t *w, job_t *job)
         if (next == 0) {
             mf_net_pool_worker_take(w, NULL); /* before it is parked: another worker may take it at once */
             job->held_served = 0; /* only requests read with the last one (pipelined) count towards the cap */
+            rbuf_shrink(job->conn); /* the loop, which did it, may not see this connection again for long */
             if (hold_park(srv, job)) {
                 job = NULL;
                 continue;
@@ -1914,12 +1945,7 @@ parse_rbuf(conn_t *c)
         memmove(c->rbuf, c->rbuf + off, c->rlen - off);
         c->rlen -= off;
     }
-    /* Shrink a buffer left large by a big message. */
-    if (c->rlen == 0 && c->rcap > (1u << 20)) {
-        free(c->rbuf);
-        c->rbuf = NULL;
-        c->rcap = 0;
-    }
+    rbuf_shrink(c);
 }
 
 static void
