@@ -128,6 +128,7 @@ mf_sched_sample(mf_sched_sample_t *out)
     out->busy_ns = busy * tick_ns;
     out->counted_ns = (busy + v[3] + v[4] + v[7]) * tick_ns;
     out->ncpu = ncpu > 0 ? ncpu : 1;
+    out->tick_ns = (int64_t)tick_ns;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     out->own_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -147,8 +148,7 @@ mf_sched_others_ns(const mf_sched_sample_t *from, const mf_sched_sample_t *to)
     int64_t busy = (int64_t)(to->busy_ns - from->busy_ns), counted = (int64_t)(to->counted_ns - from->counted_ns);
     int64_t own = to->own_ns - from->own_ns;
     double span = (double)wall * (to->ncpu > 0 ? to->ncpu : 1);
-    long hz = sysconf(_SC_CLK_TCK);
-    double slack = hz > 0 ? SHORT_TICKS * 1e9 / (double)hz : 0;
+    double slack = SHORT_TICKS * (double)to->tick_ns;
     if (slack < span / 10)
         slack = span / 10;
     if ((double)counted >= span - slack)

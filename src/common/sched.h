@@ -69,12 +69,12 @@ int mf_sched_thread_times(int64_t *run_ns, int64_t *wait_ns);
  * however long the machine has run. ncpu: the CPUs /proc/stat lists (the
  * online ones, those whose time the sums grow by). own_ns: the process's
  * CPU time (CLOCK_PROCESS_CPUTIME_ID); at_ns: the monotonic clock when the
- * sample was taken.
+ * sample was taken; tick_ns: a clock tick (the unit of the sums).
  */
 typedef struct mf_sched_sample {
     uint64_t busy_ns, counted_ns;
     int ncpu;
-    int64_t own_ns, at_ns;
+    int64_t own_ns, at_ns, tick_ns;
 } mf_sched_sample_t;
 
 /* mf_sched_sample: takes a sample into *out; returns 0, or -1 when /proc/stat cannot be read. */

@@ -305,11 +305,27 @@ under_mount(const mount_t *m, const char *cg, char *out, size_t cap)
     return cg;
 }
 
+/*
+ * Walks cgroup path cg of hierarchy m with rd: from where mountinfo says m
+ * is mounted, relative to the cgroup at the mount's root; or, when
+ * mountinfo named no such mount, from the usual place (cg whole).
+ */
+static void
+walk_mount(const char *root, const mount_t *m, const char *usual, const char *cg,
+           void (*rd)(const char *, const char *, level_t *), double *quota, int64_t *mem)
+{
+    char rel[PATH_MAX_LEN];
+    if (m->point[0] != '\0')
+        walk(root, m->point, under_mount(m, cg, rel, sizeof(rel)), rd, quota, mem);
+    else
+        walk(root, usual, cg, rd, quota, mem);
+}
+
 /* The cgroup limits of this process (see the header comment of sysres.h). */
 static void
 read_cgroups(const char *root, double *quota, int64_t *mem)
 {
-    char full[PATH_MAX_LEN], rel[PATH_MAX_LEN];
+    char full[PATH_MAX_LEN];
     char *line = NULL; /* getline's: a cgroup path may be longer than any fixed buffer */
     size_t cap = 0;
     mounts_t mt;
@@ -336,28 +352,17 @@ read_cgroups(const char *root, double *quota, int64_t *mem)
          */
         if (ctrls[0] == '\0') {
             /* cgroup v2: one hierarchy for every controller (under /sys/fs/cgroup/unified beside v1 ones). */
-            if (mt.v2.point[0] != '\0')
-                walk(root, mt.v2.point, under_mount(&mt.v2, path, rel, sizeof(rel)), read_v2, quota, mem);
-            else
-                walk(root, "/sys/fs/cgroup", path, read_v2, quota, mem);
+            walk_mount(root, &mt.v2, "/sys/fs/cgroup", path, read_v2, quota, mem);
             continue;
         }
         /* v1: a hierarchy may carry several controllers (memory and cpu mounted together, say). */
-        if (has_controller(ctrls, "memory")) {
-            if (mt.mem.point[0] != '\0')
-                walk(root, mt.mem.point, under_mount(&mt.mem, path, rel, sizeof(rel)), read_v1_mem, quota, mem);
-            else
-                walk(root, "/sys/fs/cgroup/memory", path, read_v1_mem, quota, mem);
-        }
+        if (has_controller(ctrls, "memory"))
+            walk_mount(root, &mt.mem, "/sys/fs/cgroup/memory", path, read_v1_mem, quota, mem);
         if (has_controller(ctrls, "cpu")) {
-            if (mt.cpu.point[0] != '\0') {
-                walk(root, mt.cpu.point, under_mount(&mt.cpu, path, rel, sizeof(rel)), read_v1_cpu, quota, mem);
-            } else {
-                /* Mounted under its joint name (cpu,cpuacct) on most systems, else as cpu. */
-                const char *mount = is_dir(root, "/sys/fs/cgroup/cpu,cpuacct") ? "/sys/fs/cgroup/cpu,cpuacct"
-                                                                                  : "/sys/fs/cgroup/cpu";
-                walk(root, mount, path, read_v1_cpu, quota, mem);
-            }
+            /* Mounted under its joint name (cpu,cpuacct) on most systems, else as cpu. */
+            const char *usual =
+                is_dir(root, "/sys/fs/cgroup/cpu,cpuacct") ? "/sys/fs/cgroup/cpu,cpuacct" : "/sys/fs/cgroup/cpu";
+            walk_mount(root, &mt.cpu, usual, path, read_v1_cpu, quota, mem);
         }
     }
     free(line);

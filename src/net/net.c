@@ -1077,6 +1077,16 @@ hold_expire(server_t *srv, bool all)
     }
 }
 
+/* Caller holds hold_lock: a resting watchdog (see hold_watch_main) looks now. */
+static void
+watch_wake_locked(server_t *srv)
+{
+    if (srv->watch_resting) {
+        srv->watch_resting = false;
+        pthread_cond_signal(&srv->hold_cv);
+    }
+}
+
 /*
  * Worker: waits on the parked set (see above) and returns a parked job whose
  * next request it has read (now this worker's, counted active), or NULL
@@ -1158,10 +1168,8 @@ hold_wait(server_t *srv)
      * counted): the set is unattended until a waiter comes (see the
      * watchdog).
      */
-    if (srv->hold_waiters == 1 && srv->hold_first >= 0 && srv->watch_resting) {
-        srv->watch_resting = false;
-        pthread_cond_signal(&srv->hold_cv);
-    }
+    if (srv->hold_waiters == 1 && srv->hold_first >= 0)
+        watch_wake_locked(srv);
     srv->hold_waiters--;
     pthread_mutex_unlock(&srv->hold_lock);
     return got;
@@ -1181,8 +1189,8 @@ hold_wait(server_t *srv)
  * only a waiter leaving with a request woke, leaving connections parked
  * with no waiter and no time limit: the last waiter left on the pool's
  * wake descriptor while a worker parked a connection and was refused as a
- * waiter (24 connections, --maxWorkers 2: 5 of 6 stress runs stuck). One client making request after request keeps its
- * connection parked or a waiter on the set nearly all the time, and a
+ * waiter (24 connections, --maxWorkers 2: 5 of 6 stress runs stuck). One
+ * client making request after request keeps its connection parked or a waiter on the set nearly all the time, and a
  * watchdog ticking through that cost 484 wake-ups a second, 0.37 µs of the
  * server's CPU per find by _id (session 53).
  */
@@ -2085,10 +2093,7 @@ begin_stop(server_t *srv)
         (void)wn;
         /* ... and the watchdog gives back any left with no waiter. */
         pthread_mutex_lock(&srv->hold_lock);
-        if (srv->watch_resting) {
-            srv->watch_resting = false;
-            pthread_cond_signal(&srv->hold_cv);
-        }
+        watch_wake_locked(srv);
         pthread_mutex_unlock(&srv->hold_lock);
     }
     if (srv->stop_async_open) {

@@ -135,6 +135,7 @@ Test(sched, the_machines_busy_time_grows_by_at_least_what_this_thread_used)
     cr_assert_geq(b.counted_ns - a.counted_ns, b.busy_ns - a.busy_ns, "what was accounted holds what was busy");
     cr_assert_gt(a.counted_ns, a.busy_ns, "since boot, idle time was accounted too");
     cr_assert_eq(b.ncpu, online, "/proc/stat lists the %ld online CPUs: %d", online, b.ncpu);
+    cr_assert_eq(b.tick_ns, 1000000000LL / sysconf(_SC_CLK_TCK), "a clock tick");
     cr_assert_geq(b.own_ns - a.own_ns, 90000000LL, "the process's own time grew by the spin");
     cr_assert_geq(b.at_ns - a.at_ns, b.own_ns - a.own_ns - 5000000LL, "one thread's CPU within the wall time");
 }
@@ -146,7 +147,7 @@ static int64_t
 others(uint64_t busy_ms, uint64_t counted_ms, int64_t own_ms, int64_t wall_ms, int ncpu)
 {
     /* Large bases: since boot, summed over CPUs; the differences are what count. */
-    mf_sched_sample_t from = {UINT64_C(1) << 62, (UINT64_C(1) << 62) + 5, ncpu, 123456789, 1000 * MS};
+    mf_sched_sample_t from = {UINT64_C(1) << 62, (UINT64_C(1) << 62) + 5, ncpu, 123456789, 1000 * MS, 10 * MS};
     mf_sched_sample_t to = from;
     to.busy_ns += busy_ms * MS;
     to.counted_ns += counted_ms * MS;
@@ -167,8 +168,8 @@ Test(sched, others_are_the_busy_time_less_the_process_own_when_every_tick_was_ac
     /* One CPU: 10 ticks in 100 ms, 3 short is still coarseness (an idle CPU's 100 ms once read 79). */
     cr_assert_eq(others(30, 70, 30, 100, 1), 0, "1 CPU, 3 ticks short");
     /* The counters wrapping past 2^64 (the unsigned difference) change nothing. */
-    mf_sched_sample_t from = {UINT64_MAX - 50 * MS, UINT64_MAX - 50 * MS, 2, 0, 0};
-    mf_sched_sample_t to = {from.busy_ns + 200 * MS, from.counted_ns + 200 * MS, 2, 40 * MS, 100 * MS};
+    mf_sched_sample_t from = {UINT64_MAX - 50 * MS, UINT64_MAX - 50 * MS, 2, 0, 0, 10 * MS};
+    mf_sched_sample_t to = {from.busy_ns + 200 * MS, from.counted_ns + 200 * MS, 2, 40 * MS, 100 * MS, 10 * MS};
     cr_assert_eq(mf_sched_others_ns(&from, &to), 160 * MS);
 }
 
