@@ -1200,6 +1200,14 @@ let_begin(mf_op_t *op, let_frame_t *lf)
     size_t n = 0, cap = 0;
     memset(lf, 0, sizeof(*lf));
     bool has_let = mf_op_find(op, "let", &it);
+    bson_iter_t ei;
+    const char *owner = op->name; /* the command whose field let is, for messages */
+    /* explain: the explained command's let, as that command would take it. */
+    if (!has_let && strcmp(op->name, "explain") == 0 && mf_op_find(op, "explain", &ei) &&
+        BSON_ITER_HOLDS_DOCUMENT(&ei) && bson_iter_recurse(&ei, &it) && bson_iter_next(&it)) {
+        owner = bson_iter_key(&it);
+        has_let = strcmp(owner, "let") == 0 || bson_iter_find(&it, "let");
+    }
     /* $$CLUSTER_TIME exists on a replica-set member (mongod: only there), bound when the command names it. */
     bool cluster = op->eng->repl != NULL && op->eng->repl->op_time != NULL &&
                    memmem(bson_get_data(op->cmd), op->cmd->len, "$$CLUSTER_TIME", 14) != NULL;
@@ -1207,7 +1215,7 @@ let_begin(mf_op_t *op, let_frame_t *lf)
         return 0;
     if (has_let && !BSON_ITER_HOLDS_DOCUMENT(&it))
         return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.let' is the wrong type '%s', expected type 'object'",
-                          op->name, mf_type_name(bson_iter_type(&it)));
+                          owner, mf_type_name(bson_iter_type(&it)));
     if (has_let) {
         bson_iter_recurse(&it, &li);
         while (bson_iter_next(&li))

@@ -620,6 +620,10 @@ mf_cmd_explain(mf_op_t *op)
     explain_write_t w = {0};
     mf_update_spec_t *upd = NULL;
     bson_iter_t ui, ai, up;
+    mf_write_consts_t consts = {0};
+    /* An update statement's constants (c), defined for its pipeline as when it runs. */
+    if (update_key != NULL && strcmp(update_key, "u") == 0 && mf_write_consts_begin(write_stmt, &consts, &op->err) != 0)
+        return -1;
     w.upsert = bson_iter_init_find(&up, write_stmt, "upsert") && bson_iter_as_bool(&up);
     if (update_key != NULL && bson_iter_init_find(&ui, write_stmt, update_key) &&
         (BSON_ITER_HOLDS_DOCUMENT(&ui) || BSON_ITER_HOLDS_ARRAY(&ui))) {
@@ -630,17 +634,22 @@ mf_cmd_explain(mf_op_t *op)
             const uint8_t *data;
             uint32_t len;
             bson_iter_document(&ui, &len, &data);
-            if (!bson_init_static(&ud, data, len))
+            if (!bson_init_static(&ud, data, len)) {
+                mf_write_consts_end(&consts);
                 return mf_err_set(&op->err, MF_E_InvalidBSON, "invalid update");
+            }
             upd = mf_update_spec_new(&ud, NULL, af, &op->err);
         } else {
             upd = mf_update_spec_new(NULL, bson_iter_value(&ui), af, &op->err);
         }
-        if (upd == NULL)
+        if (upd == NULL) {
+            mf_write_consts_end(&consts);
             return -1;
+        }
     }
     w.upd = upd;
     int rc = run_explain(op, coll, &req, limit_one, verbosity, &inner, NULL, &w);
     mf_update_spec_free(upd);
+    mf_write_consts_end(&consts);
     return rc;
 }

@@ -816,7 +816,7 @@ write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const
     if (have_sort) {
         /* 8.0's updateOne/replaceOne sort: the first document in sort order, as findAndModify picks it. */
         mf_write_fam_t f = {.query = &sc.q, .sort = &sort, .update = upl ? NULL : &ud, .pipeline = upl,
-                            .array_filters = af, .hint = sc.hint, .upsert = upsert};
+                            .array_filters = af, .hint = sc.hint, .upsert_supplied = supplied_doc, .upsert = upsert};
         mf_write_fam_result_t fr;
         if (mf_write_find_and_modify(cat, s, durable, validate, db, coll, &f, &fr, err) != 0)
             return -1;
@@ -997,7 +997,7 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool val
     mf_matcher_t *m = NULL;
     mf_sort_t *srt = NULL;
     mf_projection_t *p = NULL;
-    mf_update_spec_t *u = NULL;
+    mf_update_spec_t *u = NULL, *ins = NULL;
     mf_coll_t *c = NULL;
     mf_plan_t *plan = NULL;
     int rc = -1;
@@ -1056,8 +1056,13 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool val
         }
         if (!found) {
             if (f->upsert && c != NULL) {
-                if (do_upsert(s, c, durable, validate, f->query ? f->query : &(bson_t)BSON_INITIALIZER, u,
-                              upd_spec_is_replacement(u), p, &res->upserted_id, f->want_new ? &res->value : NULL, err) != 0) {
+                /* upsertSupplied: its document over the seed, parsed only now (see write_update). */
+                if (f->upsert_supplied != NULL && ins == NULL &&
+                    (ins = mf_update_spec_new(f->upsert_supplied, NULL, NULL, err)) == NULL)
+                    goto out_unlock;
+                if (do_upsert(s, c, durable, validate, f->query ? f->query : &(bson_t)BSON_INITIALIZER,
+                              ins != NULL ? ins : u, upd_spec_is_replacement(u), p, &res->upserted_id,
+                              f->want_new ? &res->value : NULL, err) != 0) {
                     /* Another writer inserted the document first: find and modify it instead. */
                     if (f->query != NULL && dup_retries++ < UPSERT_DUP_RETRIES &&
                         upsert_dup_retryable(f->query, err)) {
@@ -1162,6 +1167,7 @@ out:
     if (p)
         mf_projection_free(p);
     mf_update_spec_free(u);
+    mf_update_spec_free(ins);
     mf_plan_free(plan);
     return rc;
 }
@@ -1196,21 +1202,8 @@ stmt_collation_end(mf_collation_t *coll, const mf_collation_t *saved, bool set)
     mf_collation_free(coll);
 }
 
-/*
- * A statement's constants (c; bulkWrite's constants): the variables of a
- * pipeline update, as mongod's PipelineExecutor defines them, installed as
- * an ambient frame (doc/expr.h) while the statement runs. Its names and
- * values point into stmt. On an update that is not a pipeline they are 51198.
- */
-typedef struct stmt_consts {
-    const char **names;
-    bson_value_t *vals;
-    mf_expr_vars_t frame;
-    bool set;
-} stmt_consts_t;
-
-static int
-stmt_consts_begin(const bson_t *stmt, stmt_consts_t *k, mf_error_t *err)
+int
+mf_write_consts_begin(const bson_t *stmt, mf_write_consts_t *k, mf_error_t *err)
 {
     bson_iter_t it, u, ci;
     size_t n = 0;
@@ -1243,14 +1236,15 @@ stmt_consts_begin(const bson_t *stmt, stmt_consts_t *k, mf_error_t *err)
     return 0;
 }
 
-static void
-stmt_consts_end(stmt_consts_t *k)
+void
+mf_write_consts_end(mf_write_consts_t *k)
 {
     if (!k->set)
         return;
     mf_expr_vars_set(k->frame.up);
     free(k->names);
     free(k->vals);
+    k->set = false;
 }
 
 int
@@ -1260,19 +1254,19 @@ mf_write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, co
     mf_collation_t *c;
     const mf_collation_t *saved;
     bool set;
-    stmt_consts_t k;
+    mf_write_consts_t k;
     bson_t sdoc;
     bool supplied;
     memset(res, 0, sizeof *res);
-    if (supplied_check(stmt, &sdoc, &supplied, err) != 0 || stmt_consts_begin(stmt, &k, err) != 0)
+    if (supplied_check(stmt, &sdoc, &supplied, err) != 0 || mf_write_consts_begin(stmt, &k, err) != 0)
         return -1;
     if (stmt_collation_begin(stmt, &c, &saved, &set, err) != 0) {
-        stmt_consts_end(&k);
+        mf_write_consts_end(&k);
         return -1;
     }
     int rc = write_update(cat, s, durable, validate, db, coll, stmt, supplied ? &sdoc : NULL, res, err);
     stmt_collation_end(c, saved, set);
-    stmt_consts_end(&k);
+    mf_write_consts_end(&k);
     return rc;
 }
 

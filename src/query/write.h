@@ -22,6 +22,7 @@
 
 #include "catalog/catalog.h"
 #include "common/error.h"
+#include "doc/expr.h"
 #include "storage/storage.h"
 
 /*
@@ -64,6 +65,25 @@ typedef struct mf_write_update_result {
 } mf_write_update_result_t;
 
 /*
+ * A statement's constants (c; bulkWrite's constants): the variables of a
+ * pipeline update, as mongod's PipelineExecutor defines them.
+ * mf_write_consts_begin installs them as the thread's ambient frame
+ * (doc/expr.h) until mf_write_consts_end, which the caller calls after a
+ * 0 return (nothing to end after -1); their names and values point into
+ * stmt, which must outlive the frame. A statement without c installs
+ * nothing; c on an update that is not a pipeline is 51198.
+ */
+typedef struct mf_write_consts {
+    const char **names;
+    bson_value_t *vals;
+    mf_expr_vars_t frame;
+    bool set;
+} mf_write_consts_t;
+
+int mf_write_consts_begin(const bson_t *stmt, mf_write_consts_t *k, mf_error_t *err) MF_WUR;
+void mf_write_consts_end(mf_write_consts_t *k);
+
+/*
  * mf_write_update: runs one statement of an update command ({q, u, upsert,
  * multi, arrayFilters, hint, sort, ...}, already checked for unknown fields and
  * field types) against db.coll. u is an update document (operators or a
@@ -101,6 +121,8 @@ typedef struct mf_write_fam {
     const bson_value_t *pipeline;      /* a pipeline-style update (an array), or NULL */
     const bson_value_t *array_filters; /* or NULL */
     const bson_value_t *hint;          /* or NULL */
+    /* An update statement's upsertSupplied document (c.new): what an upsert inserts over the query's seed; or NULL */
+    const bson_t *upsert_supplied;
     bool remove, want_new, upsert;
 } mf_write_fam_t;
 

@@ -290,6 +290,18 @@ h.test('executionStats of an update or delete: UPDATE\'s nMatched, nWouldModify,
   const sh = await h.mongosh(srv.port, db.databaseName,
     'const e = db.c.explain("executionStats").findOneAndDelete({a: 2}); print(e.executionStats.executionStages.stage, e.executionStats.executionStages.nWouldDelete)');
   assert.equal(sh, 'DELETE 1');
+  // The explained command's let, and an update statement's constants (c), are defined as when it runs.
+  const xa = { $expr: { $eq: ['$a', '$$x'] } };
+  assert.deepEqual(counts(top(await db.command({ explain: { update: 'c', updates: [{ q: xa, u: { $set: { b: '$$x' } }, multi: true }], let: { x: 2 } },
+    verbosity: 'executionStats' }))), [3, 3, 0], 'let in the filter; $set takes the literal "$$x"');
+  assert.deepEqual(counts(await explainUpdate({ q: { a: 2 }, u: [{ $set: { b: '$$k' } }], c: { k: 1 }, multi: true })), [3, 2, 0], 'constants');
+  assert.deepEqual(counts(top(await db.command({ explain: { findAndModify: 'c', query: xa, sort: { _id: -1 }, update: [{ $set: { b: '$$x' } }], let: { x: 2 } },
+    verbosity: 'executionStats' }))), [1, 1, 0], 'findAndModify\'s let, in the filter and the pipeline');
+  assert.equal(top(await db.command({ explain: { delete: 'c', deletes: [{ q: xa, limit: 0 }], let: { x: 2 } }, verbosity: 'executionStats' })).nWouldDelete, 3);
+  assert.equal((await db.command({ explain: { find: 'c', filter: xa, let: { x: 1 } }, verbosity: 'executionStats' })).executionStats.nReturned, 1);
+  await assert.rejects(db.command({ explain: { find: 'c', filter: xa }, verbosity: 'executionStats' }), (e) => e.code === 17276, 'no let: undefined');
+  await assert.rejects(db.command({ explain: { find: 'c', filter: xa, let: 5 } }),
+    (e) => e.code === 14 && e.message === "BSON field 'find.let' is the wrong type 'int', expected type 'object'");
   // queryPlanner verbosity shows none of them; a malformed update fails the explain as it would fail the update.
   const qp = await db.command({ explain: { update: 'c', updates: [{ q: { a: 2 }, u: { $set: { b: 1 } } }] }, verbosity: 'queryPlanner' });
   assert.equal(qp.queryPlanner.winningPlan.nMatched, undefined);

@@ -190,6 +190,14 @@ h.test('upsertSupplied: an upsert inserts the constants\' new document over the 
   r = await db.command({ update: 'c', updates: [stmt({ _id: 1 }, { u: [{ $set: { y: 2 } }], c: { new: { $foo: 1 } } })] });
   assert.equal(r.writeErrors, undefined, JSON.stringify(r));
   assert.deepEqual(await c.findOne({ _id: 1 }), { _id: 1, a: 1, x: 1, y: 2 });
+  // With 8.0's sort (the first document in sort order is updated): the upsert inserts the supplied document too.
+  r = await db.command({ update: 'c', updates: [stmt({ _id: 4, k: 5 }, { sort: { a: -1 } })] });
+  assert.deepEqual(r.upserted, [{ index: 0, _id: 4 }], JSON.stringify(r));
+  assert.deepEqual(await c.findOne({ _id: 4 }), { _id: 4, skey: 'M' });
+  r = await db.command({ update: 'c', updates: [stmt({ a: 1 }, { sort: { _id: -1 }, u: [{ $set: { z: 3 } }] })] });
+  assert.equal(r.nModified, 1);
+  assert.deepEqual(await c.findOne({ _id: 1 }), { _id: 1, a: 1, x: 1, y: 2, z: 3 });
+  await c.deleteOne({ _id: 4 });
   // bulkWrite's upsertSupplied and constants (the insert takes constants.new, not the pipeline).
   const bw = await srv.client.db('admin').command({
     bulkWrite: 1,
