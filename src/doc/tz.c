@@ -301,6 +301,24 @@ valid_name(const char *name)
     return true;
 }
 
+/*
+ * known_zone: name is a zone MongoDB knows. mongod's TimeZoneDatabase
+ * (date_time_support.cpp, loadTimeZoneInfo / getTimeZone) fills its map from
+ * timelib's built-in database, compiled from the IANA tz source: every Zone
+ * and Link, nothing else, so any other name is 40485 even where a file of that
+ * name exists. Under /usr/share/zoneinfo the TZif files that are not Zones or
+ * Links of that source (Debian 12's tzdata.zi lists them) are "localtime",
+ * "posixrules" and the "posix/" and "right/" trees; the other extra files
+ * (zone.tab, leapseconds, ...) are not TZif and fail to load anyway. Checked
+ * by name rather than against tzdata.zi, which would be a process-wide list.
+ */
+static bool
+known_zone(const char *name)
+{
+    return strcmp(name, "localtime") != 0 && strcmp(name, "posixrules") != 0 && strncmp(name, "posix/", 6) != 0 &&
+           strncmp(name, "right/", 6) != 0;
+}
+
 static bool
 load_tzif(mf_tz_t *z, const unsigned char *b, size_t len)
 {
@@ -393,7 +411,7 @@ mf_tz_open(const char *name)
         z->fixed = true;
         return z;
     }
-    if (!valid_name(name))
+    if (!valid_name(name) || !known_zone(name))
         goto fail;
     snprintf(path, sizeof path, TZ_DIR "%s", name);
     f = fopen(path, "rb");

@@ -42,7 +42,12 @@ int64_t mf_sat_add(int64_t a, int64_t b);
 int64_t mf_sat_mul(int64_t a, int64_t b);
 int64_t mf_utc_add_months(int64_t ms, int64_t months);
 
-/* mf_tz_open: the zone named name, or NULL if there is no such zone. */
+/*
+ * mf_tz_open: the zone named name, or NULL if there is no such zone. Names are
+ * MongoDB's: a fixed offset, "UTC", or a Zone or Link of the IANA tz source,
+ * as timelib's built-in database has them; other files under
+ * /usr/share/zoneinfo ("localtime", "posix/...", "right/...") are not zones.
+ */
 mf_tz_t *mf_tz_open(const char *name);
 void mf_tz_free(mf_tz_t *z);
 

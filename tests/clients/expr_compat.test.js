@@ -295,3 +295,31 @@ h.test('$dateToString copies a NUL of its format; $dateFromString refuses hour 2
   const [ok] = await db.aggregate([{ $documents: [{}] }, { $project: { _id: 0, d: { $dateFromString: { dateString: '2017-07-04T23:59:59' } } } }]).toArray();
   assert.equal(ok.d.toISOString(), '2017-07-04T23:59:59.000Z');
 });
+
+// Zone names are those of mongod's TimeZoneDatabase: timelib's built-in
+// database (every Zone and Link of the IANA tz source) plus the fixed offsets
+// of parseUtcOffset; anything else is 40485 'unrecognized time zone
+// identifier' (date_time_support.cpp, TimeZoneDatabase::getTimeZone). Files of
+// /usr/share/zoneinfo that are not zone names ("localtime", "posixrules", the
+// "posix/" and "right/" copies) used to be accepted.
+h.test('time zone names outside MongoDB\'s database are 40485', async () => {
+  const coll = srv.freshDb('tznames').collection('c');
+  const d = new Date('2020-07-01T12:00:00Z');
+  for (const tz of ['localtime', 'posixrules', 'posix/Europe/Paris', 'right/UTC', 'zone.tab', 'Europe/Nowhere']) {
+    const why = `unrecognized time zone identifier: "${tz.replace(/[.+/]/g, '\\$&')}"$`;
+    // From a field (opened at evaluation) and as a constant (opened when the
+    // stage is parsed, so under $project's context).
+    await h.expectCode(project(coll, { d, tz }, { $hour: { date: '$d', timezone: '$tz' } }), 40485,
+      new RegExp(`^${why}`));
+    await h.expectCode(project(coll, { d }, { $hour: { date: '$d', timezone: tz } }), 40485,
+      new RegExp(`^Invalid \\$project :: caused by :: ${why}`));
+  }
+  const cases = [
+    ['America/New_York', 8], ['US/Eastern', 8], ['UTC', 12], ['Etc/GMT+5', 7], ['GMT', 12],
+    ['Europe/Kiev', 15], ['+04:00', 16], ['-0130', 10], ['+03', 15],
+  ];
+  for (const [tz, want] of cases) {
+    assert.equal(await project(coll, { d, tz }, { $hour: { date: '$d', timezone: '$tz' } }), want, tz);
+    assert.equal(await project(coll, { d }, { $hour: { date: '$d', timezone: tz } }), want, tz);
+  }
+});
