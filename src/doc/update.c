@@ -1050,8 +1050,12 @@ parse_replacement(mf_update_t *u, const bson_t *update, mf_error_t *err)
                               "update's replacement document. Consider using an aggregation pipeline with "
                               "$replaceWith.",
                               k, k);
+        /*
+         * An array _id fails when the replacement applies (apply_replacement),
+         * as mongod's ObjectReplaceExecutor checks it: before the fields after it.
+         */
         if (strcmp(k, "_id") == 0 && BSON_ITER_HOLDS_ARRAY(&it))
-            return mf_err_set(err, MF_E_InvalidIdField, "The '_id' value cannot be of type array");
+            break;
     }
     u->replacement = true;
     u->repl = bson_copy(update);
@@ -2374,6 +2378,167 @@ find_plain(actx_t *c, node_t *root, const path_t *p, bool source, node_t **paren
     return 0;
 }
 
+/*
+ * _id is immutable. mongod checks it in each modifier node as the node
+ * applies (ModifierNode::applyToExistingElement / applyToNonexistentElement,
+ * RenameNode::apply), against the document as the earlier nodes left it, so
+ * the checks here run per mod, before and after it:
+ *  - a mod that changes an element at or under an existing _id (by bytes:
+ *    $set of 1.0 over 1 changes it) fails with "Performing an update on the
+ *    path '<path>' would modify the immutable field '_id'";
+ *  - a mod that creates a path under an existing _id fails with "Updating the
+ *    path '<the part that existed>' to <that element after the mod> would
+ *    modify the immutable field '_id'";
+ *  - $rename's $set to a destination under an existing _id fails as above
+ *    even when it writes the same value (SetElementNode has no no-op check),
+ *    and its $unset of a source under _id fails with "Performing an update on
+ *    the path '<source>'".
+ * A document without _id (an upsert's seed without one) may get one; once
+ * a mod has created it, later mods see it as existing.
+ */
+typedef struct {
+    bool has;           /* _id existed before the mod */
+    bson_value_t v;     /* its value then (owned) */
+    size_t depth;       /* how many leading components of the path existed */
+    bool dynamic;       /* the path meets "$[]" / "$[name]" (or "$" without a match) before depth stops */
+    char *taken;        /* the existing components as a dotted path, "$" resolved */
+} id_guard_t;
+
+/* id_lookup: the node at the first depth components of p (counted into *depth as far as they exist). */
+static node_t *
+id_lookup(actx_t *c, node_t *root, const path_t *p, size_t *depth, bool *dynamic, bson_string_t *taken)
+{
+    node_t *cur = root;
+    char buf[24];
+
+    *depth = 0;
+    *dynamic = false;
+    for (size_t i = 0; i < p->n; i++) {
+        const char *key = p->comps[i].name;
+        node_t **slot;
+        if (p->comps[i].kind == C_POS && c->array_pos >= 0) {
+            snprintf(buf, sizeof(buf), "%d", c->array_pos);
+            key = buf;
+        } else if (p->comps[i].kind != C_FIELD) {
+            *dynamic = true;
+            break;
+        }
+        if (!node_is_container(cur))
+            break;
+        node_expand(cur);
+        slot = slot_find(cur, key);
+        if (slot == NULL)
+            break;
+        if (taken != NULL) {
+            if (i)
+                bson_string_append_c(taken, '.');
+            bson_string_append(taken, key);
+        }
+        cur = *slot;
+        (*depth)++;
+    }
+    return cur;
+}
+
+static void
+id_guard_begin(actx_t *c, node_t *root, const path_t *p, id_guard_t *g)
+{
+    node_t **slot = slot_find(root, "_id");
+    bson_value_t v;
+    bool owned;
+
+    memset(g, 0, sizeof(*g));
+    g->has = slot != NULL;
+    if (!g->has)
+        return;
+    node_value(*slot, &v, &owned);
+    if (owned)
+        g->v = v;
+    else
+        bson_value_copy(&v, &g->v);
+    bson_string_t *taken = bson_string_new("");
+    id_lookup(c, root, p, &g->depth, &g->dynamic, taken);
+    g->taken = bson_string_free(taken, false);
+}
+
+static void
+id_guard_end(id_guard_t *g)
+{
+    if (g->has)
+        bson_value_destroy(&g->v);
+    bson_free(g->taken);
+    memset(g, 0, sizeof(*g));
+}
+
+/* same_bytes: a and b have one type and one encoding (mongod's binaryEqualValues). */
+static bool
+same_bytes(const bson_value_t *a, const bson_value_t *b)
+{
+    bson_t x = BSON_INITIALIZER, y = BSON_INITIALIZER;
+    bool same;
+
+    mf_bson_append_value(&x, "", 0, a);
+    mf_bson_append_value(&y, "", 0, b);
+    same = x.len == y.len && memcmp(bson_get_data(&x), bson_get_data(&y), x.len) == 0;
+    bson_destroy(&x);
+    bson_destroy(&y);
+    return same;
+}
+
+/*
+ * id_guard_fail: the error for a mod on p that modified _id, g taken before
+ * it. The path existed whole: "Performing an update on the path"; else the
+ * part that existed is named with its element as it is now.
+ */
+static int
+id_guard_fail(actx_t *c, node_t *root, const path_t *p, const id_guard_t *g)
+{
+    path_t existed = *p;
+    size_t depth;
+    bool dynamic;
+    const char *name;
+    char *s;
+
+    if (g->dynamic || g->depth == p->n)
+        return mf_err_set(c->err, MF_E_ImmutableField,
+                          "Performing an update on the path '%s' would modify the immutable field '_id'",
+                          g->dynamic ? p->path : g->taken);
+    existed.n = g->depth;
+    s = node_fmt(id_lookup(c, root, &existed, &depth, &dynamic, NULL));
+    name = strrchr(g->taken, '.');
+    mf_err_set(c->err, MF_E_ImmutableField, "Updating the path '%s' to %s: %s would modify the immutable field '_id'",
+               g->taken, name != NULL ? name + 1 : g->taken, s);
+    bson_free(s);
+    return -1;
+}
+
+/* id_guard_check: after a mod on p (other than $rename): fails when it changed _id (see id_guard_t). */
+static int
+id_guard_check(actx_t *c, node_t *root, const path_t *p, const id_guard_t *g)
+{
+    node_t **slot;
+    bson_value_t v;
+    bool owned, same;
+
+    if (!g->has)
+        return 0;
+    slot = slot_find(root, "_id");
+    if (slot != NULL) {
+        node_value(*slot, &v, &owned);
+        same = same_bytes(&g->v, &v);
+        if (owned)
+            bson_value_destroy(&v);
+        if (same)
+            return 0;
+    }
+    return id_guard_fail(c, root, p, g);
+}
+
+/*
+ * apply_rename: mongod's RenameNode: a $set of the source's value at the
+ * destination, then an $unset of the source, each checked against _id as
+ * it applies (see id_guard_t).
+ */
 static int
 apply_rename(actx_t *c, const mod_t *m, node_t *root)
 {
@@ -2383,6 +2548,8 @@ apply_rename(actx_t *c, const mod_t *m, node_t *root)
     mod_t setm;
     bson_value_t v;
     bool owned;
+    bool dest_id = strcmp(m->path.comps[0].name, "_id") == 0;
+    id_guard_t g = {0};
 
     if (r <= 0)
         return r;
@@ -2394,16 +2561,32 @@ apply_rename(actx_t *c, const mod_t *m, node_t *root)
         bson_value_copy(&v, &copy);
         v = copy;
     }
-    node_remove(parent, idx);
     memset(&setm, 0, sizeof(setm));
     setm.op = OP_SET;
     setm.opname = "$rename";
     setm.path = m->path;
     setm.val = v;
     setm.copy_val = true;
+    if (dest_id)
+        id_guard_begin(c, root, &m->path, &g);
     r = walk(c, &setm, &m->path, 0, root, NULL);
     bson_value_destroy(&v);
-    return r;
+    /* The $set's check: no no-op exemption, the value may be the same. */
+    if (r == 0 && g.has)
+        r = id_guard_fail(c, root, &m->path, &g);
+    id_guard_end(&g);
+    if (r < 0)
+        return r;
+    /* Found again: the $set may have reallocated the children of the source's parent (its index stays). */
+    r = find_plain(c, root, &m->from, true, &parent, &idx);
+    if (r < 0)
+        return -1;
+    if (r > 0)
+        node_remove(parent, idx);
+    if (strcmp(m->from.comps[0].name, "_id") == 0)
+        return mf_err_set(c->err, MF_E_ImmutableField,
+                          "Performing an update on the path '%s' would modify the immutable field '_id'", m->from.path);
+    return 0;
 }
 
 static bool
@@ -2432,13 +2615,30 @@ copy_id_first(const bson_t *src, bson_t *dst)
             mf_bson_append_value(dst, bson_iter_key(&it), (int)bson_iter_key_len(&it), bson_iter_value(&it));
 }
 
+/*
+ * apply_replacement: mongod's ObjectReplaceExecutor::applyReplacementUpdate
+ * for _id. An update (not an upsert's insert) validates the result for
+ * storage first: an array, regex or undefined _id is 53. Then the immutable
+ * _id: an array is 54 (an upsert's insert gets here with it), a value that
+ * compares unequal to the old one is 66 (1.0 for 1 passes; the old value is
+ * kept).
+ */
 static int
-apply_replacement(const mf_update_t *u, const bson_t *doc, bson_t *out, mf_error_t *err)
+apply_replacement(const mf_update_t *u, const bson_t *doc, bool is_insert, bson_t *out, mf_error_t *err)
 {
     bson_value_t oid, nid;
     bool has_old = id_value(doc, &oid), has_new = id_value(u->repl, &nid);
     bson_iter_t it;
 
+    if (has_new && !is_insert &&
+        (nid.value_type == BSON_TYPE_ARRAY || nid.value_type == BSON_TYPE_REGEX ||
+         nid.value_type == BSON_TYPE_UNDEFINED))
+        return mf_err_set(err, MF_E_InvalidIdField, "The '_id' value cannot be of type %s",
+                          mf_type_name(nid.value_type));
+    if (has_new && nid.value_type == BSON_TYPE_ARRAY)
+        return mf_err_set(err, MF_E_NotSingleValueField,
+                          "After applying the update to the document, the (immutable) field '_id' was found to be an "
+                          "array or array descendant.");
     if (has_old && has_new && !mf_value_equal(&oid, &nid)) {
         bson_string_t *s = bson_string_new("");
         fmt_value(s, &nid);
@@ -2466,14 +2666,14 @@ mf_update_apply(const mf_update_t *u, const bson_t *doc, const mf_match_details_
     actx_t c;
     node_t *root;
     bson_t tmp = BSON_INITIALIZER;
-    bson_value_t oid, nid, dv;
-    bool has_old, has_new;
+    bson_value_t nid, dv;
+    bool has_new;
     int rc = 0;
 
     if (changed)
         *changed = false;
     if (u->replacement) {
-        if (apply_replacement(u, doc, &tmp, err) < 0) {
+        if (apply_replacement(u, doc, is_insert, &tmp, err) < 0) {
             bson_destroy(&tmp);
             return -1;
         }
@@ -2498,10 +2698,18 @@ mf_update_apply(const mf_update_t *u, const bson_t *doc, const mf_match_details_
         const mod_t *m = &u->mods[i];
         if (m->op == OP_SETONINSERT && !is_insert)
             continue;
-        if (m->op == OP_RENAME)
+        if (m->op == OP_RENAME) {
             rc = apply_rename(&c, m, root);
-        else
+        } else if (strcmp(m->path.comps[0].name, "_id") == 0) {
+            id_guard_t g;
+            id_guard_begin(&c, root, &m->path, &g);
             rc = walk(&c, m, &m->path, 0, root, NULL);
+            if (rc == 0)
+                rc = id_guard_check(&c, root, &m->path, &g);
+            id_guard_end(&g);
+        } else {
+            rc = walk(&c, m, &m->path, 0, root, NULL);
+        }
     }
     if (rc == 0)
         node_write_kids(&tmp, root);
@@ -2512,27 +2720,7 @@ mf_update_apply(const mf_update_t *u, const bson_t *doc, const mf_match_details_
         return -1;
     }
 
-    has_old = id_value(doc, &oid);
     has_new = id_value(&tmp, &nid);
-    /*
-     * _id is immutable; for an upsert's insert the seed's _id came from the
-     * query's equality, and changing it fails the same way.
-     */
-    if (has_old && (!has_new || !mf_value_equal(&oid, &nid))) {
-        const char *path = "_id";
-        for (size_t i = 0; i < u->nmods; i++) {
-            const mod_t *m = &u->mods[i];
-            if (strcmp(m->path.comps[0].name, "_id") == 0)
-                path = m->path.path;
-            else if (m->op == OP_RENAME && strcmp(m->from.comps[0].name, "_id") == 0)
-                path = m->from.path;
-        }
-        mf_err_set(err, MF_E_ImmutableField,
-                   "Performing an update on the path '%s' would modify the immutable field '_id'", path);
-        bson_free(c.idstr);
-        bson_destroy(&tmp);
-        return -1;
-    }
     bson_free(c.idstr);
     if (has_new && nid.value_type == BSON_TYPE_ARRAY) {
         bson_destroy(&tmp);

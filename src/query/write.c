@@ -40,6 +40,7 @@
 #include "catalog/observer.h"
 #include "common/alloc.h"
 #include "common/docvec.h"
+#include "common/fmt.h"
 #include "common/limits.h"
 #include "doc/check.h"
 #include "doc/match.h"
@@ -342,6 +343,39 @@ upd_spec_is_replacement(const mf_update_spec_t *x)
     return x->u != NULL && mf_update_is_replacement(x->u);
 }
 
+/*
+ * pipeline_id_check: the pipeline's result replaces the document as mongod's
+ * ObjectReplaceExecutor::applyReplacementUpdate does, and the same checks of
+ * _id apply (as mf_update_apply's replacement): an update validates r for
+ * storage first (an array, regex or undefined _id is 53), then the immutable
+ * _id: an array is 54 (an upsert's insert gets here with it), a value that
+ * compares unequal to the old one is 66 (1.0 for 1 passes). 0, or -1 with err.
+ */
+static int
+pipeline_id_check(const bson_value_t *oldv, const bson_value_t *newv, bool is_insert, mf_error_t *err)
+{
+    char buf[400];
+
+    if (newv == NULL)
+        return 0;
+    if (!is_insert && (newv->value_type == BSON_TYPE_ARRAY || newv->value_type == BSON_TYPE_REGEX ||
+                       newv->value_type == BSON_TYPE_UNDEFINED))
+        return mf_err_set(err, MF_E_InvalidIdField, "The '_id' value cannot be of type %s",
+                          mf_type_name(newv->value_type));
+    if (newv->value_type == BSON_TYPE_ARRAY)
+        return mf_err_set(err, MF_E_NotSingleValueField,
+                          "After applying the update to the document, the (immutable) field '_id' was found to be an "
+                          "array or array descendant.");
+    if (oldv != NULL && !mf_value_equal(oldv, newv)) {
+        mf_fmt_value(newv, buf, sizeof(buf));
+        return mf_err_set(err, MF_E_ImmutableField,
+                          "After applying the update, the (immutable) field '_id' was found to have been altered to "
+                          "_id: %s",
+                          buf);
+    }
+    return 0;
+}
+
 /* mf_update_spec_apply: as mf_update_apply (out initialised by the caller). */
 int
 mf_update_spec_apply(const mf_update_spec_t *x, const bson_t *doc, const mf_match_details_t *d, bool is_insert, bson_t *out,
@@ -356,10 +390,9 @@ mf_update_spec_apply(const mf_update_spec_t *x, const bson_t *doc, const mf_matc
         return -1;
     bool old_id = bson_iter_init_find(&oi, doc, "_id");
     bool new_id = bson_iter_init_find(&ni, r, "_id");
-    if (old_id && new_id && !(mf_value_equal(bson_iter_value(&oi), bson_iter_value(&ni)) &&
-                              bson_iter_type(&oi) == bson_iter_type(&ni))) {
-        rc = mf_err_set(err, MF_E_ImmutableField,
-                        "Performing an update on the path '_id' would modify the immutable field '_id'");
+    if (pipeline_id_check(old_id ? bson_iter_value(&oi) : NULL, new_id ? bson_iter_value(&ni) : NULL, is_insert,
+                          err) != 0) {
+        rc = -1;
     } else {
         bson_iter_t it;
         if (old_id)

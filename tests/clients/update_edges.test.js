@@ -9,7 +9,7 @@
  * constants) for pipeline updates.
  */
 const assert = require('node:assert/strict');
-const { Long } = require('mongodb');
+const { Long, Double } = require('mongodb');
 const h = require('./harness');
 
 const srv = h.useServer();
@@ -207,4 +207,74 @@ h.test('upsertSupplied: an upsert inserts the constants\' new document over the 
   });
   assert.deepEqual(bw.cursor.firstBatch[0].upserted, { _id: 9 });
   assert.deepEqual(await c.findOne({ _id: 9 }), { _id: 9, skey: 'MongoDB' });
+});
+
+h.test('_id is immutable as 8.0\'s update nodes check it: per modifier, $rename\'s $set and $unset, replacements and pipelines', async () => {
+  const perf = (p) => `Performing an update on the path '${p}' would modify the immutable field '_id'`;
+  const altered = (v) => `After applying the update, the (immutable) field '_id' was found to have been altered to _id: ${v}`;
+  const arrayId = "After applying the update to the document, the (immutable) field '_id' was found to be an array or array descendant.";
+  // $rename: a $set at the destination (no no-op exemption: the same value fails too), then an $unset of the source.
+  let { r, after } = await update('ue_id_ren1', { _id: 1, x: 2 }, { $rename: { _id: 'y' } });
+  writeError(r, 66, perf('_id'));
+  assert.deepEqual(after, { _id: 1, x: 2 });
+  ({ r } = await update('ue_id_ren2', { _id: 1, x: 2 }, { $rename: { x: '_id' } }));
+  writeError(r, 66, perf('_id'));
+  ({ r } = await update('ue_id_ren3', { _id: 1, x: 1 }, { $rename: { x: '_id' } }));
+  writeError(r, 66, perf('_id'));
+  ({ r } = await update('ue_id_ren4', { _id: { a: 1 }, x: 1 }, { $rename: { x: '_id.a' } }));
+  writeError(r, 66, perf('_id.a'));
+  ({ r } = await update('ue_id_ren5', { _id: { a: 1 }, x: 2 }, { $rename: { '_id.a': 'y' } }));
+  writeError(r, 66, perf('_id.a'));
+  // A destination created under _id: the part that existed, as it is after the $set.
+  ({ r } = await update('ue_id_ren6', { _id: { a: 1 }, x: 2 }, { $rename: { x: '_id.b' } }));
+  writeError(r, 66, "Updating the path '_id' to _id: { a: 1, b: 2 } would modify the immutable field '_id'");
+  ({ r } = await update('ue_id_ren7', { _id: { a: 1 } }, { $rename: { '_id.a': '_id.b' } }));
+  writeError(r, 66, "Updating the path '_id' to _id: { a: 1, b: 1 } would modify the immutable field '_id'");
+  // $set / $inc / $unset: a no-op by bytes passes; 1.0 over 1 is a change.
+  ({ r } = await update('ue_id_set1', { _id: 1 }, { $set: { _id: 1 }, $inc: { a: 1 } }));
+  assert.equal(r.nModified, 1, JSON.stringify(r));
+  ({ r } = await update('ue_id_set2', { _id: 1 }, { $inc: { _id: 0 } }));
+  assert.equal(r.writeErrors, undefined, JSON.stringify(r));
+  ({ r } = await update('ue_id_set3', { _id: 1 }, { $set: { _id: new Double(1) } }));
+  writeError(r, 66, perf('_id'));
+  ({ r } = await update('ue_id_set4', { _id: 1 }, { $inc: { _id: new Double(0) } }));
+  writeError(r, 66, perf('_id'));
+  ({ r } = await update('ue_id_set5', { _id: { a: 1 } }, { $set: { '_id.a': 2 } }));
+  writeError(r, 66, perf('_id.a'));
+  ({ r } = await update('ue_id_set6', { _id: { a: 1 } }, { $unset: { '_id.a': 1 } }));
+  writeError(r, 66, perf('_id.a'));
+  ({ r } = await update('ue_id_set7', { _id: { a: 1 } }, { $set: { '_id.b': 2 } }));
+  writeError(r, 66, "Updating the path '_id' to _id: { a: 1, b: 2 } would modify the immutable field '_id'");
+  ({ r } = await update('ue_id_set8', { _id: { a: [1] } }, { $set: { '_id.a.3': 2 } }));
+  writeError(r, 66, "Updating the path '_id.a' to a: [ 1, null, null, 2 ] would modify the immutable field '_id'");
+  // A replacement and a pipeline replace the document: ObjectReplaceExecutor's checks.
+  ({ r } = await update('ue_id_repl1', { _id: 1, a: 1 }, { _id: 2, a: 1 }));
+  writeError(r, 66, altered('2'));
+  ({ r } = await update('ue_id_pipe1', { _id: 1, a: 1 }, [{ $set: { _id: 2 } }]));
+  writeError(r, 66, altered('2'));
+  ({ r } = await update('ue_id_pipe2', { _id: 1, a: 1 }, [{ $set: { _id: { $literal: new Double(1) }, b: 1 } }]));
+  assert.equal(r.writeErrors, undefined, JSON.stringify(r));
+  ({ r } = await update('ue_id_pipe3', { _id: 1, a: 1 }, [{ $set: { _id: [1] } }]));
+  writeError(r, 53, "The '_id' value cannot be of type array");
+  ({ r } = await update('ue_id_pipe4', { _id: 1, a: 1 }, [{ $set: { _id: { $literal: /x/ } } }]));
+  writeError(r, 53, "The '_id' value cannot be of type regex");
+  // Upserts run the update over the query's equalities, _id immutable; an insert is not validated for storage there.
+  const db = srv.freshDb('ue_id_ups');
+  const ups = (q, u) => db.command({ update: 'c', updates: [{ q, u, upsert: true }] });
+  writeError(await ups({ _id: 1 }, { $set: { _id: 2 } }), 66, perf('_id'));
+  writeError(await ups({ _id: 1 }, { _id: 2, a: 1 }), 66, altered('2'));
+  writeError(await ups({ _id: 1 }, [{ $set: { _id: 2 } }]), 66, altered('2'));
+  writeError(await ups({ '_id.a': 1 }, { $set: { '_id.b': 2 } }), 66,
+    "Updating the path '_id' to _id: { a: 1, b: 2 } would modify the immutable field '_id'");
+  // Once the first $set has created _id, the second one's path exists in part.
+  writeError(await ups({ x: 1 }, { $set: { '_id.a': 1, '_id.b': 2 } }), 66,
+    "Updating the path '_id' to _id: { a: 1, b: 2 } would modify the immutable field '_id'");
+  writeError(await ups({ x: 1 }, { _id: [1], a: 1 }), 54, arrayId);
+  writeError(await ups({ x: 1 }, [{ $set: { _id: [1] } }]), 54, arrayId);
+  writeError(await ups({ x: 1 }, { $set: { _id: [1] } }), 53, "The '_id' value cannot be of type array");
+  r = await ups({ _id: 1 }, { $setOnInsert: { _id: 1 }, $set: { a: 1 } });
+  assert.deepEqual(r.upserted, [{ index: 0, _id: 1 }], JSON.stringify(r));
+  r = await ups({ x: 5 }, { $rename: { x: '_id' } });
+  assert.deepEqual(r.upserted, [{ index: 0, _id: 5 }], JSON.stringify(r));
+  assert.equal(await db.collection('c').countDocuments(), 2);
 });
