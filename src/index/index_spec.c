@@ -590,6 +590,70 @@ partial_supported(const bson_t *f, int depth, char *bad, size_t cap)
     return true;
 }
 
+/*
+ * BSONElement::numberInt(), as GeoHashConverter reads a 2d index's bits: a
+ * double cast to int (x86's answer, INT_MIN, when out of range or NaN), a
+ * long's low 32 bits, a decimal rounded half to even.
+ */
+static int32_t
+number_int_cast(const bson_value_t *v)
+{
+    if (v->value_type == BSON_TYPE_INT32)
+        return v->value.v_int32;
+    if (v->value_type == BSON_TYPE_INT64)
+        return (int32_t)(uint32_t)(uint64_t)v->value.v_int64;
+    double d = mf_value_as_double(v);
+    if (v->value_type == BSON_TYPE_DECIMAL128)
+        d = nearbyint(d);
+    return d > -2147483649.0 && d < 2147483648.0 ? (int32_t)d : INT32_MIN;
+}
+
+/*
+ * mongod's bsonExtractIntegerField on a number: safeNumberLong() (NaN 0,
+ * saturating), which must equal the value as a double.
+ */
+static bool
+exact_int64(const bson_value_t *v, int64_t *out)
+{
+    if (v->value_type == BSON_TYPE_INT32 || v->value_type == BSON_TYPE_INT64) {
+        *out = v->value_type == BSON_TYPE_INT32 ? v->value.v_int32 : v->value.v_int64;
+        return true;
+    }
+    double d = mf_value_as_double(v);
+    *out = d != d ? 0 : d >= 9223372036854775808.0 ? INT64_MAX : d <= -9223372036854775808.0 ? INT64_MIN : (int64_t)d;
+    return (double)*out == d;
+}
+
+/*
+ * GeoHashConverter::createFromDoc, the hash parameters of a 2d index: bits
+ * (default 26) in 1..32, then min < max (defaults -180, 180), both finite,
+ * and a range wide enough for 2^32 buckets, else 72 InvalidOptions.
+ */
+static int
+twod_hash_params_check(const bson_t *req, mf_error_t *err)
+{
+    bson_iter_t it;
+    int32_t bits = 26;
+    double min = -180.0, max = 180.0;
+
+    if (bson_iter_init_find(&it, req, "bits"))
+        bits = number_int_cast(bson_iter_value(&it));
+    if (bson_iter_init_find(&it, req, "max"))
+        max = mf_value_as_double(bson_iter_value(&it));
+    if (bson_iter_init_find(&it, req, "min"))
+        min = mf_value_as_double(bson_iter_value(&it));
+    if (bits < 1 || bits > 32)
+        return mf_err_set(err, MF_E_InvalidOptions,
+                          "bits for hash must be > 0 and <= 32, but %d bits were specified", (int)bits);
+    if (!(min < max) || isinf(min) || isinf(max))
+        return mf_err_set(err, MF_E_InvalidOptions,
+                          "region for hash must be valid and have positive area, but [%g, %g] was specified", min, max);
+    double scaling = 4.0 * 1024 * 1024 * 1024 / (max - min);
+    if (!(scaling > 0) || isinf(scaling))
+        return mf_err_set(err, MF_E_InvalidOptions, "range [%g, %g] is too small.", min, max);
+    return 0;
+}
+
 /* key_has_type: whether a key pattern names an index type (a string value: "2dsphere", "2d", ...). */
 static bool
 key_has_type(const bson_t *key, const char *type)
@@ -822,7 +886,11 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
         bson_steal(&built, &fixed);
     }
     {
-        /* A 2d index: one 2d field, first, and 1..32 bits (mongod's 2d ExpressionParams: 16800, 16801, 16803). */
+        /*
+         * A 2d index (mongod's index2d::parse2dParams, run when the index is
+         * built): one 2d field (16800), first (16801), then the hash
+         * parameters GeoHashConverter::createFromDoc checks (72).
+         */
         bson_iter_t kt;
         int pos = 0, n2d = 0, first2d = -1;
         bson_iter_init(&kt, &key);
@@ -839,11 +907,8 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
             gerr = mf_err_set(err, MF_E_Location16800, "can't have 2 geo fields");
         else if (n2d == 1 && first2d != 0)
             gerr = mf_err_set(err, MF_E_Location16801, "2d has to be first in index");
-        else if (n2d == 1 && bson_iter_init_find(&it, req, "bits")) {
-            double bits = mf_value_as_double(bson_iter_value(&it));
-            if (!(bits > 0 && bits <= 32))
-                gerr = mf_err_set(err, MF_E_Location16803, "bits in geo index must be between 1 and 32");
-        }
+        else if (n2d == 1)
+            gerr = twod_hash_params_check(req, err);
         if (gerr != 0) {
             bson_destroy(&built);
             return -1;
@@ -870,14 +935,33 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
     }
     if (key_has_type(&key, "2dsphere")) {
         /*
-         * The S2 cell levels (mongod's initialize2dsphereParams): given ones or
-         * S2's closest levels to 500 m (14) and 100 km (7) on the Earth.
+         * mongod's initialize2dsphereParams, run when the index is built: the
+         * version and the S2 cell levels are read with
+         * bsonExtractIntegerFieldWithDefault (an exact integer, else 2
+         * BadValue), then the levels are bounded (16747, 16748, 16749). A
+         * level not given defaults by version: S2's closest levels to 500 m
+         * and 100 km on the Earth (14, 7) up to version 2, to 110 m and
+         * 2000 km (16, 2) from version 3, which fixSpec makes the default.
          */
-        int finest = 14, coarsest = 7;
-        if (bson_iter_init_find(&it, req, "finestIndexedLevel"))
-            finest = (int)bson_iter_as_int64(&it);
-        if (bson_iter_init_find(&it, req, "coarsestIndexedLevel"))
-            coarsest = (int)bson_iter_as_int64(&it);
+        static const char *const names[] = {"2dsphereIndexVersion", "finestIndexedLevel", "coarsestIndexedLevel"};
+        int64_t val[3] = {3, 0, 0};
+        bool given[3] = {false, false, false};
+        for (int i = 0; i < 3; i++) {
+            if (!bson_iter_init_find(&it, req, names[i]))
+                continue;
+            given[i] = true;
+            if (!exact_int64(bson_iter_value(&it), &val[i])) {
+                char shown[128];
+                mf_fmt_value(bson_iter_value(&it), shown, sizeof shown);
+                bson_destroy(&built);
+                return mf_err_set(err, MF_E_BadValue,
+                                  "Expected field \"%s\" to have a value exactly representable as a 64-bit integer, "
+                                  "but found %s: %s",
+                                  names[i], names[i], shown);
+            }
+        }
+        int64_t finest = given[1] ? val[1] : val[0] <= 2 ? 14 : 16;
+        int64_t coarsest = given[2] ? val[2] : val[0] <= 2 ? 7 : 2;
         int lerr = coarsest < 0 ? mf_err_set(err, MF_E_Location16747, "coarsestIndexedLevel must be >= 0")
                    : finest > 30 ? mf_err_set(err, MF_E_Location16748, "finestIndexedLevel must be <= 30")
                    : finest < coarsest

@@ -347,10 +347,10 @@ h.test('2d index: legacy pairs, $near flat distances, $box / $polygon / $center,
   const ex = await c.find({ loc: { $near: [0, 0] }, _id: { $gt: 1 } }).explain();
   assert.deepEqual(ex.stages.map((st) => Object.keys(st)[0]), ['$cursor', '$geoNear']);
   assert.deepEqual(ex.queryPlanner.parsedQuery, { _id: { $gt: 1 } }); // the rest of the filter narrows the scan
-  // mongod's 2d index rules: one 2d field, first, 1..32 bits.
+  // mongod's 2d index rules: one 2d field, first, 1..32 bits (GeoHashConverter::createFromDoc: 72).
   assert.equal((await code(db.collection('r').createIndex({ a: '2d', b: '2d' })))[0], 16800);
   assert.equal((await code(db.collection('r').createIndex({ a: 1, b: '2d' })))[0], 16801);
-  assert.equal((await code(db.collection('r').createIndex({ a: '2d' }, { bits: 33 })))[0], 16803);
+  assert.equal((await code(db.collection('r').createIndex({ a: '2d' }, { bits: 33 })))[0], 72);
   assert.equal(await db.collection('r').createIndex({ a: '2d', b: 1 }, { bits: 32 }), 'a_2d_b_1');
   // min / max / bits are kept and applied.
   const w = db.collection('w');
@@ -590,7 +590,7 @@ h.test('2dsphereIndexVersion is a number (14) and 1, 2 or 3 (67 with mongod\'s f
   assert.equal(await c.createIndex({ loc: '2dsphere' }, { '2dsphereIndexVersion': 2 }), 'loc_2dsphere');
   const ix = (await c.listIndexes().toArray()).find((i) => i.name === 'loc_2dsphere');
   assert.equal(ix['2dsphereIndexVersion'], 2);
-  // The S2 cell levels (16747, 16748, 16749), given or by default (14 and 7).
+  // The S2 cell levels (16747, 16748, 16749), given or by default (16 and 2 for the default version 3).
   const lv = (opts) => db.command({ createIndexes: 'c', indexes: [{ key: { l2: '2dsphere' }, name: 'l2', ...opts }] });
   await h.expectCode(lv({ coarsestIndexedLevel: -1 }), 16747, /^coarsestIndexedLevel must be >= 0$/);
   await h.expectCode(lv({ finestIndexedLevel: 31 }), 16748, /^finestIndexedLevel must be <= 30$/);
@@ -623,4 +623,77 @@ h.test('a GeoJSON $near / $nearSphere takes $maxDistance: Infinity (no bound) an
   assert.equal((await c.find({ location: { $nearSphere: { $geometry: pt, $maxDistance: Infinity } } }).toArray()).length, all);
   assert.equal((await c.find({ location: { $near: { $geometry: pt, $minDistance: Infinity } } }).toArray()).length, 0);
   await h.expectCode(c.find({ location: { $near: { $geometry: pt, $maxDistance: NaN } } }).toArray(), 2, /\$maxDistance must be non-negative/);
+});
+
+// ------------------------------------------------------------ 2dsphere keys and geo index options, to mongod 8.0's source
+
+h.test('2dsphere keys (getS2Keys): a lone {} or [] is no location; an array of points is one legacy point, refused (16755)', async () => {
+  const db = srv.freshDb('s2keys');
+  const c = db.collection('c');
+  await c.createIndex({ loc: '2dsphere' });
+  // null, undefined, {} and []: the document is stored and left out of the index.
+  await c.insertMany([{ _id: 1, loc: {} }, { _id: 2, loc: [] }, { _id: 3, loc: { type: 'Point', coordinates: [1, 2] } }]);
+  assert.deepEqual(await ids(c, { loc: { $exists: true } }), [1, 2, 3]);
+  assert.deepEqual(await ids(c, { loc: { $geoWithin: { $centerSphere: [[1, 2], 0.1] } } }), [3]);
+  // parseFromStorage reads any array as one legacy point: [[1, 2], [3, 4]] or [<GeoJSON>] is not indexed point by point.
+  const refused = [
+    [[[1, 2], [3, 4]], 'Point must only contain numeric elements, instead got type array'],
+    [[{ type: 'Point', coordinates: [1, 2] }], 'Point must only contain numeric elements, instead got type object'],
+  ];
+  for (const [loc, why] of refused) {
+    await h.expectCode(c.insertOne({ _id: 9, loc }), 16755,
+      new RegExp(`^Can't extract geo keys: \\{ _id: 9, loc: .*\\}  ${why}$`));
+  }
+  // Several values through an array on the path are all read; a lone equal pair counts once.
+  const d = db.collection('d');
+  await d.createIndex({ 'a.loc': '2dsphere' });
+  await d.insertMany([{ _id: 1, a: [{ loc: [1, 2] }, { loc: [3, 4] }] }, { _id: 2, a: [{ loc: null }, { loc: null }] }]);
+  assert.deepEqual(await ids(d, { 'a.loc': { $geoWithin: { $centerSphere: [[3, 4], 0.01] } } }), [1]);
+  await h.expectCode(d.insertOne({ _id: 3, a: [{ loc: null }, { loc: [1, 2] }] }), 16755,
+    /^Can't extract geo keys: \{ _id: 3, a: \[ \{ loc: null \}, \{ loc: \[ 1, 2 \] \} \] \}  geo element must be an array or object: loc: null$/);
+  await h.expectCode(d.insertOne({ _id: 4, a: [{ loc: [] }, { loc: [1, 2] }] }), 16755,
+    /  Point must only contain numeric elements, instead got type missing$/);
+  await h.expectCode(d.insertOne({ _id: 5, a: { loc: 5 } }), 16755, /  geo element must be an array or object: loc: 5$/);
+  // A legacy point off the sphere (S2GetKeysForElement's supportsProject).
+  await h.expectCode(c.insertOne({ _id: 10, loc: [500, 1] }), 16755,
+    /^Can't extract geo keys: \{ _id: 10, loc: \[ 500, 1 \] \}  can't project geometry into spherical CRS: \[ 500, 1 \]$/);
+  assert.equal(await d.countDocuments(), 2);
+});
+
+h.test('2d index hash parameters (GeoHashConverter::createFromDoc): bits as numberInt in 1..32, min < max finite, 72 InvalidOptions', async () => {
+  const db = srv.freshDb('twodparams');
+  const c = db.collection('c');
+  const bad = [
+    [{ bits: 0.5 }, 'bits for hash must be > 0 and <= 32, but 0 bits were specified'],
+    [{ bits: 33 }, 'bits for hash must be > 0 and <= 32, but 33 bits were specified'],
+    [{ bits: -1 }, 'bits for hash must be > 0 and <= 32, but -1 bits were specified'],
+    [{ min: 10, max: 5 }, 'region for hash must be valid and have positive area, but [10, 5] was specified'],
+    [{ min: 5, max: 5 }, 'region for hash must be valid and have positive area, but [5, 5] was specified'],
+    [{ max: Infinity }, 'region for hash must be valid and have positive area, but [-180, inf] was specified'],
+    [{ min: -1e308, max: 1e308 }, 'range [-1e+308, 1e+308] is too small.'],
+  ];
+  for (const [opts, msg] of bad) {
+    const e = await h.expectCode(c.createIndex({ p: '2d' }, opts), 72);
+    assert.equal(e.message, msg, JSON.stringify(opts));
+    assert.equal(e.codeName, 'InvalidOptions');
+  }
+  assert.equal(await c.createIndex({ p: '2d' }, { bits: 1.5, min: -1, max: 1 }), 'p_2d');
+});
+
+h.test('2dsphere options (initialize2dsphereParams): version and levels are exact integers (2), level defaults follow the version', async () => {
+  const db = srv.freshDb('s2params');
+  const mk = (opts) => db.command({ createIndexes: 'c', indexes: [{ key: { loc: '2dsphere' }, name: 'l', ...opts }] });
+  for (const [opts, field, shown] of [[{ '2dsphereIndexVersion': 2.5 }, '2dsphereIndexVersion', '2.5'],
+    [{ finestIndexedLevel: 20.5 }, 'finestIndexedLevel', '20.5'], [{ coarsestIndexedLevel: 1.25 }, 'coarsestIndexedLevel', '1.25']]) {
+    const e = await h.expectCode(mk(opts), 2);
+    assert.equal(e.message, `Expected field "${field}" to have a value exactly representable as a 64-bit integer, but found ${field}: ${shown}`);
+  }
+  // Version 3 (the default): finest 16, coarsest 2; versions 1 and 2: 14 and 7.
+  assert.equal((await mk({ coarsestIndexedLevel: 15 })).ok, 1);
+  await db.collection('c').dropIndex('l');
+  assert.equal((await mk({ finestIndexedLevel: 5 })).ok, 1);
+  await db.collection('c').dropIndex('l');
+  await h.expectCode(mk({ coarsestIndexedLevel: 15, '2dsphereIndexVersion': 2 }), 16749, /^finestIndexedLevel must be >= coarsestIndexedLevel$/);
+  await h.expectCode(mk({ finestIndexedLevel: 5, '2dsphereIndexVersion': 1 }), 16749);
+  await h.expectCode(mk({ finestIndexedLevel: 1 }), 16749);
 });
