@@ -562,38 +562,41 @@ natural_dir(const bson_t *doc)
 }
 
 /*
- * find_combinations_check: the combinations mongod's CanonicalQuery::isValid
- * refuses (2 BadValue), in its order: $near with a $natural sort or hint,
- * $text with $near, with a $natural sort, with a hint (any non-empty one:
- * the planner would otherwise bound a text search by another index) or
- * with tailable, $near with tailable, and a hint that disagrees with a
- * $natural sort. filter and sort may be NULL; hint is the command's field
- * (a name or a key pattern) or NULL. Counting the filter's $text and $near
- * clauses also answers their own errors (two of either, $text under $nor,
- * $near below the top level).
+ * find_combinations_check: mongod 8.0's parsed_find_command::isValid, run
+ * (as there) right after the filter parses and before the projection and
+ * the sort do, all 2 BadValue in its order: one $text at most and none
+ * under $nor (mf_text_find), one $near at most, then $near with a $natural
+ * sort or hint, $text with $near, with a $natural sort, with any non-empty
+ * hint or with tailable, $near with tailable, and a hint that disagrees
+ * with a $natural sort. filter and sort may be NULL; sort is the command's
+ * own (a tailable {$natural: 1} included); hint is the command's field (a
+ * name or a key pattern) or NULL. Whether the $near is top-level is
+ * checked later, on the normalised filter (find_near_normalize). Sets
+ * *text_out and *near_out to the filter's $text and $near counts (0 before
+ * they are known).
  */
 static int
 find_combinations_check(const bson_t *filter, const bson_t *sort, const bson_value_t *hint, bool tailable,
-                        mf_error_t *err)
+                        int *text_out, int *near_out, mf_error_t *err)
 {
     bson_t hdoc;
     bool hinted = hint != NULL && !(hint->value_type == BSON_TYPE_DOCUMENT && hint->value.v_doc.data_len <= 5);
     int sort_nat = natural_dir(sort), hint_nat = 0;
     bson_value_t tv;
-    int text, near = 0;
+    int text, near;
+
+    *text_out = *near_out = 0;
 
     if (hint != NULL && hint->value_type == BSON_TYPE_DOCUMENT &&
         bson_init_static(&hdoc, hint->value.v_doc.data, hint->value.v_doc.data_len))
         hint_nat = natural_dir(&hdoc);
     if ((text = mf_text_find(filter, &tv, err)) < 0)
         return -1;
-    if (text > 0 || sort_nat != 0 || hint_nat != 0 || tailable) {
-        bson_t gn;
-        if ((near = mf_geonear_from_find(filter, &gn, err)) < 0)
-            return -1;
-        if (near > 0)
-            bson_destroy(&gn);
-    }
+    near = mf_geo_near_count(filter);
+    *text_out = text;
+    *near_out = near;
+    if (near > 1)
+        return mf_err_set(err, MF_E_BadValue, "Too many geoNear expressions");
     if (near > 0 && (sort_nat != 0 || hint_nat != 0))
         return mf_err_set(err, MF_E_BadValue, "geoNear expression not allowed with $natural %s",
                           sort_nat != 0 ? "sort order" : "hint");
@@ -612,6 +615,118 @@ find_combinations_check(const bson_t *filter, const bson_t *sort, const bson_val
     if (sort_nat != 0 && hint_nat != 0 && sort_nat != hint_nat)
         return mf_err_set(err, MF_E_BadValue, "$natural hint must be in the same direction as $natural sort order");
     return 0;
+}
+
+/*
+ * near_flatten: appends to arr (keys from *n on) the clauses of doc that
+ * mongod's MatchExpression::normalize leaves directly under the root: the
+ * elements of an $and, and the one element of a one-element $or or $and,
+ * flattened in turn; any other field as a {field: value} clause.
+ */
+static void
+near_flatten(const bson_t *doc, bson_t *arr, int *n, int depth)
+{
+    bson_iter_t it, ai;
+    char key[16];
+
+    if (!bson_iter_init(&it, doc))
+        return;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        bool is_and = strcmp(k, "$and") == 0, is_or = strcmp(k, "$or") == 0;
+        if ((is_and || is_or) && BSON_ITER_HOLDS_ARRAY(&it) && depth < 100) {
+            const bson_value_t *av = bson_iter_value(&it);
+            bson_t a;
+            if (bson_init_static(&a, av->value.v_doc.data, av->value.v_doc.data_len) &&
+                (is_and || bson_count_keys(&a) == 1) && bson_iter_init(&ai, &a)) {
+                while (bson_iter_next(&ai)) {
+                    bson_t el;
+                    const bson_value_t *ev = bson_iter_value(&ai);
+                    if (ev->value_type == BSON_TYPE_DOCUMENT &&
+                        bson_init_static(&el, ev->value.v_doc.data, ev->value.v_doc.data_len))
+                        near_flatten(&el, arr, n, depth + 1);
+                }
+                continue;
+            }
+        }
+        bson_t one;
+        snprintf(key, sizeof(key), "%d", (*n)++);
+        BSON_APPEND_DOCUMENT_BEGIN(arr, key, &one);
+        bson_append_value(&one, k, -1, bson_iter_value(&it));
+        bson_append_document_end(arr, &one);
+    }
+}
+
+/*
+ * The refusal of a $near below the top. mongod 8.0 words it "geo $near must
+ * be top-level expr" (CanonicalQuery::isValidNormalized); mayfly keeps the
+ * older "geoNear must be top-level expr" of query/agg_geo.c, which explain
+ * and tests/clients/geo.test.js share, until they change together.
+ */
+#define NEAR_NOT_TOP_LEVEL_MSG "geoNear must be top-level expr"
+
+/*
+ * find_near_normalize: mongod 8.0's CanonicalQuery::isValidNormalized, which
+ * runs after the projection and the sort parse: a filter's one $near must,
+ * once normalised, be the root or a child of the root $and, else 2
+ * BadValue NEAR_NOT_TOP_LEVEL_MSG ($or of several, $nor, $not, $elemMatch). Normalising flattens nested $and and unwraps a one-element
+ * $or, so {$or: [{loc: {$near: ..}}]} is valid; such a filter is rewritten
+ * into *out as {<path>: <near>, $and: [<the other clauses>]}, the shape the
+ * $geoNear rewrite (query/agg_geo.h) reads, and 1 returned. 0: nothing to
+ * rewrite (no $near, or already where that rewrite finds it).
+ */
+static int
+find_near_normalize(const bson_t *filter, bson_t **out, mf_error_t *err)
+{
+    bson_iter_t it, ai, fi;
+    bson_t flat, rest;
+    int n = 0, k = 0, found = -1;
+    char key[16];
+
+    *out = NULL;
+    if (filter == NULL || mf_geo_near_count(filter) == 0)
+        return 0;
+    bson_iter_init(&it, filter);
+    while (bson_iter_next(&it)) {
+        const char *f = bson_iter_key(&it);
+        if (f[0] != '$' && mf_match_opdoc_has_near(bson_iter_value(&it)))
+            return 0;
+        if (strcmp(f, "$and") == 0 && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &ai))
+            while (bson_iter_next(&ai))
+                if (BSON_ITER_HOLDS_DOCUMENT(&ai) && bson_iter_recurse(&ai, &fi))
+                    while (bson_iter_next(&fi))
+                        if (bson_iter_key(&fi)[0] != '$' && mf_match_opdoc_has_near(bson_iter_value(&fi)))
+                            return 0;
+    }
+    bson_init(&flat);
+    near_flatten(filter, &flat, &n, 0);
+    bson_iter_init(&it, &flat);
+    for (int i = 0; found < 0 && bson_iter_next(&it); i++)
+        if (bson_iter_recurse(&it, &fi) && bson_iter_next(&fi) && bson_iter_key(&fi)[0] != '$' &&
+            mf_match_opdoc_has_near(bson_iter_value(&fi)))
+            found = i;
+    if (found < 0) {
+        bson_destroy(&flat);
+        return mf_err_set(err, MF_E_BadValue, NEAR_NOT_TOP_LEVEL_MSG);
+    }
+    *out = bson_new();
+    bson_init(&rest);
+    bson_iter_init(&it, &flat);
+    for (int i = 0; bson_iter_next(&it); i++) {
+        if (i == found) {
+            bson_iter_recurse(&it, &fi);
+            bson_iter_next(&fi);
+            bson_append_value(*out, bson_iter_key(&fi), -1, bson_iter_value(&fi));
+            continue;
+        }
+        snprintf(key, sizeof(key), "%d", k++);
+        bson_append_value(&rest, key, -1, bson_iter_value(&it));
+    }
+    if (k > 0)
+        bson_append_array(*out, "$and", -1, &rest);
+    bson_destroy(&rest);
+    bson_destroy(&flat);
+    return 1;
 }
 
 /* find_on_view: whether db.name is a view (not a time-series collection) now, under a short read lock. */
@@ -677,6 +792,7 @@ mf_cmd_find(mf_op_t *op)
     bool has_filter, has_proj, has_sort, present, single = false, tailable = false, await_data = false;
     bool has_min, has_max, return_key = false, show_rid = false;
     bson_t *key_meta = NULL;
+    bson_t *near_filter = NULL; /* the filter with its $near hoisted to the top (find_near_normalize), or NULL */
     bool allow_disk = mf_param_get(op->eng->params, "allowDiskUseByDefault") != 0;
     int64_t skip, limit = 0, batch;
     mf_coll_t *c;
@@ -724,6 +840,7 @@ mf_cmd_find(mf_op_t *op)
             natural_param(op, &h, "hint") != 0)
             return -1;
     }
+    const bson_t *valid_sort = has_sort && !bson_empty(&sort) ? &sort : NULL; /* isValid sees a tailable {$natural: 1} */
     if (tailable && has_sort && !bson_empty(&sort)) {
         bson_iter_t si;
         if (!(bson_iter_init(&si, &sort) && bson_iter_next(&si) && strcmp(bson_iter_key(&si), "$natural") == 0 &&
@@ -737,6 +854,10 @@ mf_cmd_find(mf_op_t *op)
 
     if ((m = mf_matcher_new(has_filter ? &filter : NULL, &op->err)) == NULL)
         return -1;
+    int text_n, near_n;
+    if (find_combinations_check(has_filter ? &filter : NULL, valid_sort, hint, tailable, &text_n, &near_n,
+                                &op->err) != 0)
+        goto out;
     if (return_key && has_proj) {
         /* returnKey ignores the projection but for its {$meta: "sortKey"} fields (mongod's ReturnKeyStage). */
         bson_iter_t pi, mi;
@@ -755,15 +876,16 @@ mf_cmd_find(mf_op_t *op)
             goto out;
         mf_err_clear(&op->err);
     }
-    if (has_sort && !bson_empty(&sort) && (srt = mf_sort_new(&sort, &op->err)) == NULL)
-        goto out;
-    if ((key_meta != NULL || (mf_projection_metas(p) & (1u << MF_PROJ_META_SORT_KEY))) && srt == NULL) {
-        mf_err_set(&op->err, MF_E_BadValue, "cannot use sortKey $meta projection without a sort");
-        goto out;
-    }
-    bool meta_proj = false;
-    if (has_proj) {
-        /* {$meta: "textScore"} as a top-level projection value needs $text, even when nothing matches. */
+    /*
+     * mongod 8.0's order from here: the projection's metadata (40218 for a
+     * text score without $text, even when nothing matches: a top-level,
+     * nested or in-expression {$meta: "textScore"}), the sort, then
+     * isValidNormalized (the $near's place), the sortKey rule, and last the
+     * sort's own metadata.
+     */
+    bool meta_proj = (mf_projection_metas(p) & (1u << MF_PROJ_META_TEXT_SCORE)) != 0;
+    if (has_proj && !meta_proj) {
+        /* p is NULL for returnKey: a top-level {$meta: "textScore"} still counts. */
         bson_iter_t pi, mi;
         bson_iter_init(&pi, &projection);
         while (bson_iter_next(&pi))
@@ -771,19 +893,22 @@ mf_cmd_find(mf_op_t *op)
                 BSON_ITER_HOLDS_UTF8(&mi) && strcmp(bson_iter_utf8(&mi, NULL), "textScore") == 0)
                 meta_proj = true;
     }
-    if (mf_sort_uses_text_score(srt) || meta_proj) {
-        bson_value_t tv;
-        int tf = mf_text_find(has_filter ? &filter : NULL, &tv, &op->err);
-        if (tf < 0)
-            goto out;
-        if (tf == 0) {
-            mf_err_set(&op->err, MF_E_Location40218, "query requires text score metadata, but it is not available");
-            goto out;
-        }
-    }
-
-    if (find_combinations_check(has_filter ? &filter : NULL, srt ? &sort : NULL, hint, tailable, &op->err) != 0)
+    if (meta_proj && text_n == 0) {
+        mf_err_set(&op->err, MF_E_Location40218, "query requires text score metadata, but it is not available");
         goto out;
+    }
+    if (has_sort && !bson_empty(&sort) && (srt = mf_sort_new(&sort, &op->err)) == NULL)
+        goto out;
+    if (near_n > 0 && find_near_normalize(&filter, &near_filter, &op->err) < 0)
+        goto out;
+    if ((key_meta != NULL || (mf_projection_metas(p) & (1u << MF_PROJ_META_SORT_KEY))) && srt == NULL) {
+        mf_err_set(&op->err, MF_E_BadValue, "cannot use sortKey $meta projection without a sort");
+        goto out;
+    }
+    if (mf_sort_uses_text_score(srt) && text_n == 0) {
+        mf_err_set(&op->err, MF_E_Location40218, "query requires text score metadata, but it is not available");
+        goto out;
+    }
     if (mf_crud_coll_acquire(op, name, false, &c) != 0)
         goto out_unlock;
     if (c != NULL && c->is_view &&
@@ -823,7 +948,7 @@ mf_cmd_find(mf_op_t *op)
          * field, then its own sort, skip and limit.
          */
         bson_t gn;
-        int near = mf_geonear_from_find(&filter, &gn, &op->err);
+        int near = mf_geonear_from_find(near_filter != NULL ? near_filter : &filter, &gn, &op->err);
         if (near < 0)
             goto out_unlock;
         if (near > 0) {
@@ -971,6 +1096,8 @@ out:
         mf_sort_free(srt);
     if (key_meta)
         bson_destroy(key_meta);
+    if (near_filter)
+        bson_destroy(near_filter);
     return rc;
 }
 

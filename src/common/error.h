@@ -163,6 +163,7 @@
     X(16608, Location16608)                                                    \
     X(17261, Location17261)                                                    \
     X(17262, Location17262)                                                    \
+    X(17307, Location17307)                                                    \
     X(17308, Location17308)                                                    \
     X(17313, Location17313)                                                    \
     X(40218, Location40218)                                                    \

@@ -969,12 +969,12 @@ parse_not(const char *path, const bson_value_t *v, int depth, mf_error_t *err)
     return node_not(inner);
 }
 
-/* Whether an operator document holds $near or $nearSphere (whose legacy form takes $maxDistance beside it). */
-static bool
-opdoc_has_near(const bson_value_t *opdoc)
+bool
+mf_match_opdoc_has_near(const bson_value_t *opdoc)
 {
     bson_iter_t it;
-    if (!bson_iter_init_from_data(&it, opdoc->value.v_doc.data, opdoc->value.v_doc.data_len))
+    if (opdoc->value_type != BSON_TYPE_DOCUMENT ||
+        !bson_iter_init_from_data(&it, opdoc->value.v_doc.data, opdoc->value.v_doc.data_len))
         return false;
     while (bson_iter_next(&it))
         if (strcmp(bson_iter_key(&it), "$near") == 0 || strcmp(bson_iter_key(&it), "$nearSphere") == 0)
@@ -1090,7 +1090,7 @@ parse_ops(node_t *out, const char *path, const bson_value_t *opdoc, int depth, b
             n = node_new(K_GEO, path);
             n->geo = q;
         } else if ((strcmp(op, "$maxDistance") == 0 || strcmp(op, "$minDistance") == 0) &&
-                   opdoc_has_near(opdoc)) {
+                   mf_match_opdoc_has_near(opdoc)) {
             continue; /* read by the $near / $nearSphere beside it */
         } else if (strcmp(op, "$where") == 0) {
             return mf_err_set(err, MF_E_BadValue, "$where cannot be applied to a field");

@@ -63,6 +63,9 @@ typedef struct mf_match_details {
     const bson_t *sort_key;
 } mf_match_details_t;
 
+/* mf_match_opdoc_has_near: whether v, a filter field's value, is an operator document with $near or $nearSphere. */
+bool mf_match_opdoc_has_near(const bson_value_t *v);
+
 /*
  * mf_matcher_new: parses filter (NULL or empty matches everything). Returns
  * NULL and fills err on a bad filter. The matcher does not keep a reference

@@ -46,6 +46,7 @@
 #include "common/fmt.h"
 #include "doc/expr.h"
 #include "doc/path.h"
+#include "doc/text.h"
 #include "doc/value.h"
 
 typedef enum { P_INNER, P_INCLUDE, P_EXCLUDE, P_EXPR, P_SLICE, P_ELEMMATCH, P_POSITIONAL, P_META } pkind_t;
@@ -72,6 +73,7 @@ struct mf_projection {
     bool add_fields; /* $addFields / $set: every leaf is an expression; all other fields are kept */
     bool positional; /* has an "a.$" leaf: applying it needs the query's match details */
     unsigned metas;  /* the $meta kinds it names (1 << MF_PROJ_META_*) */
+    bool expr_score; /* find: an expression reads {$meta: "textScore"} (evaluated on the document plus its score) */
 };
 
 typedef struct {
@@ -81,6 +83,7 @@ typedef struct {
     bool agg;        /* an aggregation $project / $unset: operators are expressions, no positional */
     bool add_fields; /* $addFields / $set: every value is an expression (or a sub-document of them) */
     unsigned metas;  /* the $meta kinds named so far (1 << MF_PROJ_META_*) */
+    bool expr_score; /* a find expression reads {$meta: "textScore"} */
     mf_error_t *err;
 } pctx_t;
 
@@ -231,6 +234,30 @@ parse_slice(pctx_t *c, const char *key, const bson_value_t *sv, pnode_t *parent)
     return add_at_path(parent, key, leaf, c->err);
 }
 
+/*
+ * names_text_score: whether the expression v holds a {$meta: "textScore"}
+ * anywhere. A find projection's expressions are evaluated on the stored
+ * document, which has no score field: mf_projection_apply gives them one.
+ */
+static bool
+names_text_score(const bson_value_t *v, int depth)
+{
+    bson_t d;
+    bson_iter_t it;
+
+    if ((v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY) || depth > 100 ||
+        !bson_init_static(&d, v->value.v_doc.data, v->value.v_doc.data_len) || !bson_iter_init(&it, &d))
+        return false;
+    while (bson_iter_next(&it)) {
+        if (v->value_type == BSON_TYPE_DOCUMENT && strcmp(bson_iter_key(&it), "$meta") == 0 &&
+            BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "textScore") == 0)
+            return true;
+        if (names_text_score(bson_iter_value(&it), depth + 1))
+            return true;
+    }
+    return false;
+}
+
 static int
 parse_expression(pctx_t *c, const char *key, const bson_value_t *v, pnode_t *parent, bool literal)
 {
@@ -246,6 +273,11 @@ parse_expression(pctx_t *c, const char *key, const bson_value_t *v, pnode_t *par
     e = mf_expr_parse(v, c->err);
     if (e == NULL)
         return -1;
+    if (!c->agg && names_text_score(v, 0)) {
+        /* Its {$meta: "textScore"} needs a $text query (40218) and reads the plan's score. */
+        c->metas |= 1u << MF_PROJ_META_TEXT_SCORE;
+        c->expr_score = true;
+    }
     leaf = pnode_new(P_EXPR);
     leaf->expr = e;
     c->has_type = true;
@@ -361,9 +393,9 @@ parse_element(pctx_t *c, const char *key, const bson_value_t *v, pnode_t *parent
                  */
                 static const char *const names[] = {"textScore", "recordId", "sortKey"};
                 int meta = -1;
+                /* ExpressionMeta::parse checks the argument's type before its name. */
                 if (ov->value_type != BSON_TYPE_UTF8)
-                    return mf_err_set(c->err, MF_E_Location17308, "Unsupported argument to $meta: %s",
-                                      mf_type_name(ov->value_type));
+                    return mf_err_set(c->err, MF_E_Location17307, "$meta only supports string arguments");
                 for (int i = 0; i < 3; i++)
                     if (strcmp(ov->value.v_utf8.str, names[i]) == 0)
                         meta = i;
@@ -509,6 +541,7 @@ projection_new(const bson_t *spec, bool agg, mf_error_t *err)
     p->inclusion = c.inclusion;
     p->positional = c.has_positional;
     p->metas = c.metas;
+    p->expr_score = c.expr_score;
     if (p->positional)
         (void)mark_pos_below(p->root);
     if (!c.id_specified && p->inclusion) {
@@ -804,11 +837,11 @@ project_array(actx_t *c, const pnode_t *node, bool inclusion, const bson_value_t
                 return -1;
             }
             bson_append_array_end(out, &child);
-        } else if (!inclusion) {
+        } else if (!inclusion && !node->computed) {
             mf_bson_append_value(out, ik, -1, e);
         } else if (node->computed) {
             bson_append_document_begin(out, ik, -1, &child);
-            if (apply_incl(c, node, NULL, &child) < 0) {
+            if ((inclusion ? apply_incl(c, node, NULL, &child) : apply_excl(c, node, NULL, &child)) < 0) {
                 bson_append_document_end(out, &child);
                 return -1;
             }
@@ -860,6 +893,13 @@ project_inner(actx_t *c, const pnode_t *node, bool inclusion, const char *key, c
         bson_append_array_begin(out, key, -1, &child);
         rc = project_array(c, node, inclusion, v, &child);
         bson_append_array_end(out, &child);
+        return rc;
+    }
+    if (!inclusion && node->computed) {
+        /* mongod's ProjectionNode::applyExpressionsToValue: a scalar under computed fields becomes a document of them. */
+        bson_append_document_begin(out, key, -1, &child);
+        rc = apply_excl(c, node, NULL, &child);
+        bson_append_document_end(out, &child);
         return rc;
     }
     if (!inclusion) {
@@ -958,13 +998,14 @@ apply_excl(actx_t *c, const pnode_t *node, const bson_t *in, bson_t *out)
     bson_iter_t it;
     int rc = 0;
 
-    if (!bson_iter_init(&it, in))
-        return 0;
-    while (rc == 0 && bson_iter_next(&it)) {
+    bool more = in != NULL && bson_iter_init(&it, in); /* in: NULL for a missing or scalar parent */
+
+    while (rc == 0 && more && bson_iter_next(&it)) {
         const char *key = bson_iter_key(&it);
         const bson_value_t *v = bson_iter_value(&it);
         const pnode_t *ch = pnode_child(node, key);
         bool emitted;
+        bson_value_t r;
 
         if (ch == NULL) {
             mf_bson_append_value(out, key, -1, v);
@@ -983,17 +1024,34 @@ apply_excl(actx_t *c, const pnode_t *node, const bson_t *in, bson_t *out)
             append_elem_match(out, ch, v);
             break;
         case P_META:
-            break; /* replaced by the score, appended below */
+            /* Set in place, as mongod's MutableDocument::setField over the copied field (left out without the metadata). */
+            if ((rc = meta_value(c, ch, &r)) == 0)
+                bson_append_value(out, key, -1, &r);
+            rc = rc > 0 ? 0 : rc;
+            break;
         default:
             mf_bson_append_value(out, key, -1, v);
             break;
         }
     }
+    /* The computed fields the input lacks, appended in spec order; a missing parent becomes a document of them. */
     for (size_t k = 0; rc == 0 && k < node->n; k++) {
+        const pnode_t *ch = node->kids[k];
         bson_value_t r;
-        if (node->kids[k]->kind == P_META && (rc = meta_value(c, node->kids[k], &r)) == 0)
-            bson_append_value(out, node->kids[k]->name, -1, &r);
-        rc = rc > 0 ? 0 : rc;
+        if (ch->kind != P_META && !(ch->kind == P_INNER && ch->computed))
+            continue; /* looked up only for computed fields: an exclusion's cost stays its document's */
+        if (in != NULL && bson_has_field(in, ch->name))
+            continue;
+        if (ch->kind == P_META) {
+            if ((rc = meta_value(c, ch, &r)) == 0)
+                bson_append_value(out, ch->name, -1, &r);
+            rc = rc > 0 ? 0 : rc;
+        } else if (ch->kind == P_INNER && ch->computed) {
+            bson_t child;
+            bson_append_document_begin(out, ch->name, -1, &child);
+            rc = apply_excl(c, ch, NULL, &child);
+            bson_append_document_end(out, &child);
+        }
     }
     return rc;
 }
@@ -1082,7 +1140,21 @@ mf_projection_apply(const mf_projection_t *p, const bson_t *doc, const mf_match_
                     mf_error_t *err)
 {
     actx_t c = {doc, details, err, p->agg};
-    bson_t tmp = BSON_INITIALIZER;
+    bson_t tmp = BSON_INITIALIZER, scored = BSON_INITIALIZER;
+
+    if (p->expr_score && !p->agg && details != NULL && details->has_text_score &&
+        !bson_has_field(doc, MF_TEXT_SCORE_FIELD)) {
+        /*
+         * An expression reading {$meta: "textScore"} evaluates on the stored
+         * document, which carries no score: give it the hidden field, as a
+         * pipeline document has (expr.c reads it there). The output is
+         * built from doc itself; only "$$ROOT" could carry the field out,
+         * and is stripped below.
+         */
+        bson_copy_to(doc, &scored);
+        BSON_APPEND_DOUBLE(&scored, MF_TEXT_SCORE_FIELD, details->text_score);
+        c.root = &scored;
+    }
     int rc = p->add_fields ? apply_add(&c, p->root, doc, &tmp)
              : p->inclusion ? apply_incl(&c, p->root, doc, &tmp)
                             : apply_excl(&c, p->root, doc, &tmp);
@@ -1093,8 +1165,15 @@ mf_projection_apply(const mf_projection_t *p, const bson_t *doc, const mf_match_
         bson_destroy(&tmp);
         bson_steal(&tmp, &clean);
     }
-    if (rc == 0)
+    if (rc == 0 && c.root == &scored) {
+        bson_t *h = bson_copy(&tmp);
+        mf_text_strip_score(&h);
+        bson_concat(out, h);
+        bson_destroy(h);
+    } else if (rc == 0) {
         bson_concat(out, &tmp);
+    }
     bson_destroy(&tmp);
+    bson_destroy(&scored);
     return rc;
 }

@@ -495,19 +495,6 @@ mf_geonear_select(const mf_geonear_t *g, const bson_t *specs, const char *ns, co
 
 /* ---- a find's $near as a $geoNear spec ---- */
 
-static bool
-near_clause(const bson_value_t *v)
-{
-    bson_iter_t it;
-    if (v->value_type != BSON_TYPE_DOCUMENT ||
-        !bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
-        return false;
-    while (bson_iter_next(&it))
-        if (strcmp(bson_iter_key(&it), "$near") == 0 || strcmp(bson_iter_key(&it), "$nearSphere") == 0)
-            return true;
-    return false;
-}
-
 /* Appends the $geoNear options of the near clause at path with operator document opdoc. */
 static int
 append_near(bson_t *out, const char *path, const bson_value_t *opdoc, mf_error_t *err)
@@ -554,7 +541,7 @@ append_near(bson_t *out, const char *path, const bson_value_t *opdoc, mf_error_t
     return 0;
 }
 
-/* How many $near / $nearSphere operators a filter holds, anywhere (bounded depth). */
+/* How many $near / $nearSphere operators data (a document or an array) holds, anywhere (bounded depth). */
 static int
 count_near(const uint8_t *data, uint32_t len, int depth)
 {
@@ -571,6 +558,15 @@ count_near(const uint8_t *data, uint32_t len, int depth)
                             depth + 1);
     }
     return n;
+}
+
+int
+mf_geo_near_count(const bson_t *filter)
+{
+    /* The walk only for a filter that names $near or $nearSphere somewhere: most do not. */
+    if (filter == NULL || memmem(bson_get_data(filter), filter->len, "$near", 5) == NULL)
+        return 0;
+    return count_near(bson_get_data(filter), filter->len, 0);
 }
 
 int
@@ -593,7 +589,7 @@ mf_geonear_from_find(const bson_t *filter, bson_t *out, mf_error_t *err)
                 if (BSON_ITER_HOLDS_DOCUMENT(&at)) {
                     bson_iter_recurse(&at, &ft);
                     while (bson_iter_next(&ft)) {
-                        if (bson_iter_key(&ft)[0] != '$' && near_clause(bson_iter_value(&ft))) {
+                        if (bson_iter_key(&ft)[0] != '$' && mf_match_opdoc_has_near(bson_iter_value(&ft))) {
                             path = bson_iter_key(&ft);
                             opdoc = *bson_iter_value(&ft);
                             and_pos = i;
@@ -603,7 +599,7 @@ mf_geonear_from_find(const bson_t *filter, bson_t *out, mf_error_t *err)
                 }
                 i++;
             }
-        } else if (k[0] != '$' && near_clause(bson_iter_value(&it))) {
+        } else if (k[0] != '$' && mf_match_opdoc_has_near(bson_iter_value(&it))) {
             path = k;
             opdoc = *bson_iter_value(&it);
         }

@@ -84,6 +84,9 @@ int mf_geonear_prepare(const mf_geonear_t *g, const bson_t *specs, const char *n
 bool mf_geonear_measure(const mf_geonear_t *g, const mf_geonear_run_t *run, const bson_t *doc, double *dist,
                         bson_value_t *loc);
 
+/* mf_geo_near_count: how many $near / $nearSphere operators filter (NULL: none) holds, at any depth. */
+int mf_geo_near_count(const bson_t *filter);
+
 /*
  * mf_geonear_from_find: builds, into out (initialised here), the $geoNear
  * spec that runs a find filter holding a top-level $near / $nearSphere (or
