@@ -533,9 +533,13 @@ mf_cmd_explain(mf_op_t *op)
                               op->db, coll);
     }
     if (strcmp(kind, "find") == 0 && sub_doc(&inner, "filter", &filter)) {
-        /* A $near find explains as what it runs: a $geoNear stage (cmd_find.c). */
-        bson_t gn;
-        int near = mf_geonear_from_find(&filter, &gn, &op->err);
+        /* A $near find explains as what it runs: a $geoNear stage, from the normalised filter (cmd_find.c). */
+        bson_t gn, *normal = NULL;
+        if (mf_geo_near_normalize(&filter, &normal, &op->err) < 0)
+            return -1;
+        int near = mf_geonear_from_find(normal != NULL ? normal : &filter, &gn, &op->err);
+        if (normal != NULL)
+            bson_destroy(normal);
         if (near < 0)
             return -1;
         if (near > 0)

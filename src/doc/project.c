@@ -252,6 +252,8 @@ names_text_score(const bson_value_t *v, int depth)
         if (v->value_type == BSON_TYPE_DOCUMENT && strcmp(bson_iter_key(&it), "$meta") == 0 &&
             BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "textScore") == 0)
             return true;
+        if (v->value_type == BSON_TYPE_DOCUMENT && strcmp(bson_iter_key(&it), "$literal") == 0)
+            continue; /* a constant: it reads no metadata */
         if (names_text_score(bson_iter_value(&it), depth + 1))
             return true;
     }

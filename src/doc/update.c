@@ -2401,12 +2401,11 @@ typedef struct {
     bson_value_t v;     /* its value then (owned) */
     size_t depth;       /* how many leading components of the path existed */
     bool dynamic;       /* the path meets "$[]" / "$[name]" (or "$" without a match) before depth stops */
-    char *taken;        /* the existing components as a dotted path, "$" resolved */
 } id_guard_t;
 
 /* id_lookup: the node at the first depth components of p (counted into *depth as far as they exist). */
 static node_t *
-id_lookup(actx_t *c, node_t *root, const path_t *p, size_t *depth, bool *dynamic, bson_string_t *taken)
+id_lookup(actx_t *c, node_t *root, const path_t *p, size_t *depth, bool *dynamic)
 {
     node_t *cur = root;
     char buf[24];
@@ -2429,11 +2428,6 @@ id_lookup(actx_t *c, node_t *root, const path_t *p, size_t *depth, bool *dynamic
         slot = slot_find(cur, key);
         if (slot == NULL)
             break;
-        if (taken != NULL) {
-            if (i)
-                bson_string_append_c(taken, '.');
-            bson_string_append(taken, key);
-        }
         cur = *slot;
         (*depth)++;
     }
@@ -2456,9 +2450,7 @@ id_guard_begin(actx_t *c, node_t *root, const path_t *p, id_guard_t *g)
         g->v = v;
     else
         bson_value_copy(&v, &g->v);
-    bson_string_t *taken = bson_string_new("");
-    id_lookup(c, root, p, &g->depth, &g->dynamic, taken);
-    g->taken = bson_string_free(taken, false);
+    id_lookup(c, root, p, &g->depth, &g->dynamic);
 }
 
 static void
@@ -2466,7 +2458,6 @@ id_guard_end(id_guard_t *g)
 {
     if (g->has)
         bson_value_destroy(&g->v);
-    bson_free(g->taken);
     memset(g, 0, sizeof(*g));
 }
 
@@ -2497,18 +2488,36 @@ id_guard_fail(actx_t *c, node_t *root, const path_t *p, const id_guard_t *g)
     size_t depth;
     bool dynamic;
     const char *name;
-    char *s;
+    char *s, buf[24];
 
-    if (g->dynamic || g->depth == p->n)
+    if (g->dynamic)
         return mf_err_set(c->err, MF_E_ImmutableField,
-                          "Performing an update on the path '%s' would modify the immutable field '_id'",
-                          g->dynamic ? p->path : g->taken);
+                          "Performing an update on the path '%s' would modify the immutable field '_id'", p->path);
+    /* The components that existed before the mod, "$" resolved: built only here, for the message. */
+    bson_string_t *taken = bson_string_new("");
+    for (size_t i = 0; i < g->depth; i++) {
+        const char *key = p->comps[i].name;
+        if (p->comps[i].kind == C_POS && c->array_pos >= 0) {
+            snprintf(buf, sizeof(buf), "%d", c->array_pos);
+            key = buf;
+        }
+        if (i)
+            bson_string_append_c(taken, '.');
+        bson_string_append(taken, key);
+    }
+    if (g->depth == p->n) {
+        mf_err_set(c->err, MF_E_ImmutableField,
+                   "Performing an update on the path '%s' would modify the immutable field '_id'", taken->str);
+        bson_string_free(taken, true);
+        return -1;
+    }
     existed.n = g->depth;
-    s = node_fmt(id_lookup(c, root, &existed, &depth, &dynamic, NULL));
-    name = strrchr(g->taken, '.');
+    s = node_fmt(id_lookup(c, root, &existed, &depth, &dynamic));
+    name = strrchr(taken->str, '.');
     mf_err_set(c->err, MF_E_ImmutableField, "Updating the path '%s' to %s: %s would modify the immutable field '_id'",
-               g->taken, name != NULL ? name + 1 : g->taken, s);
+               taken->str, name != NULL ? name + 1 : taken->str, s);
     bson_free(s);
+    bson_string_free(taken, true);
     return -1;
 }
 
@@ -2620,8 +2629,7 @@ copy_id_first(const bson_t *src, bson_t *dst)
  * for _id. An update (not an upsert's insert) validates the result for
  * storage first: an array, regex or undefined _id is 53. Then the immutable
  * _id: an array is 54 (an upsert's insert gets here with it), a value that
- * compares unequal to the old one is 66 (1.0 for 1 passes; the old value is
- * kept).
+ * compares unequal to the old one is 66 (1.0 for 1 passes, and is stored).
  */
 static int
 apply_replacement(const mf_update_t *u, const bson_t *doc, bool is_insert, bson_t *out, mf_error_t *err)
@@ -2648,10 +2656,11 @@ apply_replacement(const mf_update_t *u, const bson_t *doc, bool is_insert, bson_
         bson_string_free(s, true);
         return -1;
     }
-    if (has_old)
-        mf_bson_append_value(out, "_id", 3, &oid);
-    else if (has_new)
+    /* The replacement's own _id when it has one (equal, perhaps of another type: 5.0 for 5), as mongod stores it. */
+    if (has_new)
         mf_bson_append_value(out, "_id", 3, &nid);
+    else if (has_old)
+        mf_bson_append_value(out, "_id", 3, &oid);
     bson_iter_init(&it, u->repl);
     while (bson_iter_next(&it))
         if (strcmp(bson_iter_key(&it), "_id") != 0)

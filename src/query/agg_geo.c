@@ -569,6 +569,118 @@ mf_geo_near_count(const bson_t *filter)
     return count_near(bson_get_data(filter), filter->len, 0);
 }
 
+/*
+ * The refusal of a $near below the top. mongod 8.0 words it "geo $near must
+ * be top-level expr" (CanonicalQuery::isValidNormalized); mayfly keeps the
+ * older wording, which tests/clients/geo.test.js asserts, until both change.
+ */
+#define NEAR_NOT_TOP_LEVEL "geoNear must be top-level expr"
+
+/*
+ * near_flatten: appends to arr (keys from *n on) the clauses of doc that
+ * mongod's MatchExpression::normalize leaves directly under the root: the
+ * elements of an $and, and the one element of a one-element $or or $and,
+ * flattened in turn; any other field as a {field: value} clause.
+ */
+static void
+near_flatten(const bson_t *doc, bson_t *arr, int *n, int depth)
+{
+    bson_iter_t it, ai;
+    char key[16];
+
+    if (!bson_iter_init(&it, doc))
+        return;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        bool is_and = strcmp(k, "$and") == 0, is_or = strcmp(k, "$or") == 0;
+        if ((is_and || is_or) && BSON_ITER_HOLDS_ARRAY(&it) && depth < 100) {
+            const bson_value_t *av = bson_iter_value(&it);
+            bson_t a;
+            if (bson_init_static(&a, av->value.v_doc.data, av->value.v_doc.data_len) &&
+                (is_and || bson_count_keys(&a) == 1) && bson_iter_init(&ai, &a)) {
+                while (bson_iter_next(&ai)) {
+                    bson_t el;
+                    const bson_value_t *ev = bson_iter_value(&ai);
+                    if (ev->value_type == BSON_TYPE_DOCUMENT &&
+                        bson_init_static(&el, ev->value.v_doc.data, ev->value.v_doc.data_len))
+                        near_flatten(&el, arr, n, depth + 1);
+                }
+                continue;
+            }
+        }
+        bson_t one;
+        snprintf(key, sizeof(key), "%d", (*n)++);
+        BSON_APPEND_DOCUMENT_BEGIN(arr, key, &one);
+        bson_append_value(&one, k, -1, bson_iter_value(&it));
+        bson_append_document_end(arr, &one);
+    }
+}
+
+/*
+ * mf_geo_near_normalize (agg_geo.h): mongod 8.0's CanonicalQuery::isValidNormalized, which
+ * runs after the projection and the sort parse: a filter's one $near must,
+ * once normalised, be the root or a child of the root $and, else 2
+ * BadValue NEAR_NOT_TOP_LEVEL ($or of several, $nor, $not, $elemMatch).
+ * Normalising flattens nested $and and unwraps a one-element
+ * $or, so {$or: [{loc: {$near: ..}}]} is valid; such a filter is rewritten
+ * into *out as {<path>: <near>, $and: [<the other clauses>]}, the shape the
+ * $geoNear rewrite (query/agg_geo.h) reads, and 1 returned. 0: nothing to
+ * rewrite (no $near, or already where that rewrite finds it).
+ */
+int
+mf_geo_near_normalize(const bson_t *filter, bson_t **out, mf_error_t *err)
+{
+    bson_iter_t it, ai, fi;
+    bson_t flat, rest;
+    int n = 0, k = 0, found = -1;
+    char key[16];
+
+    *out = NULL;
+    if (filter == NULL || mf_geo_near_count(filter) == 0)
+        return 0;
+    bson_iter_init(&it, filter);
+    while (bson_iter_next(&it)) {
+        const char *f = bson_iter_key(&it);
+        if (f[0] != '$' && mf_match_opdoc_has_near(bson_iter_value(&it)))
+            return 0;
+        if (strcmp(f, "$and") == 0 && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &ai))
+            while (bson_iter_next(&ai))
+                if (BSON_ITER_HOLDS_DOCUMENT(&ai) && bson_iter_recurse(&ai, &fi))
+                    while (bson_iter_next(&fi))
+                        if (bson_iter_key(&fi)[0] != '$' && mf_match_opdoc_has_near(bson_iter_value(&fi)))
+                            return 0;
+    }
+    bson_init(&flat);
+    near_flatten(filter, &flat, &n, 0);
+    bson_iter_init(&it, &flat);
+    for (int i = 0; found < 0 && bson_iter_next(&it); i++)
+        if (bson_iter_recurse(&it, &fi) && bson_iter_next(&fi) && bson_iter_key(&fi)[0] != '$' &&
+            mf_match_opdoc_has_near(bson_iter_value(&fi)))
+            found = i;
+    if (found < 0) {
+        bson_destroy(&flat);
+        return mf_err_set(err, MF_E_BadValue, NEAR_NOT_TOP_LEVEL);
+    }
+    *out = bson_new();
+    bson_init(&rest);
+    bson_iter_init(&it, &flat);
+    for (int i = 0; bson_iter_next(&it); i++) {
+        if (i == found) {
+            bson_iter_recurse(&it, &fi);
+            bson_iter_next(&fi);
+            bson_append_value(*out, bson_iter_key(&fi), -1, bson_iter_value(&fi));
+            continue;
+        }
+        snprintf(key, sizeof(key), "%d", k++);
+        bson_append_value(&rest, key, -1, bson_iter_value(&it));
+    }
+    if (k > 0)
+        bson_append_array(*out, "$and", -1, &rest);
+    bson_destroy(&rest);
+    bson_destroy(&flat);
+    return 1;
+}
+
 int
 mf_geonear_from_find(const bson_t *filter, bson_t *out, mf_error_t *err)
 {
@@ -606,11 +718,11 @@ mf_geonear_from_find(const bson_t *filter, bson_t *out, mf_error_t *err)
         pos++;
     }
     /* mongod's CanonicalQuery::isValid: one near clause, at the top (or in the top-level $and). */
-    int total = count_near(bson_get_data(filter), filter->len, 0);
+    int total = mf_geo_near_count(filter);
     if (total > 1)
         return mf_err_set(err, MF_E_BadValue, "Too many geoNear expressions");
     if (total == 1 && path == NULL)
-        return mf_err_set(err, MF_E_BadValue, "geoNear must be top-level expr");
+        return mf_err_set(err, MF_E_BadValue, NEAR_NOT_TOP_LEVEL);
     if (path == NULL)
         return 0;
     bson_init(out);

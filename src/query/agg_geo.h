@@ -88,6 +88,16 @@ bool mf_geonear_measure(const mf_geonear_t *g, const mf_geonear_run_t *run, cons
 int mf_geo_near_count(const bson_t *filter);
 
 /*
+ * mf_geo_near_normalize: mongod 8.0's isValidNormalized for a find filter's
+ * $near: one that normalising (nested $and flattened, a one-element $or
+ * unwrapped) makes top-level is accepted, and the filter rewritten into *out
+ * (the caller destroys it) as {<path>: <near>, $and: [<the rest>]}, returning
+ * 1; 0 when there is nothing to rewrite (no $near, or already top-level; *out
+ * NULL); -1 with err (2) for a $near that stays nested.
+ */
+int mf_geo_near_normalize(const bson_t *filter, bson_t **out, mf_error_t *err) MF_WUR;
+
+/*
  * mf_geonear_from_find: builds, into out (initialised here), the $geoNear
  * spec that runs a find filter holding a top-level $near / $nearSphere (or
  * one inside a top-level $and): near, key, spherical, distances, and the

@@ -395,10 +395,11 @@ mf_update_spec_apply(const mf_update_spec_t *x, const bson_t *doc, const mf_matc
         rc = -1;
     } else {
         bson_iter_t it;
-        if (old_id)
-            bson_append_value(out, "_id", 3, bson_iter_value(&oi));
-        else if (new_id)
+        /* The result's own _id when it has one (equal, perhaps of another type), as the replacement's. */
+        if (new_id)
             bson_append_value(out, "_id", 3, bson_iter_value(&ni));
+        else if (old_id)
+            bson_append_value(out, "_id", 3, bson_iter_value(&oi));
         bson_iter_init(&it, r);
         while (bson_iter_next(&it)) {
             if (strcmp(bson_iter_key(&it), "_id") != 0)

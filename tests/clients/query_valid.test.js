@@ -109,6 +109,11 @@ h.test('a $near must be top-level once the filter is normalised', async () => {
     .map((d) => d._id), [1, 2]);
   assert.deepEqual((await c.find({ $and: [{ x: { $gte: 7 } }, { $or: [{ $and: [{ loc: NEAR }] }] }] }).toArray())
     .map((d) => d._id), [3, 2]);
+  // Explain takes the same normalised filter: the $geoNear plan, not the refusal.
+  const stages = async (f) => (await c.find(f).explain('executionStats')).stages.map((st) => Object.keys(st)[0]);
+  assert.deepEqual(await stages({ $or: [{ loc: NEAR }] }), await stages({ loc: NEAR }));
+  assert.deepEqual(await stages({ $or: [{ loc: NEAR }] }), ['$cursor', '$geoNear']);
+  await h.expectCode(c.find({ $or: [{ loc: NEAR }, { x: 5 }] }).explain(), 2, bad(NOT_TOP_LEVEL));
 });
 
 h.test('find projections: {$meta: "textScore"} beside inclusions, over an existing field, nested', async () => {
@@ -147,6 +152,10 @@ h.test('find projections: {$meta: "textScore"} inside an expression, 40218 witho
   const msg = bad('query requires text score metadata, but it is not available');
   await h.expectCode(c.find(none, { projection: { k: { $add: [{ $meta: 'textScore' }, 1] } } }).toArray(), 40218, msg);
   await h.expectCode(c.find(none, { projection: { a: { k: { $meta: 'textScore' } } } }).toArray(), 40218, msg);
+  // A $literal is a constant: it reads no metadata, with or without $text.
+  assert.deepEqual(await c.find(none, { projection: { _id: 0, k: { $literal: { $meta: 'textScore' } } } }).toArray(), []);
+  assert.deepEqual((await c.find({ x: 5 }, { projection: { _id: 0, k: { $literal: { $meta: 'textScore' } } } }).toArray()),
+    [{ k: { $meta: 'textScore' } }]);
   await h.expectCode(c.find(none, { projection: { k: { $meta: 1 } } }).toArray(), 17307,
     bad('$meta only supports string arguments'));
   await h.expectCode(c.find(none, { projection: { k: { $meta: 'foo' } } }).toArray(), 17308,

@@ -252,8 +252,16 @@ h.test('_id is immutable as 8.0\'s update nodes check it: per modifier, $rename\
   writeError(r, 66, altered('2'));
   ({ r } = await update('ue_id_pipe1', { _id: 1, a: 1 }, [{ $set: { _id: 2 } }]));
   writeError(r, 66, altered('2'));
-  ({ r } = await update('ue_id_pipe2', { _id: 1, a: 1 }, [{ $set: { _id: { $literal: new Double(1) }, b: 1 } }]));
+  let idDb;
+  ({ r, db: idDb } = await update('ue_id_pipe2', { _id: 1, a: 1 }, [{ $set: { _id: { $literal: new Double(1) }, b: 1 } }]));
   assert.equal(r.writeErrors, undefined, JSON.stringify(r));
+  // An equal _id of another type is stored as given (ObjectReplaceExecutor writes the new document's _id).
+  assert.equal(r.nModified, 1, JSON.stringify(r));
+  const idType = async (d) => (await d.collection('c').aggregate([{ $project: { _id: 0, t: { $type: '$_id' } } }]).toArray())[0].t;
+  assert.equal(await idType(idDb), 'double');
+  ({ r, db: idDb } = await update('ue_id_repl2', { _id: 5, a: 1 }, { _id: new Double(5), a: 2 }));
+  assert.equal(r.nModified, 1, JSON.stringify(r));
+  assert.equal(await idType(idDb), 'double');
   ({ r } = await update('ue_id_pipe3', { _id: 1, a: 1 }, [{ $set: { _id: [1] } }]));
   writeError(r, 53, "The '_id' value cannot be of type array");
   ({ r } = await update('ue_id_pipe4', { _id: 1, a: 1 }, [{ $set: { _id: { $literal: /x/ } } }]));
