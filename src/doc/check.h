@@ -25,6 +25,16 @@ typedef enum { MF_DOC_INSERTED, MF_DOC_UPDATED, MF_DOC_UPSERTED } mf_doc_write_t
 int mf_check_doc_size(const bson_t *doc, mf_doc_write_t how, mf_error_t *err) MF_WUR;
 
 /*
+ * mf_check_upsert_id: an upsert's new document's _id, checked as mongod
+ * 8.0's UpsertStage::_assertDocumentToBeInsertedIsValid does before the size
+ * (storage_validation::scanDocument's storageValidIdField): a regex,
+ * undefined or array _id is 53 InvalidIdField "The '_id' value cannot be of
+ * type <type>". A plain insert's refusal is another (fixDocumentForInsert's
+ * 2 "can't use a regex for _id", mf_check_doc_for_storage). 0, or -1 with err.
+ */
+int mf_check_upsert_id(const bson_t *doc, mf_error_t *err) MF_WUR;
+
+/*
  * mf_check_doc_built_size: the check mongod makes of every document it
  * serialises (BSONObj's size check): a pipeline's output, a projected find
  * result, a document a stage builds at its end. Over 16 MiB + 16 KiB

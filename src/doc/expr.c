@@ -1013,12 +1013,6 @@ find_op(const char *name)
     return NULL;
 }
 
-bool
-mf_expr_operator_known(const char *name)
-{
-    return find_op(name) != NULL;
-}
-
 /* parse_slot: parses iter's value into slot i of e (slots beyond nargs are created as NULL). */
 static int
 parse_slot(mf_expr_t *e, size_t i, const bson_iter_t *it, const scope_t *sc, mf_error_t *err)

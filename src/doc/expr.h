@@ -45,8 +45,6 @@ typedef struct mf_expr mf_expr_t;
  */
 mf_expr_t *mf_expr_parse(const bson_value_t *v, mf_error_t *err);
 
-/* mf_expr_operator_known: whether name ("$add", "$meta", ...) is an aggregation expression operator. */
-bool mf_expr_operator_known(const char *name);
 
 /*
  * mf_expr_parse_path: mf_expr_parse of the field path "$<field>" (a sort

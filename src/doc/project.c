@@ -19,7 +19,8 @@
  * exclusion projection copies everything except excluded leaves, recursing
  * the same way but keeping scalars inside arrays.
  *
- * A find projection's {$meta: "textScore" | "recordId" | "sortKey"} is a
+ * A find projection's {$meta: "textScore" | "recordId" | "sortKey"} (or a
+ * name whose metadata a find never has, always left out) is a
  * leaf of its own (P_META) that fits either type and is appended like a
  * computed field; a text score comes from the $text plan's match details or
  * the hidden score field of a pipeline document (doc/match.h), which a find
@@ -43,7 +44,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/fmt.h"
 #include "doc/expr.h"
 #include "doc/path.h"
 #include "doc/text.h"
@@ -63,8 +63,11 @@ struct pnode {
     int64_t skip, limit;
     bool computed; /* P_INNER: the subtree holds expressions or $elemMatch */
     bool pos_below; /* P_INNER: the subtree holds the positional leaf ("a.b.$" marks a) */
-    int meta;       /* P_META: MF_PROJ_META_TEXT_SCORE, _RECORD_ID or _SORT_KEY */
+    int meta;       /* P_META: MF_PROJ_META_TEXT_SCORE, _RECORD_ID, _SORT_KEY or META_ABSENT */
 };
+
+/* P_META of metadata a find never has (randVal, searchScore ...): the field is always left out. */
+#define META_ABSENT (-2)
 
 struct mf_projection {
     pnode_t *root;
@@ -352,14 +355,13 @@ parse_element(pctx_t *c, const char *key, const bson_value_t *v, pnode_t *parent
             return mf_err_set(c->err, MF_E_BadValue,
                               "positional projection cannot be used with an expression or sub object");
         bson_init_static(&sub, v->value.v_doc.data, v->value.v_doc.data_len);
-        if (bson_count_keys(&sub) > 1 && bson_iter_init(&it, &sub) && bson_iter_next(&it) &&
-            bson_iter_key(&it)[0] == '$' && mf_expr_operator_known(bson_iter_key(&it))) {
-            /* An expression (its first field an operator) with more fields: mongod's parseExpression. */
-            char shown[256];
-            mf_fmt_doc(&sub, shown, sizeof shown);
-            return mf_err_set(c->err, MF_E_Location15983, "An object representing an expression must have exactly one field: %s",
-                              shown);
-        }
+        /*
+         * Only a one-field object whose field starts with '$' may be an
+         * expression (projection_parser.cpp's parseSubObject checks nFields()
+         * == 1 first): {$meta: "textScore", x: 1} or {$add: [1, 2], x: 1} is
+         * a sub-projection, and its "$meta" / "$add" field name fails
+         * FieldPath's check (16410) below, in find and $project alike.
+         */
         if (c->agg && bson_count_keys(&sub) == 1 && bson_iter_init(&it, &sub) && bson_iter_next(&it) &&
             bson_iter_key(&it)[0] == '$')
             return parse_expression(c, key, v, parent, false); /* $slice, $filter ...: aggregation expressions */
@@ -390,10 +392,27 @@ parse_element(pctx_t *c, const char *key, const bson_value_t *v, pnode_t *parent
             }
             if (strcmp(op, "$meta") == 0) {
                 /*
-                 * {$meta: "textScore" | "recordId" | "sortKey"} fits either
-                 * projection type (as mongod): it adds the field.
+                 * {$meta: "textScore" | "recordId" | "sortKey" | ...} fits
+                 * either projection type (as mongod): it adds the field.
                  */
                 static const char *const names[] = {"textScore", "recordId", "sortKey"};
+                /*
+                 * Names mongod 8.0's ExpressionMeta::parse knows whose
+                 * metadata a plain find never has: a $sample's random
+                 * value, $search / $vectorSearch results, a time-series
+                 * bucket's bounds. find validates only the text score and
+                 * $geoNear data (CanonicalQuery::isValid's unavailable
+                 * set), so these parse, evaluate to missing, and the field
+                 * is left out. geoNearDistance / geoNearPoint (40218
+                 * without a $near, the distance with one) and indexKey (the
+                 * plan's index key) need what mayfly's find does not give
+                 * the projection: they stay refused below, like unknown
+                 * names.
+                 */
+                static const char *const absent[] = {"randVal",           "searchScore",
+                                                     "searchHighlights",  "searchScoreDetails",
+                                                     "vectorSearchScore", "searchSequenceToken",
+                                                     "timeseriesBucketMinTime", "timeseriesBucketMaxTime"};
                 int meta = -1;
                 /* ExpressionMeta::parse checks the argument's type before its name. */
                 if (ov->value_type != BSON_TYPE_UTF8)
@@ -401,12 +420,16 @@ parse_element(pctx_t *c, const char *key, const bson_value_t *v, pnode_t *parent
                 for (int i = 0; i < 3; i++)
                     if (strcmp(ov->value.v_utf8.str, names[i]) == 0)
                         meta = i;
-                if (meta < 0)
+                for (size_t i = 0; meta < 0 && i < sizeof absent / sizeof absent[0]; i++)
+                    if (strcmp(ov->value.v_utf8.str, absent[i]) == 0)
+                        meta = META_ABSENT;
+                if (meta == -1)
                     return mf_err_set(c->err, MF_E_Location17308, "Unsupported argument to $meta: %s",
                                       ov->value.v_utf8.str);
                 pnode_t *leaf = pnode_new(P_META);
                 leaf->meta = meta;
-                c->metas |= 1u << meta;
+                if (meta != META_ABSENT)
+                    c->metas |= 1u << meta;
                 return add_at_path(parent, key, leaf, c->err);
             }
             return parse_expression(c, key, v, parent, false);
@@ -672,6 +695,8 @@ meta_value(const actx_t *c, const pnode_t *leaf, bson_value_t *r)
     const mf_match_details_t *d = c->details;
 
     switch (leaf->meta) {
+    case META_ABSENT:
+        return 1;
     case MF_PROJ_META_RECORD_ID:
         if (d == NULL || !d->has_record_id)
             return 1;

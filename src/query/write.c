@@ -720,7 +720,8 @@ do_upsert(mf_sess_t *s, mf_coll_t *c, bool durable, bool validate, const bson_t 
     bson_destroy(&seed);
     mf_doc_with_id_first(&out, &fixed);
     bson_destroy(&out);
-    if (mf_check_doc_size(&fixed, MF_DOC_UPSERTED, err) != 0 || mf_check_doc_for_storage(&fixed, err) != 0 ||
+    if (mf_check_upsert_id(&fixed, err) != 0 || mf_check_doc_size(&fixed, MF_DOC_UPSERTED, err) != 0 ||
+        mf_check_doc_for_storage(&fixed, err) != 0 ||
         (validate && mf_coll_validate(c, &fixed, NULL, err) != 0)) {
         bson_destroy(&fixed);
         return -1;

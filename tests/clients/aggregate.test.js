@@ -441,14 +441,14 @@ h.test('$out over an existing target while the TTL monitor sweeps never times ou
   }
 });
 
-h.test('a projection value that is an expression with more fields is 15983 in find and $project (mongod\'s parseExpression)', async () => {
+h.test('a projection value with an operator first and more fields is a sub-projection: 16410 in find and $project (projection_parser\'s parseSubObject)', async () => {
   const db = srv.freshDb('projexpr');
   const c = db.collection('c');
   await c.insertOne({ _id: 1, x: 2 });
-  const msg = (shown) => new RegExp(`An object representing an expression must have exactly one field: ${shown.replace(/[$[\]{}]/g, '\\$&')}$`);
-  await h.expectCode(c.find({}, { projection: { s: { $meta: 'textScore', x: 1 } } }).toArray(), 15983, msg('{ $meta: "textScore", x: 1 }'));
-  await h.expectCode(c.aggregate([{ $project: { s: { $add: [1, 2], x: 1 } } }]).toArray(), 15983, msg('{ $add: [ 1, 2 ], x: 1 }'));
-  // Not an operator first: a nested projection whose '$' field is a FieldPath error, as before.
+  const fp = /FieldPath field names may not start with '\$'\. Consider using \$getField or \$setField\.$/;
+  await h.expectCode(c.find({}, { projection: { s: { $meta: 'textScore', x: 1 } } }).toArray(), 16410, fp);
+  await h.expectCode(c.aggregate([{ $project: { s: { $add: [1, 2], x: 1 } } }]).toArray(), 16410, fp);
+  // The '$' field second: the same FieldPath error.
   await h.expectCode(c.find({}, { projection: { s: { x: 1, $meta: 'textScore' } } }).toArray(), 16410);
   assert.deepEqual(await c.aggregate([{ $project: { s: { $add: ['$x', 1] } } }]).toArray(), [{ _id: 1, s: 3 }]);
 });
