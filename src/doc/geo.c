@@ -1405,17 +1405,31 @@ typedef struct ix_arg {
     mf_error_t *err;
 } ix_arg_t;
 
-/*
- * A 2d index's check of one location (GeoHashConverter::hash): a legacy pair
- * within [min, max]. True on error. Its 13067 is kept as mongod's hash has
- * it, though ix_visit, like get2DKeys, never passes an empty location.
- */
+/* The 2d index check of one value reached (a 2d index reads a list of locations; a 2dsphere one does not). */
 static bool
-ix_check_pair(ix_arg_t *x, const bson_value_t *v)
+ix_visit(void *arg, const bson_value_t *v, int32_t pos)
 {
+    ix_arg_t *x = arg;
     char shown[200];
-    bson_iter_t it;
+    (void)pos;
+    if (v == NULL || v->value_type == BSON_TYPE_NULL || v->value_type == BSON_TYPE_UNDEFINED)
+        return false;
+    if (v->value_type == BSON_TYPE_ARRAY && !looks_legacy_pair(v) && v->value.v_doc.data_len > 5) {
+        /* An array of locations: each element is one (mongod indexes them all). */
+        bson_iter_t it;
+        iter_value(v, &it);
+        while (bson_iter_next(&it))
+            if (ix_visit(arg, bson_iter_value(&it), pos))
+                return true;
+        return false;
+    }
     x->present = true;
+    /* 2d: a legacy pair (an array or object of two numbers). */
+    bson_iter_t it;
+    if (v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_DOCUMENT) {
+        x->rc = mf_err_set(x->err, MF_E_Location16804, "location object expected, location array not in correct format");
+        return true;
+    }
     iter_value(v, &it);
     if (!bson_iter_next(&it)) {
         mf_fmt_doc(x->doc, shown, sizeof(shown));
@@ -1442,39 +1456,6 @@ ix_check_pair(ix_arg_t *x, const bson_value_t *v)
         x->rc = mf_err_set(x->err, MF_E_Location13027, "point not in interval of [ %g, %g ] :: caused by :: %s",
                            x->min, x->max, shown);
         return true;
-    }
-    return false;
-}
-
-/*
- * The 2d index check of one value reached, following mongod's get2DKeys
- * (which, unlike a 2dsphere index, reads a list of locations): a value that
- * is not an array or object, or an empty one, is no location and is skipped
- * (the document is inserted, unindexed if nothing else is found); one
- * whose first element is a number is one location; otherwise it is a list
- * (an array, or an object such as {home: [x, y], work: [x, y]}) whose
- * elements must each be an array or object (16804), empty ones skipped.
- * Only that one level is a list: a deeper nesting is checked as a location.
- */
-static bool
-ix_visit(void *arg, const bson_value_t *v, int32_t pos)
-{
-    ix_arg_t *x = arg;
-    bson_iter_t it;
-    (void)pos;
-    if (v == NULL || !iter_value(v, &it) || v->value.v_doc.data_len <= 5)
-        return false;
-    if (looks_legacy_pair(v))
-        return ix_check_pair(x, v);
-    while (bson_iter_next(&it)) {
-        const bson_value_t *e = bson_iter_value(&it);
-        if (e->value_type != BSON_TYPE_ARRAY && e->value_type != BSON_TYPE_DOCUMENT) {
-            x->rc = mf_err_set(x->err, MF_E_Location16804,
-                               "location object expected, location array not in correct format");
-            return true;
-        }
-        if (e->value.v_doc.data_len > 5 && ix_check_pair(x, e))
-            return true;
     }
     return false;
 }
@@ -1959,23 +1940,18 @@ cells2d_visit(void *arg, const bson_value_t *v, int32_t pos)
 {
     cells2d_arg_t *x = arg;
     pt_t p;
-    bson_iter_t it;
-    (void)pos;
-    if (v == NULL || !iter_value(v, &it))
+    if (v == NULL || (v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_DOCUMENT))
         return false;
-    if (looks_legacy_pair(v)) {
-        if (parse_flat_point(v, true, &p, NULL) == 0)
-            cells_push(&x->c.cells, &x->c.n, &x->c.cap,
-                       (int64_t)grid2d(p.y, x->min, x->max) * MF_GEO_2D_GRID + grid2d(p.x, x->min, x->max));
+    if (v->value_type == BSON_TYPE_ARRAY && !looks_legacy_pair(v)) {
+        bson_iter_t it;
+        iter_value(v, &it);
+        while (bson_iter_next(&it))
+            cells2d_visit(arg, bson_iter_value(&it), pos);
         return false;
     }
-    /* A list of locations, one level deep (ix_visit). */
-    while (bson_iter_next(&it)) {
-        const bson_value_t *e = bson_iter_value(&it);
-        if (parse_flat_point(e, true, &p, NULL) == 0)
-            cells_push(&x->c.cells, &x->c.n, &x->c.cap,
-                       (int64_t)grid2d(p.y, x->min, x->max) * MF_GEO_2D_GRID + grid2d(p.x, x->min, x->max));
-    }
+    if (parse_flat_point(v, true, &p, NULL) == 0)
+        cells_push(&x->c.cells, &x->c.n, &x->c.cap,
+                   (int64_t)grid2d(p.y, x->min, x->max) * MF_GEO_2D_GRID + grid2d(p.x, x->min, x->max));
     return false;
 }
 

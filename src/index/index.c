@@ -749,8 +749,6 @@ mf_index_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_keys
     bson_value_t fixed[MF_KP_MAX_FIELDS];
     gen_ctx_t g = {.kp = kp, .sparse = sparse, .out = out, .err = err};
     int cell_field = -1; /* the first geo field: keyed by its cells (doc/geo.h) */
-    bool has_cells = false; /* whether the cell field has a location (else its component is null) */
-    bool any_location = false;
     int64_t *cells = NULL;
     size_t ncells = 1;
     int rc = -1;
@@ -804,39 +802,28 @@ mf_index_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_keys
         paths[i] = kp->fields[i];
         fixed[i] = null_value;
         if (kp->geo[i] != MF_GEO_IX_NONE) {
-            /*
-             * A geo field: validated here (every geo field, even when another
-             * has no location: mongod's getS2Keys checks each); its cells, or
-             * one constant component (see index.h). A geo field without a
-             * location is null, as getS2GeoKeys keys it.
-             */
+            /* A geo field: validated here; its cells, or one constant component (see index.h). */
             bool present;
             if (mf_geo_index_check((mf_geo_ix_t)kp->geo[i], doc, kp->fields[i], kp->geo_min, kp->geo_max, &present,
                                    err) != 0)
                 goto out;
+            if (!present) {
+                *skip = true;
+                rc = 0;
+                goto out;
+            }
             paths[i] = "";
-            if (cell_field < 0)
-                cell_field = i;
-            if (!present)
-                continue;
-            any_location = true;
             fixed[i] = geo_value;
-            if (i == cell_field) {
-                has_cells = true;
+            if (cell_field < 0) {
+                cell_field = i;
                 ncells = kp->geo[i] == MF_GEO_IX_2DSPHERE
                              ? mf_geo_doc_cells(doc, kp->fields[i], &cells)
                              : mf_geo_doc_cells_2d(doc, kp->fields[i], kp->geo_min, kp->geo_max, &cells);
             }
         }
     }
-    if (cell_field >= 0 && !any_location) {
-        /* No geo field has a location: the document stays out (getS2Keys for version >= 2, get2DKeys). */
-        *skip = true;
-        rc = 0;
-        goto out;
-    }
     for (size_t c = 0; c < ncells; c++) {
-        if (has_cells) {
+        if (cell_field >= 0) {
             fixed[cell_field].value_type = BSON_TYPE_INT64;
             fixed[cell_field].value.v_int64 = cells[c];
         }
@@ -851,7 +838,7 @@ mf_index_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_keys
         mf_err_set(err, MF_E_CannotCreateIndex, "too many index keys for one document (over %d)", MAX_KEYS_PER_DOC);
         goto out;
     }
-    *multikey = g.multikey || (has_cells && ncells > 1);
+    *multikey = g.multikey || (cell_field >= 0 && ncells > 1);
     if (out->n == 0)
         *skip = true;
     rc = 0;

@@ -32,9 +32,8 @@ typedef struct mf_keypattern {
      * the planner can bound it with a query region's covering
      * (mf_geo_cover / mf_geo_cover_2d; the matcher re-checks every
      * candidate); any other geo field gives one constant component and is
-     * never bounded; a geo field without a location gives null. A
-     * document with no location in any geo field is left out, as
-     * mongod's 2dsphere version 2+ and 2d indexes do.
+     * never bounded. Documents without a location are left
+     * out, as mongod's 2dsphere version 2+ and 2d indexes do.
      */
     unsigned char geo[MF_KP_MAX_FIELDS];
     bool has_geo;

@@ -339,7 +339,7 @@ h.test('2d index: legacy pairs, $near flat distances, $box / $polygon / $center,
   // Stored values are checked against the 2d index.
   assert.equal((await code(c.insertOne({ loc: [1, 'a'] })))[0], 13026);
   assert.equal((await code(c.insertOne({ loc: [200, 0] })))[0], 13027);
-  await c.insertOne({ _id: 7, loc: [] }); // no location: get2DKeys skips it (jstests geo6.js), so never 13067
+  assert.equal((await code(c.insertOne({ loc: [] })))[0], 13067);
   assert.equal((await code(c.insertOne({ loc: [1] })))[0], 13068);
   // A 2d index cannot answer a GeoJSON centre (291); explain shows the $geoNear a $near find runs.
   const [gc] = await code(c.find({ loc: { $near: { $geometry: { type: 'Point', coordinates: [0, 0] } } } }).toArray());
@@ -696,93 +696,4 @@ h.test('2dsphere options (initialize2dsphereParams): version and levels are exac
   await h.expectCode(mk({ coarsestIndexedLevel: 15, '2dsphereIndexVersion': 2 }), 16749, /^finestIndexedLevel must be >= coarsestIndexedLevel$/);
   await h.expectCode(mk({ finestIndexedLevel: 5, '2dsphereIndexVersion': 1 }), 16749);
   await h.expectCode(mk({ finestIndexedLevel: 1 }), 16749);
-});
-
-h.test('compound 2dsphere {a, b}: a document is indexed when at least one geo field has a location (getS2Keys, version >= 2)', async () => {
-  const db = srv.freshDb('s2two');
-  const c = db.collection('c');
-  await c.createIndex({ a: '2dsphere', b: '2dsphere' });
-  const pt = (x, y) => ({ type: 'Point', coordinates: [x, y] });
-  await c.insertMany([
-    { _id: 1, a: pt(1, 1), b: pt(2, 2) },
-    { _id: 2, a: pt(1, 1) }, // no b: still indexed (b keyed as null), so a's bounds find it
-    { _id: 3, b: pt(2, 2) },
-    { _id: 4, x: 1 }, // no location at all: not indexed
-    { _id: 5, a: null, b: pt(2, 2) },
-    { _id: 6, a: [], b: pt(3, 3) },
-  ]);
-  const box = { type: 'Polygon', coordinates: [[[0, 0], [5, 0], [5, 5], [0, 5], [0, 0]]] };
-  const withinA = { a: { $geoWithin: { $geometry: box } } };
-  assert.deepEqual(await ids(c, withinA), [1, 2]);
-  const ex = await c.find(withinA).explain('executionStats');
-  assert.equal(ex.queryPlanner.winningPlan.inputStage.indexName, 'a_2dsphere_b_2dsphere');
-  assert.equal(ex.executionStats.nReturned, 2);
-  assert.deepEqual(await ids(c, { a: { $geoIntersects: { $geometry: box } } }), [1, 2]);
-  assert.deepEqual(await ids(c, { b: { $geoWithin: { $geometry: box } } }), [1, 3, 5, 6]);
-  assert.deepEqual((await c.find({ a: { $near: { $geometry: pt(0, 0), $maxDistance: 1e6 } } }).toArray()).map((d) => d._id), [1, 2]);
-  assert.deepEqual((await c.find({ b: { $near: { $geometry: pt(0, 0) } } }).toArray()).map((d) => d._id), [1, 3, 5, 6]);
-  const gn = (key) => c.aggregate([{ $geoNear: { near: pt(0, 0), key, distanceField: 'd' } }]).toArray();
-  assert.deepEqual((await gn('a')).map((d) => d._id), [1, 2]);
-  assert.deepEqual((await gn('b')).map((d) => d._id), [1, 3, 5, 6]);
-  // A non-geo query hinted to the index is still answered completely.
-  assert.deepEqual((await c.find({ _id: { $gte: 2 } }).hint('a_2dsphere_b_2dsphere').toArray()).map((d) => d._id), [2, 3, 4, 5, 6]);
-  // Every geo field is checked, even when the other has no location.
-  await h.expectCode(c.insertOne({ _id: 7, b: 'bad' }), 16755, /^Can't extract geo keys: \{ _id: 7, b: "bad" \}  geo element must be an array or object: b: "bad"$/);
-  await h.expectCode(c.insertOne({ _id: 8, a: 5, b: pt(0, 0) }), 16755);
-  // Updates move documents in and out: losing b keeps it findable by a; losing both leaves the index.
-  await c.updateOne({ _id: 1 }, { $unset: { b: 1 } });
-  await c.updateOne({ _id: 3 }, { $set: { a: pt(4, 4) } });
-  await c.updateOne({ _id: 2 }, { $unset: { a: 1 } });
-  assert.deepEqual(await ids(c, withinA), [1, 3]);
-  assert.deepEqual((await c.find({ a: { $near: { $geometry: pt(0, 0), $maxDistance: 1e6 } } }).toArray()).map((d) => d._id), [1, 3]);
-  assert.equal((await db.command({ validate: 'c' })).valid, true);
-});
-
-h.test('compound {a: 2dsphere, x: 1, b: 2dsphere}: indexed with either geo field, x bounds still right', async () => {
-  const db = srv.freshDb('s2three');
-  const pt = (x, y) => ({ type: 'Point', coordinates: [x, y] });
-  const c = db.collection('c');
-  await c.insertMany([
-    { _id: 1, a: pt(1, 1), x: 1 }, // present before the build: the build keys it too
-    { _id: 2, b: pt(1, 1), x: 1 },
-  ]);
-  await c.createIndex({ a: '2dsphere', x: 1, b: '2dsphere' });
-  await c.insertMany([
-    { _id: 3, a: pt(1, 1), x: 2, b: pt(1, 1) },
-    { _id: 4, a: pt(1, 1) },
-    { _id: 5, x: 1 },
-  ]);
-  const box = { type: 'Polygon', coordinates: [[[0, 0], [5, 0], [5, 5], [0, 5], [0, 0]]] };
-  assert.deepEqual(await ids(c, { a: { $geoWithin: { $geometry: box } } }), [1, 3, 4]);
-  assert.deepEqual(await ids(c, { a: { $geoWithin: { $geometry: box } }, x: 1 }), [1]);
-  assert.deepEqual(await ids(c, { a: { $geoWithin: { $geometry: box } }, x: null }), [4]);
-  assert.deepEqual(await ids(c, { b: { $geoWithin: { $geometry: box } }, x: 1 }), [2]);
-  assert.deepEqual((await c.find({ x: 1 }).hint('a_2dsphere_x_1_b_2dsphere').sort({ _id: 1 }).toArray()).map((d) => d._id), [1, 2, 5]);
-  assert.equal(await c.countDocuments({ a: { $geoWithin: { $geometry: box } } }), 3);
-});
-
-h.test('2d index: a value that is not an array or object, or an empty one, is no location (get2DKeys skips it); list elements must be locations (16804)', async () => {
-  const db = srv.freshDb('flatskip');
-  const c = db.collection('c');
-  assert.equal(await c.createIndex({ loc: '2d' }), 'loc_2d');
-  await c.insertMany([
-    { _id: 1, loc: 5 }, { _id: 2, loc: 'x' }, { _id: 3, loc: true }, { _id: 4, loc: [] }, { _id: 5, loc: {} },
-    { _id: 6, loc: [1, 1] }, { _id: 7, loc: [[], [2, 2]] }, { _id: 8, loc: [{ x: 1, y: 2 }] }, { _id: 9, a: 1 },
-  ]);
-  assert.equal(await c.countDocuments({}), 9);
-  assert.deepEqual(await ids(c, { loc: { $geoWithin: { $box: [[0, 0], [3, 3]] } } }), [6, 7, 8]);
-  assert.deepEqual((await c.find({ loc: { $near: [0, 0] } }).toArray()).map((d) => d._id), [6, 8, 7]);
-  assert.deepEqual((await c.find({ loc: 'x' }).hint('loc_2d').toArray()).map((d) => d._id), [2]);
-  // A list (array, or object) of locations: each element must be an array or object.
-  for (const loc of [[null, [1, 2]], [[1, 2], 5], ['x'], { a: 'x' }]) {
-    await h.expectCode(c.insertOne({ loc }), 16804, /^location object expected, location array not in correct format$/);
-  }
-  // An object whose first value is not a number is a list of locations: each one checked.
-  await c.insertOne({ _id: 10, loc: { home: [1, 2], work: [3, 4] } });
-  await h.expectCode(c.insertOne({ loc: { home: [1, 2], work: [300, 4] } }), 13027);
-  // Building the index over such values succeeds too.
-  const d = db.collection('d');
-  await d.insertMany([{ _id: 1, loc: 5 }, { _id: 2, loc: 'x' }, { _id: 3, loc: [0, 0] }]);
-  assert.equal(await d.createIndex({ loc: '2d' }), 'loc_2d');
-  assert.deepEqual((await d.find({ loc: { $near: [0, 0] } }).toArray()).map((x) => x._id), [3]);
 });
