@@ -1405,7 +1405,6 @@ typedef struct ix_arg {
     mf_error_t *err;
 } ix_arg_t;
 
-/* The 2d index check of one value reached (a 2d index reads a list of locations; a 2dsphere one does not). */
 static bool
 ix_visit(void *arg, const bson_value_t *v, int32_t pos)
 {
@@ -1413,6 +1412,9 @@ ix_visit(void *arg, const bson_value_t *v, int32_t pos)
     char shown[200];
     (void)pos;
     if (v == NULL || v->value_type == BSON_TYPE_NULL || v->value_type == BSON_TYPE_UNDEFINED)
+        return false;
+    /* An empty array holds no location: a 2dsphere index leaves the document out, as a missing field (mongod). */
+    if (x->kind == MF_GEO_IX_2DSPHERE && v->value_type == BSON_TYPE_ARRAY && v->value.v_doc.data_len <= 5)
         return false;
     if (v->value_type == BSON_TYPE_ARRAY && !looks_legacy_pair(v) && v->value.v_doc.data_len > 5) {
         /* An array of locations: each element is one (mongod indexes them all). */
@@ -1424,6 +1426,24 @@ ix_visit(void *arg, const bson_value_t *v, int32_t pos)
         return false;
     }
     x->present = true;
+    if (x->kind == MF_GEO_IX_2DSPHERE) {
+        mf_geo_t *g;
+        mf_error_t why;
+        mf_err_clear(&why);
+        if (mf_geo_parse_stored(v, &g, &why) != 0) {
+            mf_fmt_doc(x->doc, shown, sizeof(shown));
+            x->rc = mf_err_set(x->err, MF_E_Location16755, "Can't extract geo keys: %s  %s", shown, why.msg);
+            return true;
+        }
+        if (g->flat && check_lnglat(g->verts[0], &why) != 0) {
+            mf_geo_free(g);
+            mf_fmt_doc(x->doc, shown, sizeof(shown));
+            x->rc = mf_err_set(x->err, MF_E_Location16755, "Can't extract geo keys: %s  %s", shown, why.msg);
+            return true;
+        }
+        mf_geo_free(g);
+        return false;
+    }
     /* 2d: a legacy pair (an array or object of two numbers). */
     bson_iter_t it;
     if (v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_DOCUMENT) {
@@ -1460,104 +1480,11 @@ ix_visit(void *arg, const bson_value_t *v, int32_t pos)
     return false;
 }
 
-/*
- * The values a 2dsphere index reads at a path, as mongod's getS2Keys gathers
- * them (extractAllElementsAlongPath into a BSONElementSet): arrays on the way
- * are traversed, the one at the end is not, and equal values count once, in
- * BSON order.
- */
-typedef struct s2_vals {
-    bson_value_t *v;
-    size_t n, cap;
-} s2_vals_t;
-
-static bool
-s2_collect(void *arg, const bson_value_t *v, int32_t pos)
-{
-    s2_vals_t *x = arg;
-    (void)pos;
-    if (v != NULL) {
-        GROW(x->v, x->n, x->cap);
-        x->v[x->n++] = *v;
-    }
-    return false;
-}
-
-static int
-s2_val_cmp(const void *a, const void *b)
-{
-    return mf_value_cmp(a, b);
-}
-
-/* Whether v is null, undefined, {} or []: what a 2dsphere index (version >= 2) reads as no location. */
-static bool
-s2_no_location(const bson_value_t *v)
-{
-    return v->value_type == BSON_TYPE_NULL || v->value_type == BSON_TYPE_UNDEFINED ||
-           ((v->value_type == BSON_TYPE_ARRAY || v->value_type == BSON_TYPE_DOCUMENT) && v->value.v_doc.data_len <= 5);
-}
-
-/*
- * mongod's getS2Keys and S2GetKeysForElement for one 2dsphere field. A lone
- * null, undefined, {} or [] is no location (the document stays out of the
- * index); otherwise every value must be a geometry (GeometryContainer::
- * parseFromStorage: an array is one legacy point, so an array of points or
- * of GeoJSON objects is refused, not indexed point by point) that projects
- * onto the sphere, else 16755.
- */
-static int
-s2_index_check(const bson_t *doc, const char *path, bool *present, mf_error_t *err)
-{
-    s2_vals_t x = {NULL, 0, 0};
-    const char *field = strrchr(path, '.');
-    char shown[200], val[200];
-    mf_error_t why;
-    int rc = 0;
-
-    *present = false;
-    mf_path_walk(doc, path, s2_collect, &x);
-    if (x.n > 1)
-        qsort(x.v, x.n, sizeof(*x.v), s2_val_cmp);
-    size_t w = 0;
-    for (size_t i = 0; i < x.n; i++)
-        if (w == 0 || mf_value_cmp(&x.v[w - 1], &x.v[i]) != 0)
-            x.v[w++] = x.v[i];
-    x.n = w;
-    if (x.n == 0 || (x.n == 1 && s2_no_location(&x.v[0])))
-        goto out_free;
-    *present = true;
-    field = field != NULL ? field + 1 : path;
-    for (size_t i = 0; i < x.n && rc == 0; i++) {
-        const bson_value_t *v = &x.v[i];
-        mf_geo_t *g = NULL;
-        mf_err_clear(&why);
-        if (v->value_type != BSON_TYPE_ARRAY && v->value_type != BSON_TYPE_DOCUMENT) {
-            mf_fmt_value(v, val, sizeof(val));
-            mf_err_set(&why, MF_E_BadValue, "geo element must be an array or object: %s: %s", field, val);
-        } else if (mf_geo_parse_stored(v, &g, &why) == 0 && g->flat && check_lnglat(g->verts[0], NULL) != 0) {
-            /* A legacy point off the sphere: ShapeProjection::supportsProject refuses it. */
-            mf_fmt_value(v, val, sizeof(val));
-            mf_err_set(&why, MF_E_BadValue, "can't project geometry into spherical CRS: %s", val);
-        }
-        if (g != NULL)
-            mf_geo_free(g);
-        if (why.code != 0) {
-            mf_fmt_doc(doc, shown, sizeof(shown));
-            rc = mf_err_set(err, MF_E_Location16755, "Can't extract geo keys: %s  %s", shown, why.msg);
-        }
-    }
-out_free:
-    free(x.v);
-    return rc;
-}
-
 int
 mf_geo_index_check(mf_geo_ix_t kind, const bson_t *doc, const char *path, double min, double max, bool *present,
                    mf_error_t *err)
 {
     ix_arg_t x = {kind, min, max, doc, false, 0, err};
-    if (kind == MF_GEO_IX_2DSPHERE)
-        return s2_index_check(doc, path, present, err);
     mf_path_walk(doc, path, ix_visit, &x);
     *present = x.present;
     return x.rc;

@@ -47,13 +47,11 @@ bool mf_geo_is_legacy_point(const mf_geo_t *g, double *x, double *y);
 
 /*
  * mf_geo_index_check: the geo index key generation check for the value(s)
- * at path in doc: for a 2dsphere index every distinct value reached (a
- * trailing array is one value: one legacy point) must be a valid geometry
- * (else 16755 "Can't extract geo keys: <doc>  <why>"); for a 2d index a
- * legacy pair within [min, max] (13026, 13027, 13067, 13068).
- * *present is false when the path reaches nothing, or, for a 2dsphere index,
- * only one null, undefined, {} or [] (the document is then not in the
- * index). Returns 0 or -1 with err.
+ * at path in doc: for a 2dsphere index every value reached must be a valid
+ * geometry (else 16755 "Can't extract geo keys: <doc>  <why>"); for a 2d
+ * index a legacy pair within [min, max] (13026, 13027, 13067, 13068).
+ * *present is false when the path reaches nothing (the document is then not
+ * in the index). Returns 0 or -1 with err.
  */
 int mf_geo_index_check(mf_geo_ix_t kind, const bson_t *doc, const char *path, double min, double max, bool *present,
                        mf_error_t *err) MF_WUR;

@@ -625,40 +625,7 @@ h.test('a GeoJSON $near / $nearSphere takes $maxDistance: Infinity (no bound) an
   await h.expectCode(c.find({ location: { $near: { $geometry: pt, $maxDistance: NaN } } }).toArray(), 2, /\$maxDistance must be non-negative/);
 });
 
-// ------------------------------------------------------------ 2dsphere keys and geo index options, to mongod 8.0's source
-
-h.test('2dsphere keys (getS2Keys): a lone {} or [] is no location; an array of points is one legacy point, refused (16755)', async () => {
-  const db = srv.freshDb('s2keys');
-  const c = db.collection('c');
-  await c.createIndex({ loc: '2dsphere' });
-  // null, undefined, {} and []: the document is stored and left out of the index.
-  await c.insertMany([{ _id: 1, loc: {} }, { _id: 2, loc: [] }, { _id: 3, loc: { type: 'Point', coordinates: [1, 2] } }]);
-  assert.deepEqual(await ids(c, { loc: { $exists: true } }), [1, 2, 3]);
-  assert.deepEqual(await ids(c, { loc: { $geoWithin: { $centerSphere: [[1, 2], 0.1] } } }), [3]);
-  // parseFromStorage reads any array as one legacy point: [[1, 2], [3, 4]] or [<GeoJSON>] is not indexed point by point.
-  const refused = [
-    [[[1, 2], [3, 4]], 'Point must only contain numeric elements, instead got type array'],
-    [[{ type: 'Point', coordinates: [1, 2] }], 'Point must only contain numeric elements, instead got type object'],
-  ];
-  for (const [loc, why] of refused) {
-    await h.expectCode(c.insertOne({ _id: 9, loc }), 16755,
-      new RegExp(`^Can't extract geo keys: \\{ _id: 9, loc: .*\\}  ${why}$`));
-  }
-  // Several values through an array on the path are all read; a lone equal pair counts once.
-  const d = db.collection('d');
-  await d.createIndex({ 'a.loc': '2dsphere' });
-  await d.insertMany([{ _id: 1, a: [{ loc: [1, 2] }, { loc: [3, 4] }] }, { _id: 2, a: [{ loc: null }, { loc: null }] }]);
-  assert.deepEqual(await ids(d, { 'a.loc': { $geoWithin: { $centerSphere: [[3, 4], 0.01] } } }), [1]);
-  await h.expectCode(d.insertOne({ _id: 3, a: [{ loc: null }, { loc: [1, 2] }] }), 16755,
-    /^Can't extract geo keys: \{ _id: 3, a: \[ \{ loc: null \}, \{ loc: \[ 1, 2 \] \} \] \}  geo element must be an array or object: loc: null$/);
-  await h.expectCode(d.insertOne({ _id: 4, a: [{ loc: [] }, { loc: [1, 2] }] }), 16755,
-    /  Point must only contain numeric elements, instead got type missing$/);
-  await h.expectCode(d.insertOne({ _id: 5, a: { loc: 5 } }), 16755, /  geo element must be an array or object: loc: 5$/);
-  // A legacy point off the sphere (S2GetKeysForElement's supportsProject).
-  await h.expectCode(c.insertOne({ _id: 10, loc: [500, 1] }), 16755,
-    /^Can't extract geo keys: \{ _id: 10, loc: \[ 500, 1 \] \}  can't project geometry into spherical CRS: \[ 500, 1 \]$/);
-  assert.equal(await d.countDocuments(), 2);
-});
+// ------------------------------------------------------------ geo index options, to mongod 8.0's source
 
 h.test('2d index hash parameters (GeoHashConverter::createFromDoc): bits as numberInt in 1..32, min < max finite, 72 InvalidOptions', async () => {
   const db = srv.freshDb('twodparams');
