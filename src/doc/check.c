@@ -111,17 +111,19 @@ mf_check_doc_built_size(const bson_t *doc, mf_error_t *err)
 }
 
 int
-mf_check_upsert_id(const bson_t *doc, mf_error_t *err)
+mf_check_id_storable(const bson_value_t *id, mf_error_t *err)
 {
-    bson_iter_t it;
-    bson_type_t t;
-
-    if (!bson_iter_init_find(&it, doc, "_id"))
-        return 0;
-    t = bson_iter_type(&it);
+    bson_type_t t = id->value_type;
     if (t == BSON_TYPE_ARRAY || t == BSON_TYPE_REGEX || t == BSON_TYPE_UNDEFINED)
         return mf_err_set(err, MF_E_InvalidIdField, "The '_id' value cannot be of type %s", mf_type_name(t));
     return 0;
+}
+
+int
+mf_check_upsert_id(const bson_t *doc, mf_error_t *err)
+{
+    bson_iter_t it;
+    return bson_iter_init_find(&it, doc, "_id") ? mf_check_id_storable(bson_iter_value(&it), err) : 0;
 }
 
 int

@@ -25,6 +25,15 @@ typedef enum { MF_DOC_INSERTED, MF_DOC_UPDATED, MF_DOC_UPSERTED } mf_doc_write_t
 int mf_check_doc_size(const bson_t *doc, mf_doc_write_t how, mf_error_t *err) MF_WUR;
 
 /*
+ * mf_check_id_storable: an _id value as mongod's storage validation takes it
+ * (storage_validation.cpp, storageValidIdField): an array, regex or
+ * undefined is 53 InvalidIdField "The '_id' value cannot be of type <type>".
+ * An update's replacement or pipeline result and an upsert's new document
+ * are held to it. 0, or -1 with err.
+ */
+int mf_check_id_storable(const bson_value_t *id, mf_error_t *err) MF_WUR;
+
+/*
  * mf_check_upsert_id: an upsert's new document's _id, checked as mongod
  * 8.0's UpsertStage::_assertDocumentToBeInsertedIsValid does before the size
  * (storage_validation::scanDocument's storageValidIdField): a regex,

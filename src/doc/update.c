@@ -32,6 +32,7 @@
  */
 #include "common/alloc.h"
 #include "doc/update.h"
+#include "doc/check.h"
 #include "doc/dec128.h"
 #include "common/limits.h"
 
@@ -2403,6 +2404,20 @@ typedef struct {
     bool dynamic;       /* the path meets "$[]" / "$[name]" (or "$" without a match) before depth stops */
 } id_guard_t;
 
+/*
+ * id_comp_key: component i of p as a key, "$" resolved to the query's array
+ * position (written into buf); NULL for "$[]", "$[name]" or an unmatched "$".
+ */
+static const char *
+id_comp_key(const actx_t *c, const path_t *p, size_t i, char *buf, size_t cap)
+{
+    if (p->comps[i].kind == C_POS && c->array_pos >= 0) {
+        snprintf(buf, cap, "%d", c->array_pos);
+        return buf;
+    }
+    return p->comps[i].kind == C_FIELD ? p->comps[i].name : NULL;
+}
+
 /* id_lookup: the node at the first depth components of p (counted into *depth as far as they exist). */
 static node_t *
 id_lookup(actx_t *c, node_t *root, const path_t *p, size_t *depth, bool *dynamic)
@@ -2413,12 +2428,9 @@ id_lookup(actx_t *c, node_t *root, const path_t *p, size_t *depth, bool *dynamic
     *depth = 0;
     *dynamic = false;
     for (size_t i = 0; i < p->n; i++) {
-        const char *key = p->comps[i].name;
+        const char *key = id_comp_key(c, p, i, buf, sizeof(buf));
         node_t **slot;
-        if (p->comps[i].kind == C_POS && c->array_pos >= 0) {
-            snprintf(buf, sizeof(buf), "%d", c->array_pos);
-            key = buf;
-        } else if (p->comps[i].kind != C_FIELD) {
+        if (key == NULL) {
             *dynamic = true;
             break;
         }
@@ -2496,14 +2508,9 @@ id_guard_fail(actx_t *c, node_t *root, const path_t *p, const id_guard_t *g)
     /* The components that existed before the mod, "$" resolved: built only here, for the message. */
     bson_string_t *taken = bson_string_new("");
     for (size_t i = 0; i < g->depth; i++) {
-        const char *key = p->comps[i].name;
-        if (p->comps[i].kind == C_POS && c->array_pos >= 0) {
-            snprintf(buf, sizeof(buf), "%d", c->array_pos);
-            key = buf;
-        }
         if (i)
             bson_string_append_c(taken, '.');
-        bson_string_append(taken, key);
+        bson_string_append(taken, id_comp_key(c, p, i, buf, sizeof(buf))); /* resolvable: id_lookup counted it */
     }
     if (g->depth == p->n) {
         mf_err_set(c->err, MF_E_ImmutableField,
@@ -2638,11 +2645,8 @@ apply_replacement(const mf_update_t *u, const bson_t *doc, bool is_insert, bson_
     bool has_old = id_value(doc, &oid), has_new = id_value(u->repl, &nid);
     bson_iter_t it;
 
-    if (has_new && !is_insert &&
-        (nid.value_type == BSON_TYPE_ARRAY || nid.value_type == BSON_TYPE_REGEX ||
-         nid.value_type == BSON_TYPE_UNDEFINED))
-        return mf_err_set(err, MF_E_InvalidIdField, "The '_id' value cannot be of type %s",
-                          mf_type_name(nid.value_type));
+    if (has_new && !is_insert && mf_check_id_storable(&nid, err) != 0)
+        return -1;
     if (has_new && nid.value_type == BSON_TYPE_ARRAY)
         return mf_err_set(err, MF_E_NotSingleValueField,
                           "After applying the update to the document, the (immutable) field '_id' was found to be an "

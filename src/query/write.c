@@ -358,10 +358,8 @@ pipeline_id_check(const bson_value_t *oldv, const bson_value_t *newv, bool is_in
 
     if (newv == NULL)
         return 0;
-    if (!is_insert && (newv->value_type == BSON_TYPE_ARRAY || newv->value_type == BSON_TYPE_REGEX ||
-                       newv->value_type == BSON_TYPE_UNDEFINED))
-        return mf_err_set(err, MF_E_InvalidIdField, "The '_id' value cannot be of type %s",
-                          mf_type_name(newv->value_type));
+    if (!is_insert && mf_check_id_storable(newv, err) != 0)
+        return -1;
     if (newv->value_type == BSON_TYPE_ARRAY)
         return mf_err_set(err, MF_E_NotSingleValueField,
                           "After applying the update to the document, the (immutable) field '_id' was found to be an "
