@@ -76,6 +76,13 @@
  *   of the two, and gives it back unless it moved the floor past it. A new
  *   index (and every index after a restart) starts unknown (INT64_MIN), and
  *   every FULL_SCAN_MS all floors are forgotten anyway, as a safety net.
+ *   A batch that deleted every key it read and whose read met the end of
+ *   the index (no key of any type past the due range) sets the floor past
+ *   every Date (FLOOR_ALL): until a write records a Date, the index has no
+ *   deadline and a visit nothing to read, without a seek. Such a seek is
+ *   what an emptied index made costly: WiredTiger's search_near, finding
+ *   nothing at or after the key, walks back over every tombstone before it
+ *   (a burst's million, 8 ms, at each read until the pages are reconciled).
  *
  *   Coalescing (beyond MongoDB): precise passes start at most every
  *   ttlMonitorCoalesceMS (5 ms), so a stream of deadlines is deleted in
@@ -181,6 +188,7 @@
 #define ROUND_TXNS 4 /* pieces (transactions) per deleting thread a round reads (see "Parallel batches") */
 #define MAX_PIECES (ROUND_TXNS * MAX_WORKERS) /* a round's pieces at most */
 #define FULL_SCAN_MS 10000 /* floors are forgotten this often (see "Floors") */
+#define FLOOR_ALL INT64_MAX /* a floor past every Date: the index's last read met its end (see "Floors") */
 #define FDS_RESUME_MS 100 /* a pass cut short by TooManyFilesOpen goes on after this long (see monitor_main) */
 #define TTL_NICE 10 /* the monitor's and deleters' nice value (see "Pacing") */
 #define YIELD_EVERY 96 /* documents deleted between two sched_yield()s while clients run (see "Pacing") */
@@ -762,6 +770,8 @@ index_deadline(mf_sess_t *s, mf_index_t *ix, int64_t start, int64_t secs, int64_
     size_t klen;
     int r;
 
+    if (!desc && start == FLOOR_ALL)
+        return NO_DEADLINE; /* every key deleted as last read, none written since (see "Floors") */
     if (mf_cur_open(s, ix->uri, &cur, &err) != 0) {
         *no_fds = err.code == MF_E_TooManyFilesOpen;
         return now + 1000; /* not "nothing due" either: look again in a second */
@@ -1554,6 +1564,7 @@ typedef struct scan_res {
     size_t n;           /* record ids read */
     bool hit_limit;     /* stopped at the limit, a key still ahead */
     bool range_left;    /* ... and that key is still in the due range: resume there */
+    bool at_end;        /* the read met the end of the index: no key of any type past what it read */
     int64_t cutoff;     /* the Date up to which keys were due when read */
     uint8_t resume[128]; /* the resume key (the rest as in ttl_target_t) */
     size_t resume_len;  /* 0: no resume point */
@@ -1575,7 +1586,7 @@ scan_due(mf_sess_t *s, const mf_index_t *ix, const uint8_t *from, size_t from_le
     size_t klen = 0, n = 0;
 
     out->n = 0;
-    out->hit_limit = out->range_left = false;
+    out->hit_limit = out->range_left = out->at_end = false;
     out->resume_len = 0;
     if (mf_cur_open(s, ix->uri, &cur, err) != 0)
         return 1;
@@ -1608,6 +1619,7 @@ scan_due(mf_sess_t *s, const mf_index_t *ix, const uint8_t *from, size_t from_le
      * read after the keys it is set for any multikey document they include.
      */
     out->hit_limit = r == 0 && n >= lim;
+    out->at_end = r == MF_NOTFOUND;
     if (atomic_load(&ix->multikey))
         n = dedup_rids(rids, n);
     out->n = n;
@@ -1733,6 +1745,12 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t, bool *saw_due)
             rids2 = tmp;
             sr = pre;
             sc = 0;
+        } else if (!desc && start == FLOOR_ALL && t->resume_len == 0) {
+            /* Every key deleted as last read, and no write recorded since (floors): nothing to read. */
+            memset(&sr, 0, sizeof(sr));
+            sr.at_end = true;
+            sr.cutoff = cutoff;
+            sc = 0;
         } else {
             sc = t->resume_len ? scan_due(s, ix, t->resume, t->resume_len, hi, rids, scan_lim, &sr, &err)
                                : scan_due(s, ix, lo, DATE_KEY_LEN, hi, rids, scan_lim, &sr, &err);
@@ -1757,12 +1775,14 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t, bool *saw_due)
         int64_t scut = sr.cutoff;
         size_t n = sr.n;
         bool hit_limit = sr.hit_limit, range_left = sr.range_left;
+        /* Once every key read is deleted: the floor past the cutoff, or past every Date at the index's end. */
+        int64_t cleared = sr.at_end ? FLOOR_ALL : scut == INT64_MAX ? scut : scut + 1;
         *saw_due |= n > 0;
         memcpy(t->resume, sr.resume, sr.resume_len);
         t->resume_len = sr.resume_len;
         if (n == 0) {
             if (t->resume_len == 0 && !desc) {
-                floor_set(m, ix, scut == INT64_MAX ? scut : scut + 1); /* nothing due is left */
+                floor_set(m, ix, cleared); /* nothing due is left */
                 floor_moved = true;
             }
             if (!floor_moved || begin > taken || ahead)
@@ -1850,7 +1870,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t, bool *saw_due)
         if (rc == 0 && st.deleted == (int64_t)n && !desc) {
             int64_t rd;
             if (!hit_limit) {
-                floor_set(m, ix, scut == INT64_MAX ? scut : scut + 1);
+                floor_set(m, ix, cleared);
                 floor_moved = true;
             } else if (range_left && mf_ks_date_from_key(t->resume, t->resume_len, false, &rd)) {
                 floor_set(m, ix, rd);

@@ -18,6 +18,7 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const h = require('./harness');
+const { Timestamp } = require('mongodb');
 
 const srv = h.useServer();
 
@@ -950,6 +951,43 @@ h.test('D7: after the monitor has deleted up to now, a document inserted or upda
     await coll.updateOne({ _id: 'moved' }, { $set: { at: new Date(Date.now() - 7200e3) } });
     await h.waitFor(async () => (await coll.countDocuments({ _id: 'moved' })) === 0, 'a date updated into the past did not expire', 5000);
     assert.equal(await coll.countDocuments({ _id: 'later' }), 1);
+  });
+});
+
+h.test('D7 beyond: once the monitor has emptied a TTL index it has no deadline and reads nothing until a write, and every later write expires as due (the floor past every Date)', { timeout: 60000 }, async () => {
+  // After a burst every key is a tombstone until WiredTiger reconciles the pages; a seek past the last one walked
+  // back over all of them at each deadline read. The monitor now knows the index ended where its read stopped.
+  await withDb('floorall', async (db) => {
+    const coll = db.collection('c');
+    await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+    const nextDue = async () => (await ttlStatus()).nextDueAt;
+    for (let round = 0; round < 2; round++) {
+      await insertExpired(coll, 3000, { start: round * 10000 });
+      await h.waitFor(async () => (await coll.countDocuments()) === 0, `burst ${round} did not expire`, 20000);
+      await h.waitFor(async () => (await nextDue()) === null, `no deadline once the index is empty (round ${round})`, 3000);
+      // A document due soon: the write brings the deadline back, and the document goes.
+      const due = Date.now() + 500;
+      await coll.insertOne({ _id: `soon${round}`, at: new Date(due) });
+      await h.waitFor(async () => { const n = await nextDue(); return n instanceof Date && n.getTime() === due; },
+        'nextDueAt is the new document\'s expiry', 3000);
+      await h.waitFor(async () => (await coll.countDocuments()) === 0, 'a document written after the index emptied did not expire', 5000);
+      // Dated before everything already deleted, inserted and updated into the past.
+      await coll.insertOne({ _id: `old${round}`, at: new Date(Date.now() - 7200e3) });
+      await h.waitFor(async () => (await coll.countDocuments()) === 0, 'an old-dated insert into the emptied index did not expire', 5000);
+      await coll.insertOne({ _id: `moved${round}`, at: new Date(Date.now() + 3600e3) });
+      await h.waitFor(async () => { const n = await nextDue(); return n instanceof Date && n.getTime() > Date.now() + 3000e3; },
+        'nextDueAt is the hour-away document\'s', 3000);
+      await coll.updateOne({ _id: `moved${round}` }, { $set: { at: new Date(Date.now() - 3600e3) } });
+      await h.waitFor(async () => (await coll.countDocuments()) === 0, 'a date updated into the past did not expire', 5000);
+    }
+    // A key of another type past the Dates (a Timestamp) is not the end of the index: it stays, and what is due goes.
+    await coll.insertOne({ _id: 'ts', at: new Timestamp({ t: 1, i: 1 }) });
+    await insertExpired(coll, 1000, { start: 50000 });
+    await h.waitFor(async () => (await coll.countDocuments()) === 1, 'the burst beside a Timestamp key did not expire', 20000);
+    const due = Date.now() + 300;
+    await coll.insertOne({ _id: 'after-ts', at: new Date(due) });
+    await h.waitFor(async () => (await coll.countDocuments()) === 1, 'a document due after the burst did not expire', 5000);
+    assert.deepEqual(await coll.find().toArray(), [{ _id: 'ts', at: new Timestamp({ t: 1, i: 1 }) }]);
   });
 });
 
