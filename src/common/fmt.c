@@ -63,10 +63,9 @@ fmt_value(out_t *o, const bson_value_t *v, int depth)
     char oid[25];
     switch (v->value_type) {
     case BSON_TYPE_DOUBLE: {
-        /* As mongod's appendDoubleNice: %.16g, and ".0" unless there is a '.', 'E' or 'N' (so nan.0, inf.0, 1e+20.0). */
         char b[40];
-        snprintf(b, sizeof(b), "%.16g", v->value.v_double);
-        put(o, "%s%s", b, strchr(b, '.') || strchr(b, 'E') || strchr(b, 'N') ? "" : ".0");
+        mf_fmt_double(v->value.v_double, b, sizeof(b));
+        put(o, "%s", b);
         break;
     }
     case BSON_TYPE_INT32:
@@ -122,6 +121,14 @@ fmt_value(out_t *o, const bson_value_t *v, int depth)
         put(o, "<type %d>", (int)v->value_type);
         break;
     }
+}
+
+void
+mf_fmt_double(double d, char *buf, size_t cap)
+{
+    int n = snprintf(buf, cap, "%.16g", d);
+    if (n >= 0 && (size_t)n + 3 <= cap && !strchr(buf, '.') && !strchr(buf, 'E') && !strchr(buf, 'N'))
+        memcpy(buf + n, ".0", 3);
 }
 
 void

@@ -12,6 +12,13 @@
 
 void mf_fmt_value(const bson_value_t *v, char *buf, size_t cap);
 void mf_fmt_doc(const bson_t *doc, char *buf, size_t cap);
+/*
+ * mf_fmt_double: a double as mongod's StringBuilder::appendDoubleNice
+ * prints it, which every value in its messages goes through: %.16g, then
+ * ".0" unless there is a '.', 'E' or 'N' ("1.0", "0.1", "1e+20.0", "nan.0").
+ * buf holds at least 40 bytes.
+ */
+void mf_fmt_double(double d, char *buf, size_t cap);
 
 struct sockaddr_storage;
 /*

@@ -222,7 +222,7 @@ struct mf_expr {
     mf_tz_t *tz;        /* K_OP with a constant timezone argument: the zone, opened at parse (owned) */
     mf_sort_t *sort;    /* $sortArray by a document pattern (owned) */
     size_t ninputs;     /* $zip: args[0..ninputs) are the inputs, the rest the defaults */
-    bool flag;          /* $zip useLongestLength; $sortArray descending whole values */
+    bool flag;          /* $zip useLongestLength; $sortArray descending whole values; $meta never set (missing) */
     double *ps;         /* $percentile: the p values (owned) */
     pcre2_code *re;     /* $regex*: the regex, compiled at parse when regex and options are constants (owned;
                            matching only reads it) */
@@ -1765,10 +1765,18 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         return 0;
     }
     case A_META: {
-        /* Only the text score exists in mayfly; mongod's other $meta arguments are refused like unknown ones. */
+        /*
+         * mongod 8.0's ExpressionMeta::parse: the argument's type first
+         * (17307), then its name. The text score is read from the pipeline's
+         * document; names whose metadata mayfly never sets (mf_meta_never_set)
+         * evaluate to missing (flag), as mongod's do where nothing set them;
+         * the rest (sortKey, recordId, indexKey, the $geoNear data) would need
+         * what mayfly's stages do not carry, and are refused like unknown ones.
+         */
         if (arg->value_type != BSON_TYPE_UTF8)
-            return mf_err_set(err, MF_E_Location17308, "Unsupported argument to $meta: %s", mf_type_name(arg->value_type));
-        if (strcmp(arg->value.v_utf8.str, "textScore") != 0)
+            return mf_err_set(err, MF_E_Location17307, "$meta only supports string arguments");
+        e->flag = mf_meta_never_set(arg->value.v_utf8.str);
+        if (!e->flag && strcmp(arg->value.v_utf8.str, "textScore") != 0)
             return mf_err_set(err, MF_E_Location17308, "Unsupported argument to $meta: %s", arg->value.v_utf8.str);
         return 0;
     }
@@ -7063,6 +7071,10 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         return 0;
     case OP_META: {
         bson_iter_t mi;
+        if (e->flag) {
+            o->value_type = BSON_TYPE_EOD; /* metadata nothing in mayfly sets: missing */
+            return 0;
+        }
         if (c->rootv.value_type == BSON_TYPE_DOCUMENT &&
             bson_iter_init_from_data(&mi, c->rootv.value.v_doc.data, c->rootv.value.v_doc.data_len) &&
             bson_iter_find(&mi, MF_TEXT_SCORE_FIELD) && BSON_ITER_HOLDS_DOUBLE(&mi)) {
@@ -7524,4 +7536,16 @@ mf_expr_eval(const mf_expr_t *e, const bson_t *root, bson_value_t *out, mf_error
     if (rc < 0)
         mf_value_free(out);
     return rc;
+}
+
+bool
+mf_meta_never_set(const char *name)
+{
+    static const char *const never[] = {"randVal",           "searchScore",         "searchHighlights",
+                                        "searchScoreDetails", "vectorSearchScore",   "searchSequenceToken",
+                                        "timeseriesBucketMinTime", "timeseriesBucketMaxTime"};
+    for (size_t i = 0; i < sizeof never / sizeof never[0]; i++)
+        if (strcmp(name, never[i]) == 0)
+            return true;
+    return false;
 }

@@ -117,4 +117,12 @@ int mf_expr_check_var_name(const char *name, mf_error_t *err);
  */
 int mf_expr_check_var_name_read(const char *name, mf_error_t *err);
 
+/*
+ * True if name is a $meta argument mongod 8.0 knows whose metadata mayfly
+ * never sets on a document (a $sample's random value, $search and
+ * $vectorSearch results, a time-series bucket's bounds): such a $meta
+ * parses and evaluates to missing, in find projections and expressions.
+ */
+bool mf_meta_never_set(const char *name);
+
 #endif /* MF_EXPR_H */

@@ -398,9 +398,9 @@ parse_element(pctx_t *c, const char *key, const bson_value_t *v, pnode_t *parent
                 static const char *const names[] = {"textScore", "recordId", "sortKey"};
                 /*
                  * Names mongod 8.0's ExpressionMeta::parse knows whose
-                 * metadata a plain find never has: a $sample's random
-                 * value, $search / $vectorSearch results, a time-series
-                 * bucket's bounds. find validates only the text score and
+                 * metadata mayfly never sets (mf_meta_never_set: a
+                 * $sample's random value, $search / $vectorSearch results,
+                 * a time-series bucket's bounds). find validates only the text score and
                  * $geoNear data (CanonicalQuery::isValid's unavailable
                  * set), so these parse, evaluate to missing, and the field
                  * is left out. geoNearDistance / geoNearPoint (40218
@@ -409,10 +409,6 @@ parse_element(pctx_t *c, const char *key, const bson_value_t *v, pnode_t *parent
                  * the projection: they stay refused below, like unknown
                  * names.
                  */
-                static const char *const absent[] = {"randVal",           "searchScore",
-                                                     "searchHighlights",  "searchScoreDetails",
-                                                     "vectorSearchScore", "searchSequenceToken",
-                                                     "timeseriesBucketMinTime", "timeseriesBucketMaxTime"};
                 int meta = -1;
                 /* ExpressionMeta::parse checks the argument's type before its name. */
                 if (ov->value_type != BSON_TYPE_UTF8)
@@ -420,9 +416,8 @@ parse_element(pctx_t *c, const char *key, const bson_value_t *v, pnode_t *parent
                 for (int i = 0; i < 3; i++)
                     if (strcmp(ov->value.v_utf8.str, names[i]) == 0)
                         meta = i;
-                for (size_t i = 0; meta < 0 && i < sizeof absent / sizeof absent[0]; i++)
-                    if (strcmp(ov->value.v_utf8.str, absent[i]) == 0)
-                        meta = META_ABSENT;
+                if (meta < 0 && mf_meta_never_set(ov->value.v_utf8.str))
+                    meta = META_ABSENT;
                 if (meta == -1)
                     return mf_err_set(c->err, MF_E_Location17308, "Unsupported argument to $meta: %s",
                                       ov->value.v_utf8.str);

@@ -34,6 +34,7 @@
 #include "doc/update.h"
 #include "doc/check.h"
 #include "doc/dec128.h"
+#include "common/fmt.h"
 #include "common/limits.h"
 
 #include <math.h>
@@ -97,15 +98,10 @@ fmt_value(bson_string_t *s, const bson_value_t *v)
     case BSON_TYPE_INT64:
         bson_string_append_printf(s, "%lld", (long long)v->value.v_int64);
         break;
-    case BSON_TYPE_DOUBLE: {
-        double d = v->value.v_double;
-        /* Range first: converting a double beyond long long (1e308, NaN) is undefined. */
-        if (d < 1e15 && d > -1e15 && d == (double)(long long)d)
-            bson_string_append_printf(s, "%.1f", d);
-        else
-            bson_string_append_printf(s, "%.17g", d);
+    case BSON_TYPE_DOUBLE:
+        mf_fmt_double(v->value.v_double, buf, sizeof(buf));
+        bson_string_append(s, buf);
         break;
-    }
     case BSON_TYPE_DECIMAL128: {
         char dec[BSON_DECIMAL128_STRING];
         bson_decimal128_to_string(&v->value.v_decimal128, dec);

@@ -58,6 +58,34 @@ h.test('$meta names a find never has metadata for parse and leave the field out'
   await h.expectCode(c.find({}, { projection: { s: { $meta: 1 } } }).toArray(), 17307);
 });
 
+h.test('in aggregation expressions too: $meta checks its argument\'s type first (17307), and names never set evaluate to missing', async () => {
+  // ExpressionMeta::parse: uassert 17307 on a non-string before the name's 17308.
+  const c = srv.freshDb('metaagg').collection('c');
+  await c.insertMany([{ _id: 1, x: 2, m: 'old' }, { _id: 2, x: 3 }]);
+  for (const stage of ['$project', '$addFields']) {
+    for (const bad of [1, null, { a: 1 }, ['textScore']]) {
+      await h.expectCode(c.aggregate([{ [stage]: { s: { $meta: bad } } }]).toArray(), 17307,
+        new RegExp(`^Invalid \\${stage} :: caused by :: \\$meta only supports string arguments$`));
+    }
+    await h.expectCode(c.aggregate([{ [stage]: { s: { $add: [1, { $meta: 2 }] } } }]).toArray(), 17307);
+    await h.expectCode(c.aggregate([{ [stage]: { s: { $meta: 'bogus' } } }]).toArray(), 17308,
+      new RegExp(`^Invalid \\${stage} :: caused by :: Unsupported argument to \\$meta: bogus$`));
+  }
+  const names = ['randVal', 'searchScore', 'searchHighlights', 'searchScoreDetails', 'vectorSearchScore',
+    'searchSequenceToken', 'timeseriesBucketMinTime', 'timeseriesBucketMaxTime'];
+  for (const name of names) {
+    assert.deepEqual(await c.aggregate([{ $project: { x: 1, s: { $meta: name } } }, { $sort: { _id: 1 } }]).toArray(),
+      [{ _id: 1, x: 2 }, { _id: 2, x: 3 }], name);
+    // $addFields of a missing value: the field is not added (an existing one is removed).
+    assert.deepEqual(await c.aggregate([{ $addFields: { m: { $meta: name } } }, { $sort: { _id: 1 } }]).toArray(),
+      [{ _id: 1, x: 2 }, { _id: 2, x: 3 }], name);
+    // Inside another expression it is missing: $ifNull takes its replacement, arithmetic gives null.
+    assert.deepEqual(await c.aggregate([{ $match: { _id: 1 } },
+      { $project: { d: { $ifNull: [{ $meta: name }, 'none'] }, n: { $add: [1, { $meta: name }] } } }]).toArray(),
+      [{ _id: 1, d: 'none', n: null }], name);
+  }
+});
+
 h.test('an upsert whose new document has a regex _id is 53; an insert of one stays 2', async () => {
   const db = srv.freshDb('upsertid');
   const c = db.collection('c');

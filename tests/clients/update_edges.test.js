@@ -252,6 +252,13 @@ h.test('_id is immutable as 8.0\'s update nodes check it: per modifier, $rename\
   writeError(r, 66, altered('2'));
   ({ r } = await update('ue_id_pipe1', { _id: 1, a: 1 }, [{ $set: { _id: 2 } }]));
   writeError(r, 66, altered('2'));
+  // Doubles print as mongod's appendDoubleNice: %.16g, ".0" when neither '.', 'E' nor 'N' shows (was %.17g: 0.10000000000000001).
+  ({ r } = await update('ue_id_dbl1', { _id: 1 }, { _id: 0.1 }));
+  writeError(r, 66, altered('0.1'));
+  ({ r } = await update('ue_id_dbl2', { _id: 1 }, [{ $set: { _id: new Double(1e20) } }]));
+  writeError(r, 66, altered('1e+20.0'));
+  ({ r } = await update('ue_id_dbl3', { _id: 1 }, { _id: { a: new Double(3), b: 2.5e-7 } }));
+  writeError(r, 66, altered('{ a: 3.0, b: 2.5e-07 }'));
   let idDb;
   ({ r, db: idDb } = await update('ue_id_pipe2', { _id: 1, a: 1 }, [{ $set: { _id: { $literal: new Double(1) }, b: 1 } }]));
   assert.equal(r.writeErrors, undefined, JSON.stringify(r));

@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
+#include "common/fmt.h"
 #include "doc/value.h"
 
 static bson_value_t
@@ -240,4 +241,24 @@ Test(value, append_value_with_key_length)
     cr_assert(bson_iter_init_find(&it, &b, "ab"));
     cr_assert_eq(bson_iter_int32(&it), 7);
     bson_destroy(&b);
+}
+
+/* Values in messages: doubles as mongod's StringBuilder::appendDoubleNice prints them (%.16g, ".0" if no '.', 'E', 'N'). */
+Test(value, fmt_double_is_mongods_append_double_nice)
+{
+    static const struct {
+        double d;
+        const char *want;
+    } cases[] = {{1, "1.0"},       {-2, "-2.0"},           {0.1, "0.1"},         {1.5, "1.5"},
+                 {2.5e-7, "2.5e-07"}, {1e20, "1e+20.0"},     {1e15, "1000000000000000.0"}, {1e16, "1e+16.0"},    {123456789012345.0, "123456789012345.0"},
+                 {1.0 / 3, "0.3333333333333333"}, {NAN, "nan.0"}, {INFINITY, "inf.0"}, {-INFINITY, "-inf.0"}};
+    char buf[40];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mf_fmt_double(cases[i].d, buf, sizeof buf);
+        cr_expect_str_eq(buf, cases[i].want, "%.17g", cases[i].d);
+        bson_value_t v = dbl(cases[i].d);
+        char vb[40];
+        mf_fmt_value(&v, vb, sizeof vb);
+        cr_expect_str_eq(vb, cases[i].want, "mf_fmt_value of %.17g", cases[i].d);
+    }
 }
