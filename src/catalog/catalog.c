@@ -15,7 +15,11 @@
  * committed entry does not say multikey rewrites the entry inside its own
  * transaction (mf_catalog_index_mark_multikey), so the flag is durable
  * exactly when the first multikey document is. A restart never forgets it,
- * and queries keep de-duplicating record ids.
+ * and queries keep de-duplicating record ids. The same goes for its
+ * multikey paths (mf_index_t.mk_paths, the entry's multikeyPaths: a number
+ * per field, bit p for an array at its path's component p): a document
+ * whose paths the committed entry does not cover writes it again, once a
+ * transaction (see mk_note_t).
  *
  * Sizes (mongod's sizeStorer): each collection's document count and data size
  * live in table:_mf_sizes (key: the collection's ident, value BSON {count,
@@ -977,6 +981,16 @@ coll_to_bson(const mf_coll_t *c, bson_t *out)
         BSON_APPEND_DOCUMENT(&child, "spec", c->indexes[i]->spec);
         BSON_APPEND_UTF8(&child, "ident", c->indexes[i]->ident);
         BSON_APPEND_BOOL(&child, "multikey", atomic_load(&c->indexes[i]->multikey));
+        if (atomic_load(&c->indexes[i]->multikey)) {
+            bson_t mkp;
+            char fk[16];
+            BSON_APPEND_ARRAY_BEGIN(&child, "multikeyPaths", &mkp);
+            for (int f = 0; f < c->indexes[i]->kp.nfields; f++) {
+                snprintf(fk, sizeof(fk), "%d", f);
+                BSON_APPEND_INT64(&mkp, fk, (int64_t)atomic_load(&c->indexes[i]->mk_paths[f]));
+            }
+            bson_append_array_end(&child, &mkp);
+        }
         if (c->indexes[i]->rid_in_key && c->indexes[i]->unique)
             BSON_APPEND_BOOL(&child, "ridInKey", true);
         /* Decimals keyed exactly (index/keystring.c); an entry without it is read as format 1. */
@@ -1047,7 +1061,8 @@ coll_from_bson(const bson_t *doc, mf_error_t *err)
             const uint8_t *data;
             uint32_t len;
             const char *ident = NULL;
-            bool multikey = false, rid_in_key = false;
+            bool multikey = false, rid_in_key = false, have_paths = false;
+            uint32_t mk[MF_KP_MAX_FIELDS] = {0};
             int64_t key_format = 1; /* entries written before keyFormat existed hold format 1 keys */
             if (!BSON_ITER_HOLDS_DOCUMENT(&ai) || !bson_iter_recurse(&ai, &f))
                 continue;
@@ -1060,6 +1075,11 @@ coll_from_bson(const bson_t *doc, mf_error_t *err)
                     ident = bson_iter_utf8(&f, NULL);
                 } else if (strcmp(bson_iter_key(&f), "multikey") == 0) {
                     multikey = bson_iter_as_bool(&f);
+                } else if (strcmp(bson_iter_key(&f), "multikeyPaths") == 0 && BSON_ITER_HOLDS_ARRAY(&f)) {
+                    bson_iter_t pi;
+                    have_paths = bson_iter_recurse(&f, &pi);
+                    for (int n = 0; have_paths && bson_iter_next(&pi) && n < MF_KP_MAX_FIELDS; n++)
+                        mk[n] = BSON_ITER_HOLDS_NUMBER(&pi) ? (uint32_t)bson_iter_as_int64(&pi) : UINT32_MAX;
                 } else if (strcmp(bson_iter_key(&f), "ridInKey") == 0) {
                     rid_in_key = bson_iter_as_bool(&f);
                 } else if (strcmp(bson_iter_key(&f), "keyFormat") == 0 && BSON_ITER_HOLDS_NUMBER(&f)) {
@@ -1082,6 +1102,12 @@ coll_from_bson(const bson_t *doc, mf_error_t *err)
             }
             atomic_store(&ix->multikey, multikey);
             atomic_store(&ix->multikey_durable, multikey);
+            for (int n = 0; multikey && n < ix->kp.nfields; n++) {
+                /* An entry from before multikeyPaths: every component of every field may be an array. */
+                uint32_t m = have_paths ? mk[n] : UINT32_MAX;
+                atomic_store(&ix->mk_paths[n], m);
+                atomic_store(&ix->mk_durable[n], m);
+            }
             ix->rid_in_key = ix->rid_in_key || rid_in_key;
             ix->kp.legacy_decimals = key_format < 2;
             c->indexes[c->nindexes++] = ix;
@@ -1185,14 +1211,23 @@ ddl_end(mf_catalog_t *cat, mf_sess_t *s, int rc, mf_error_t *err)
     return rc != 0 ? -1 : 0;
 }
 
+/* After an entry holding ix's flags as they are now committed: they are durable. */
+static void
+index_flags_durable(mf_index_t *ix)
+{
+    if (!atomic_load(&ix->multikey))
+        return;
+    for (int f = 0; f < ix->kp.nfields; f++)
+        atomic_fetch_or(&ix->mk_durable[f], atomic_load(&ix->mk_paths[f]));
+    atomic_store(&ix->multikey_durable, true);
+}
+
 /* After c's entry committed (write lock held, so no writer is in flight): its multikey flags are durable. */
 static void
 mark_flags_durable(mf_coll_t *c)
 {
-    for (int i = 0; i < c->nindexes; i++) {
-        if (atomic_load(&c->indexes[i]->multikey))
-            atomic_store(&c->indexes[i]->multikey_durable, true);
-    }
+    for (int i = 0; i < c->nindexes; i++)
+        index_flags_durable(c->indexes[i]);
 }
 
 int
@@ -1250,25 +1285,63 @@ mf_catalog_coll_resize_capped(mf_catalog_t *cat, mf_coll_t *c, int64_t size, int
     return 0;
 }
 
+/*
+ * What one transaction's entry writes said of one index (mark_multikey):
+ * the paths it wrote, made durable when the transaction commits.
+ */
+typedef struct mk_note {
+    mf_index_t *ix;
+    uint32_t written[MF_KP_MAX_FIELDS];
+} mk_note_t;
+
 /* Runs when a transaction that wrote a multikey flag ends (on its thread, catalog lock still held if committed). */
 static void
 multikey_txn_end(void *arg, bool committed)
 {
+    mk_note_t *n = arg;
     /* Only a commit touches ix: an abort may come after the lock was released. */
-    if (committed)
-        atomic_store(&((mf_index_t *)arg)->multikey_durable, true);
+    if (committed) {
+        for (int f = 0; f < n->ix->kp.nfields; f++)
+            atomic_fetch_or(&n->ix->mk_durable[f], n->written[f]);
+        atomic_store(&n->ix->multikey_durable, true);
+    }
+    free(n);
+}
+
+static bool
+note_of(const void *arg, const void *ix)
+{
+    return ((const mk_note_t *)arg)->ix == ix;
+}
+
+/* Whether every bit of mk is in have (nf fields; have NULL: none is). */
+static bool
+mk_covered(const uint32_t *mk, _Atomic uint32_t *have_atomic, const uint32_t *have, int nf)
+{
+    for (int f = 0; f < nf; f++) {
+        uint32_t h = have_atomic ? atomic_load(&have_atomic[f]) : have ? have[f] : 0;
+        if (mk[f] & ~h)
+            return false;
+    }
+    return true;
 }
 
 int
-mf_catalog_index_mark_multikey(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, mf_error_t *err)
+mf_catalog_index_mark_multikey(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, const uint32_t *mk, mf_error_t *err)
 {
     bson_t entry;
-    int ret;
+    int ret, nf = ix->kp.nfields;
+    uint32_t written[MF_KP_MAX_FIELDS];
 
-    /* In memory first: readers planning now de-duplicate (conservative if this transaction aborts). */
+    /* In memory first: readers planning now de-duplicate and see the paths (conservative if this aborts). */
+    for (int f = 0; f < nf; f++)
+        atomic_fetch_or(&ix->mk_paths[f], mk[f]);
     atomic_store(&ix->multikey, true);
-    if (atomic_load(&ix->multikey_durable))
+    if (atomic_load(&ix->multikey_durable) && mk_covered(mk, ix->mk_durable, NULL, nf))
         return 0;
+    /* What the entry written now holds at least (it reads the paths again, perhaps with more bits). */
+    for (int f = 0; f < nf; f++)
+        written[f] = atomic_load(&ix->mk_paths[f]);
     if (!mf_txn_active(s)) {
         /* Every writer runs in a transaction; be safe anyway: a transaction of its own. */
         if (mf_txn_begin(s, err) != 0)
@@ -1282,15 +1355,24 @@ mf_catalog_index_mark_multikey(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, mf_er
         }
         if (mf_txn_commit(s, true, err) != 0)
             return -1;
+        for (int f = 0; f < nf; f++)
+            atomic_fetch_or(&ix->mk_durable[f], written[f]);
         atomic_store(&ix->multikey_durable, true);
         return 0;
     }
-    /* Once per transaction: the entry written below already carries the flag. */
-    if (!mf_txn_on_end(s, multikey_txn_end, ix))
+    /* Once per transaction, unless its document has paths the entry this transaction wrote does not. */
+    mk_note_t *n = mf_txn_on_end_find(s, multikey_txn_end, note_of, ix);
+    if (n != NULL && mk_covered(mk, NULL, n->written, nf))
         return 0;
     coll_to_bson(c, &entry);
     ret = entry_write(s, c->ns, &entry, err);
     bson_destroy(&entry);
+    if (n == NULL) {
+        n = mf_calloc(1, sizeof(*n));
+        n->ix = ix;
+        (void)mf_txn_on_end(s, multikey_txn_end, n);
+    }
+    memcpy(n->written, written, sizeof(written));
     return ret;
 }
 
@@ -2387,6 +2469,10 @@ mf_catalog_index_relayout(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, const
     nx->unique_gen = ix->unique_gen + 1;
     atomic_store(&nx->multikey, atomic_load(&ix->multikey));
     atomic_store(&nx->multikey_durable, atomic_load(&ix->multikey_durable));
+    for (int f = 0; f < ix->kp.nfields && f < nx->kp.nfields; f++) {
+        atomic_store(&nx->mk_paths[f], atomic_load(&ix->mk_paths[f]));
+        atomic_store(&nx->mk_durable[f], atomic_load(&ix->mk_durable[f]));
+    }
     if (table_create(cat, s, c, nx, MF_TABLE_INDEX, err) != 0) {
         index_free(nx);
         return -1;
@@ -2461,7 +2547,7 @@ mf_catalog_reindex(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err)
         return -1;
     }
     for (int i = 0; i < n; i++)
-        atomic_store(&nx[i]->multikey_durable, atomic_load(&nx[i]->multikey)); /* the entry just written holds it */
+        index_flags_durable(nx[i]); /* the entry just written holds them */
     indexes_discard(cat, old, n);
     mf_log(MF_LOG_INFO, "INDEX", "reIndex: rebuilt %d indexes on ns %s", n, c->ns);
     report_ddl(cat, MF_DDL_REINDEX, c, NULL, NULL, NULL); /* a TTL index's table moved: its deadline is read again */

@@ -90,6 +90,18 @@ typedef struct mf_index {
     _Atomic bool multikey;
     _Atomic bool multikey_durable;
     /*
+     * mk_paths[i]: which components of field i's path held an array in a
+     * document (bit p: the prefix of p + 1 components; see
+     * mf_index_multikey_paths), mongod's multikey paths: set with multikey,
+     * before the commit, and as conservatively; bits are never cleared.
+     * mk_durable[i]: as far as a committed catalog entry says. An entry
+     * written before these existed counts every component of every field.
+     * The planner bounds, intersects and sorts by a field whose bits are
+     * clear as on an index that is not multikey (query/plan.c).
+     */
+    _Atomic uint32_t mk_paths[MF_KP_MAX_FIELDS];
+    _Atomic uint32_t mk_durable[MF_KP_MAX_FIELDS];
+    /*
      * Being built in the background (mf_index_build_run): writers keep it
      * up to date, but queries, listIndexes, the TTL monitor and the stored
      * catalog entry leave it out until the build commits. Changed only under
@@ -245,13 +257,17 @@ void mf_catalog_coll_set_sizes(mf_coll_t *c, int64_t count, int64_t size);
 /*
  * mf_catalog_index_mark_multikey: records that ix of c is multikey, called by
  * a writer inside its transaction on s (catalog lock shared) before it writes
- * a document that gives ix more than one key. Sets ix->multikey at once and,
- * until a committed entry says so, rewrites c's catalog entry in the same
- * transaction, so the flag commits (or aborts) with the document. Two
+ * a document that gives ix more than one key, with the document's multikey
+ * paths mk (ix->kp.nfields entries, mf_index_multikey_paths). Sets
+ * ix->multikey and ors mk into ix->mk_paths at once and, until a committed
+ * entry says so (or this transaction wrote one that does), rewrites c's
+ * catalog entry in the same transaction, so the flag and paths commit (or
+ * abort) with the document. Two
  * writers doing it at once conflict: one gets MF_CONFLICT and retries.
  * Returns 0, MF_CONFLICT, or -1 with err.
  */
-int mf_catalog_index_mark_multikey(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, mf_error_t *err) MF_WUR;
+int mf_catalog_index_mark_multikey(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, const uint32_t *mk,
+                                   mf_error_t *err) MF_WUR;
 
 /*
  * mf_catalog_db_drop: drops every collection of db in one catalog

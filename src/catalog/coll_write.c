@@ -334,13 +334,39 @@ keys_make(mf_index_t *ix, const bson_t *doc, mf_keyset_t *ks, bool *multikey, mf
     return 0;
 }
 
-/* keys_for's second half: what a multikey document does to ix's flags (s NULL: in memory only). */
-static int
-keys_note_multikey(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, bool multikey, mf_error_t *err)
+/* Whether ix's committed entry already counts every component of every field's path as an array. */
+static bool
+mk_all_durable(mf_index_t *ix)
 {
-    if (multikey && s != NULL && !atomic_load(&ix->multikey_durable))
-        return mf_catalog_index_mark_multikey(s, c, ix, err);
-    if (multikey && !atomic_load(&ix->multikey))
+    if (!atomic_load(&ix->multikey_durable))
+        return false;
+    for (int f = 0; f < ix->kp.nfields; f++) {
+        int ncomp = 1;
+        for (const char *p = ix->kp.fields[f]; (p = strchr(p, '.')) != NULL; p++)
+            ncomp++;
+        uint32_t full = ncomp >= 32 ? UINT32_MAX : (UINT32_C(1) << ncomp) - 1;
+        if ((atomic_load(&ix->mk_durable[f]) & full) != full)
+            return false;
+    }
+    return true;
+}
+
+/*
+ * keys_for's second half: what a multikey document doc does to ix's flags
+ * and multikey paths (s NULL: in memory only).
+ */
+static int
+keys_note_multikey(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, bool multikey, const bson_t *doc, mf_error_t *err)
+{
+    uint32_t mk[MF_KP_MAX_FIELDS];
+    if (!multikey || mk_all_durable(ix))
+        return 0;
+    mf_index_multikey_paths(&ix->kp, doc, mk);
+    if (s != NULL)
+        return mf_catalog_index_mark_multikey(s, c, ix, mk, err);
+    for (int f = 0; f < ix->kp.nfields; f++)
+        atomic_fetch_or(&ix->mk_paths[f], mk[f]);
+    if (!atomic_load(&ix->multikey))
         atomic_store(&ix->multikey, true);
     return 0;
 }
@@ -351,7 +377,7 @@ keys_for(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, const bson_t *doc, mf_keyse
     bool multikey;
     if (keys_make(ix, doc, ks, &multikey, err) != 0)
         return -1;
-    return keys_note_multikey(s, c, ix, multikey, err);
+    return keys_note_multikey(s, c, ix, multikey, doc, err);
 }
 
 /* mf_index_keys leaves key sets sorted, so this is a binary search (updates of big arrays stay O(N log N)). */
@@ -961,7 +987,7 @@ mf_coll_insert_prepared_keys(mf_sess_t *s, mf_coll_t *c, const mf_prepared_t *do
             prep_slot_t *p = &kb->prep[docs[k].slot];
             mf_keyset_t *keys = &p->sets[i];
             *failed = k;
-            if ((ret = keys_note_multikey(s, c, ix, (p->multikey >> i) & 1, err)) != 0)
+            if ((ret = keys_note_multikey(s, c, ix, (p->multikey >> i) & 1, docs[k].doc, err)) != 0)
                 break;
             if (keys->n > 0 && cur == NULL && mf_cur_open(s, ix->uri, &cur, err) != 0) {
                 cur = NULL;

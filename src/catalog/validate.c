@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "catalog/catalog.h"
+#include "common/alloc.h"
 #include "common/curop.h"
 #include "common/log.h"
 #include "doc/match.h"
@@ -29,6 +30,7 @@ mf_catalog_validate(mf_catalog_t *cat, mf_sess_t *s, mf_coll_t *c, bson_t *repor
     int64_t expected[MF_MAX_INDEXES] = {0}, actual[MF_MAX_INDEXES] = {0};
     int sret = MF_NOTFOUND; /* the first storage error of the scans (MF_NOTFOUND: none) */
     bool saw_multikey[MF_MAX_INDEXES] = {false};
+    uint32_t(*saw_paths)[MF_KP_MAX_FIELDS] = mf_calloc(MF_MAX_INDEXES, sizeof(*saw_paths)); /* multikey paths seen */
     mf_keyset_t ks;
     bson_t errors, kpi, details;
     int nerrors = 0;
@@ -89,6 +91,12 @@ mf_catalog_validate(mf_catalog_t *cat, mf_sess_t *s, mf_coll_t *c, bson_t *repor
             if (mf_index_keys(&ix->kp, ix->sparse, &doc, &ks, &skip, &mk, &e) != 0 || skip)
                 continue;
             saw_multikey[i] = saw_multikey[i] || mk;
+            if (mk) {
+                uint32_t p[MF_KP_MAX_FIELDS];
+                mf_index_multikey_paths(&ix->kp, &doc, p);
+                for (int f = 0; f < ix->kp.nfields; f++)
+                    saw_paths[i][f] |= p[f];
+            }
             for (int k = 0; k < ks.n; k++) {
                 int r;
                 expected[i]++;
@@ -148,11 +156,21 @@ mf_catalog_validate(mf_catalog_t *cat, mf_sess_t *s, mf_coll_t *c, bson_t *repor
     int nwarnings = 0;
     bson_init(&warnings);
     for (int i = 0; i < c->nindexes; i++) {
-        if (!saw_multikey[i] || atomic_load(&c->indexes[i]->multikey))
+        mf_index_t *ix = c->indexes[i];
+        bool paths_short = false;
+        for (int f = 0; f < ix->kp.nfields; f++)
+            paths_short = paths_short || (saw_paths[i][f] & ~atomic_load(&ix->mk_paths[f])) != 0;
+        if (!saw_multikey[i] || (atomic_load(&ix->multikey) && !paths_short))
             continue;
         char msg[300];
-        atomic_store(&c->indexes[i]->multikey, true);
-        snprintf(msg, sizeof(msg), "index %s is multikey but was not marked so: flag set", c->indexes[i]->name);
+        for (int f = 0; f < ix->kp.nfields; f++)
+            atomic_fetch_or(&ix->mk_paths[f], saw_paths[i][f]);
+        if (atomic_load(&ix->multikey)) {
+            snprintf(msg, sizeof(msg), "index %s has multikey paths it was not marked with: paths set", ix->name);
+        } else {
+            atomic_store(&ix->multikey, true);
+            snprintf(msg, sizeof(msg), "index %s is multikey but was not marked so: flag set", ix->name);
+        }
         snprintf(key, sizeof(key), "%d", nwarnings++);
         BSON_APPEND_UTF8(&warnings, key, msg);
         mf_log(MF_LOG_WARN, "STORAGE", "validate %s: %s", c->ns, msg);
@@ -213,10 +231,12 @@ mf_catalog_validate(mf_catalog_t *cat, mf_sess_t *s, mf_coll_t *c, bson_t *repor
     bson_destroy(&details);
     bson_destroy(&errors);
     bson_destroy(&warnings);
+    free(saw_paths);
     return 0;
 
 err_free:
     mf_keyset_destroy(&ks);
     bson_destroy(&errors);
+    free(saw_paths);
     return -1;
 }

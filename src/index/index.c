@@ -199,6 +199,52 @@ find_child(const uint8_t *data, uint32_t len, const char *key, size_t klen, bool
     return false;
 }
 
+/* Ors into *mk the components (from depth d on) of path p where data holds an array (mf_index_multikey_paths). */
+static void
+mk_walk(const uint8_t *data, uint32_t len, const char *p, int d, uint32_t *mk)
+{
+    const char *dot = strchr(p, '.');
+    size_t clen = dot ? (size_t)(dot - p) : strlen(p);
+    bson_iter_t it;
+    if (!find_child(data, len, p, clen, false, 0, &it))
+        return;
+    const bson_value_t *v = bson_iter_value(&it);
+    if (v->value_type == BSON_TYPE_DOCUMENT) {
+        if (dot != NULL)
+            mk_walk(v->value.v_doc.data, v->value.v_doc.data_len, dot + 1, d + 1, mk);
+        return;
+    }
+    if (v->value_type != BSON_TYPE_ARRAY)
+        return;
+    *mk |= UINT32_C(1) << (d < 31 ? d : 31);
+    if (dot == NULL)
+        return;
+    /* The rest of the path in each element, and as the element's own name (a numeric component). */
+    bson_t a;
+    bson_iter_t e;
+    if (!bson_init_static(&a, v->value.v_doc.data, v->value.v_doc.data_len) || !bson_iter_init(&e, &a))
+        return;
+    mk_walk(v->value.v_doc.data, v->value.v_doc.data_len, dot + 1, d + 1, mk);
+    while (bson_iter_next(&e)) {
+        const bson_value_t *ev = bson_iter_value(&e);
+        if (ev->value_type == BSON_TYPE_DOCUMENT)
+            mk_walk(ev->value.v_doc.data, ev->value.v_doc.data_len, dot + 1, d + 1, mk);
+    }
+}
+
+void
+mf_index_multikey_paths(const mf_keypattern_t *kp, const bson_t *doc, uint32_t *mk)
+{
+    for (int i = 0; i < kp->nfields; i++) {
+        mk[i] = 0;
+        if (kp->is_wildcard || kp->geo[i] != MF_GEO_IX_NONE || strstr(kp->fields[i], "$**") != NULL) {
+            mk[i] = UINT32_MAX; /* many keys for other reasons than an array: counted as one everywhere */
+            continue;
+        }
+        mk_walk(bson_get_data(doc), doc->len, kp->fields[i], 0, &mk[i]);
+    }
+}
+
 /*
  * MongoDB's getFieldDottedOrArray: walks *path from the document data
  * through nested documents and stops at the first array met before the

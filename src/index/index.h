@@ -148,6 +148,18 @@ int mf_index_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_
                   bool *multikey, mf_error_t *err) MF_WUR;
 
 /*
+ * mf_index_multikey_paths: for each field i of kp, the components of its
+ * path at which doc holds an array, as bits into mk[i] (bit p: the prefix
+ * of p + 1 components; components past the 32nd share bit 31): mongod's
+ * MultikeyPaths. Conservative, never less than key generation meets: every
+ * array on the way is descended into, whatever the key generator does
+ * with a positional component ("a.0.b"). A geo field whose value gives
+ * several cells and every field of a wildcard index count as arrays at
+ * every component (all bits). mk holds kp->nfields entries.
+ */
+void mf_index_multikey_paths(const mf_keypattern_t *kp, const bson_t *doc, uint32_t *mk);
+
+/*
  * mf_index_keys_of_value: what mf_index_keys gives for a document whose
  * value under kp's one field is v, a value that is not an array (found
  * by the caller, who knows the document holds it and nothing else there),

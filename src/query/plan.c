@@ -430,6 +430,52 @@ vint_lo_cmp(const void *a, const void *b)
 }
 
 /*
+ * Field i's multikey paths on ix (mf_index_t.mk_paths): 0 when no document
+ * held an array on its path, so it bounds, intersects and sorts as on an
+ * index that is not multikey. Geo fields (many cells) and wildcard indexes
+ * count as arrays everywhere.
+ */
+static uint32_t
+field_mk(const mf_index_t *ix, int i)
+{
+    if (!atomic_load(&ix->multikey))
+        return 0;
+    if (ix->kp.is_wildcard || ix->kp.geo[i] != MF_GEO_IX_NONE)
+        return UINT32_MAX;
+    uint32_t m = atomic_load(&ix->mk_paths[i]);
+    for (int f = 0; m == 0 && f < ix->kp.nfields; f++)
+        if (atomic_load(&ix->mk_paths[f]) != 0)
+            return 0;
+    return m != 0 ? m : UINT32_MAX; /* multikey with no paths known: every field may hold an array */
+}
+
+/*
+ * Whether fields i and j of ix share a path prefix that held an array:
+ * their keys pair up element by element ({"a.b": 1, "a.c": 1} keys each
+ * element of a), so bounds on both would miss a document whose elements
+ * match them separately (mongod's shared multikey prefix).
+ */
+static bool
+shared_mk_prefix(const mf_index_t *ix, int i, int j)
+{
+    const char *a = ix->kp.fields[i], *b = ix->kp.fields[j];
+    uint32_t m = field_mk(ix, i) & field_mk(ix, j);
+    for (int p = 0; m != 0; p++) {
+        const char *da = strchr(a, '.'), *db = strchr(b, '.');
+        size_t la = da ? (size_t)(da - a) : strlen(a), lb = db ? (size_t)(db - b) : strlen(b);
+        if (la != lb || memcmp(a, b, la) != 0)
+            return false;
+        if (m & (UINT32_C(1) << (p < 31 ? p : 31)))
+            return true;
+        if (da == NULL || db == NULL)
+            return false;
+        a = da + 1;
+        b = db + 1;
+    }
+    return false;
+}
+
+/*
  * Interval list of one predicate value (implicit equality or an operator
  * document). Returns false when the predicate gives no usable bound.
  */
@@ -1131,8 +1177,11 @@ analyse(mf_index_t *ix, const preds_t *ps, cand_t *k)
     int cf = ix->kp.has_geo ? geo_cell_field(ix) : -1;
     for (int i = 0; i < nf; i++) {
         k->f[i].all = true;
-        if (ix->multikey && i > 0)
-            continue; /* only the leading field is bounded on a multikey index */
+        bool fmk = field_mk(ix, i) != 0, shared = false;
+        for (int b = 0; b < i && !shared; b++)
+            shared = !k->f[b].all && shared_mk_prefix(ix, i, b);
+        if (shared)
+            continue; /* its keys pair with a bounded field's through one array: left to the matcher */
         for (int j = 0; j < ps->n; j++) {
             if (strcmp(ps->p[j].path, ix->kp.fields[i]) != 0)
                 continue;
@@ -1162,19 +1211,19 @@ analyse(mf_index_t *ix, const preds_t *ps, cand_t *k)
                 k->f[i] = hl;
                 continue;
             }
-            if (ix->multikey && !k->f[i].all) {
-                k->inexact[j] = true;
+            if (fmk && !k->f[i].all) {
+                k->inexact[j] = true; /* an array's elements may meet each predicate apart: one is used */
                 continue;
             }
             vlist_t l = {0};
             bool exact = true;
-            if (!pred_list(&ps->p[j].v, ix->multikey, &k->pool, &l, &exact)) {
+            if (!pred_list(&ps->p[j].v, fmk, &k->pool, &l, &exact)) {
                 free(l.v);
                 k->inexact[j] = true;
                 continue;
             }
             k->used[j] = true;
-            k->inexact[j] = !exact || ps->p[j].from_elem_match || ix->multikey;
+            k->inexact[j] = !exact || ps->p[j].from_elem_match || fmk;
             if (k->f[i].all) {
                 free(k->f[i].v);
                 k->f[i] = l;
@@ -1226,14 +1275,14 @@ check_sort(cand_t *k, const bson_t *sort)
 {
     bson_iter_t it;
     k->sort_dir = 0;
-    if (sort == NULL || bson_empty(sort) || k->ix->multikey)
+    if (sort == NULL || bson_empty(sort))
         return;
     for (int off = 0; off <= k->nsingle; off++) {
         int dir = 0, pos = off;
         bool ok = bson_iter_init(&it, sort);
         while (ok && bson_iter_next(&it)) {
             const bson_value_t *v = bson_iter_value(&it);
-            if (pos >= k->ix->kp.nfields || !mf_value_is_number(v) ||
+            if (pos >= k->ix->kp.nfields || !mf_value_is_number(v) || field_mk(k->ix, pos) != 0 ||
                 (k->ix->kp.has_hashed && pos == k->ix->kp.hashed_field) ||
                 strcmp(bson_iter_key(&it), k->ix->kp.fields[pos]) != 0) {
                 ok = false;
@@ -1580,7 +1629,7 @@ residual_filter(const bson_t *filter, const preds_t *ps, const cand_t *k)
     bson_iter_init(&it, filter);
     while (bson_iter_next(&it)) {
         bool exact = false;
-        if (k != NULL && !k->ix->multikey) {
+        if (k != NULL) { /* a field whose path held an array has its predicates inexact (analyse) */
             bool any = false, all_exact = true;
             for (int j = 0; j < ps->n; j++) {
                 if (ps->p[j].elem != idx)
@@ -1708,6 +1757,8 @@ ixscan_new(const mf_index_t *x, int dir)
         ix->key_pattern = bson_new();
     }
     ix->multikey = x->multikey;
+    for (int f = 0; f < x->kp.nfields; f++)
+        ix->mk_paths[f] = field_mk(x, f);
     ix->unique = x->unique;
     ix->sparse = x->sparse;
     ix->partial = x->partial != NULL;
@@ -1914,6 +1965,12 @@ wild_ixscan(const mf_index_t *ix, const char *path, const vlist_t *l, bool exist
     BSON_APPEND_INT32(st->key_pattern, "$_path", 1);
     BSON_APPEND_INT32(st->key_pattern, path, desc ? -1 : 1);
     st->multikey = true;
+    /* Explain's multiKeyPaths for the expanded pattern: each field as a whole ("$_path", "a.b"). */
+    int ncomp = 1;
+    for (const char *d = path; (d = strchr(d, '.')) != NULL; d++)
+        ncomp++;
+    st->mk_paths[0] = 1;
+    st->mk_paths[1] = UINT32_C(1) << (ncomp <= 32 ? ncomp - 1 : 31);
     if (exists) {
         wild_exists_intervals(path, st);
         return st;
@@ -2852,11 +2909,25 @@ explain_stage(const mf_plan_t *p, const mf_stage_t *s, bool stats, bson_t *out)
             bson_iter_t it;
             BSON_APPEND_DOCUMENT_BEGIN(out, "multiKeyPaths", &mkp);
             bson_iter_init(&it, s->key_pattern);
-            while (bson_iter_next(&it)) {
+            for (int f = 0; bson_iter_next(&it); f++) {
                 bson_t a;
-                BSON_APPEND_ARRAY_BEGIN(&mkp, bson_iter_key(&it), &a);
-                if (s->multikey)
-                    BSON_APPEND_UTF8(&a, "0", bson_iter_key(&it));
+                const char *name = bson_iter_key(&it);
+                BSON_APPEND_ARRAY_BEGIN(&mkp, name, &a);
+                /* mongod's multikey paths: each prefix of the path that held an array. */
+                uint32_t m = !s->multikey ? 0 : f < MF_KP_MAX_FIELDS ? s->mk_paths[f] : UINT32_MAX;
+                int n = 0;
+                for (int p = 0; m != 0; p++) {
+                    const char *dot = strchr(name, '.');
+                    for (int q = 0; dot != NULL && q < p; q++)
+                        dot = strchr(dot + 1, '.');
+                    if (m & (UINT32_C(1) << (p < 31 ? p : 31))) {
+                        char nk[16];
+                        snprintf(nk, sizeof(nk), "%d", n++);
+                        bson_append_utf8(&a, nk, -1, name, dot ? (int)(dot - name) : -1);
+                    }
+                    if (dot == NULL || p >= 31)
+                        break;
+                }
                 bson_append_array_end(&mkp, &a);
             }
             bson_append_document_end(out, &mkp);

@@ -68,8 +68,12 @@
  * string range (["ab", "ac") for /^ab/) or all strings, plus the regex
  * value itself as a point, and is never exact. Bounds may be looser than the filter, never
  * tighter: the matcher is re-applied to every fetched document. On a
- * multikey index only the leading field is bounded and only one range
- * predicate is used; record ids are de-duplicated during the scan.
+ * multikey index, a field whose path held an array (its multikey paths,
+ * mf_index_t.mk_paths) takes one range predicate and is never exact, a
+ * field that shares such a prefix with a field bounded before it is not
+ * bounded, and a sort comes from fields none of whose paths held an array,
+ * as mongod's planner does with its multikey paths; record ids are
+ * de-duplicated during the scan.
  *
  * A plan also carries its execution position (last key / record id), so a
  * find cursor keeps its plan across getMore and resumes the scan.
@@ -124,6 +128,7 @@ typedef struct mf_stage {
     char *index_ident;    /* owned: which index of that name (a dropped and rebuilt one differs) */
     bson_t *key_pattern;  /* owned */
     bool multikey, unique, sparse, partial;
+    uint32_t mk_paths[MF_KP_MAX_FIELDS]; /* per key pattern field, as the index had them when planned */
     bson_t *bounds;       /* owned: explain indexBounds {field: ["[5, 5]"]} */
     mf_interval_t *iv;    /* owned, niv intervals in ascending byte order */
     size_t niv;

@@ -232,6 +232,13 @@ bool mf_txn_user_doomed(mf_sess_t *s);
  * Returns true if newly registered, false if already registered.
  */
 bool mf_txn_on_end(mf_sess_t *s, void (*fn)(void *arg, bool committed), void *arg);
+/*
+ * mf_txn_on_end_find: the arg of a callback fn registered in s's current
+ * transaction for which match(arg, key) is true, or NULL (the caller's to
+ * use until fn runs).
+ */
+void *mf_txn_on_end_find(mf_sess_t *s, void (*fn)(void *arg, bool committed), bool (*match)(const void *arg, const void *key),
+                         const void *key);
 
 /*
  * mf_txn_on_prepare: fn(arg, s, err) runs at the start of mf_txn_commit of

@@ -1088,6 +1088,17 @@ mf_txn_on_end(mf_sess_t *s, void (*fn)(void *arg, bool committed), void *arg)
     return true;
 }
 
+void *
+mf_txn_on_end_find(mf_sess_t *s, void (*fn)(void *arg, bool committed), bool (*match)(const void *arg, const void *key),
+                   const void *key)
+{
+    for (int i = 0; i < s->ncbs; i++) {
+        if (s->cbs[i].fn == fn && match(s->cbs[i].arg, key))
+            return s->cbs[i].arg;
+    }
+    return NULL;
+}
+
 bool
 mf_txn_on_prepare(mf_sess_t *s, int (*fn)(void *arg, mf_sess_t *s, mf_error_t *err), void *arg)
 {

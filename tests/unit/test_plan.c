@@ -172,6 +172,50 @@ Test(plan, multikey_range_uses_one_predicate)
     mf_plan_free(p);
 }
 
+/* Multikey paths: {m: 1, n: 1, "p.q": 1, "p.r": 1}, arrays seen at m and at p (the prefix of p.q and p.r). */
+static void
+add_mk_paths_index(void)
+{
+    add_index("{\"v\": 2, \"key\": {\"m\": 1, \"n\": 1}, \"name\": \"m_1_n_1\"}", true);
+    add_index("{\"v\": 2, \"key\": {\"p.q\": 1, \"p.r\": 1}, \"name\": \"pq_pr\"}", true);
+    coll.indexes[coll.nindexes - 2]->mk_paths[0] = 1; /* m */
+    coll.indexes[coll.nindexes - 1]->mk_paths[0] = 1; /* p, in p.q */
+    coll.indexes[coll.nindexes - 1]->mk_paths[1] = 1; /* p, in p.r */
+}
+
+Test(plan, multikey_paths_bound_intersect_and_sort_by_fields_without_arrays)
+{
+    add_mk_paths_index();
+    mf_plan_t *p = plan_of("{\"m\": 5, \"n\": {\"$gt\": 1, \"$lt\": 3}}", NULL, NULL);
+    cr_assert_str_eq(p->leaf->index_name, "m_1_n_1");
+    char *j = bounds_json(p);
+    cr_assert_str_eq(j, "{ \"m\" : [ \"[5, 5]\" ], \"n\" : [ \"(1, 3)\" ] }", "got %s", j);
+    bson_free(j);
+    mf_plan_free(p);
+    /* The field with arrays takes one range predicate. */
+    p = plan_of("{\"m\": {\"$gt\": 1, \"$lt\": 3}}", NULL, NULL);
+    j = bounds_json(p);
+    cr_assert_str_eq(j, "{ \"m\" : [ \"(1, inf.0]\" ], \"n\" : [ \"[MinKey, MaxKey]\" ] }", "got %s", j);
+    bson_free(j);
+    mf_plan_free(p);
+    /* A sort on n after a point on m comes from the index; one on m does not. */
+    p = plan_of("{\"m\": 5}", "{\"n\": -1}", NULL);
+    cr_assert_str_eq(p->leaf->index_name, "m_1_n_1");
+    cr_assert(p->sort_provided);
+    cr_assert_null(mf_plan_find_stage(p, MF_ST_SORT));
+    mf_plan_free(p);
+    p = plan_of("{\"n\": 5}", "{\"m\": 1}", NULL);
+    cr_assert_not_null(mf_plan_find_stage(p, MF_ST_SORT), "m held arrays: no sort from the index");
+    mf_plan_free(p);
+    /* p.q and p.r pair through the array p: only p.q is bounded. */
+    p = plan_of("{\"p.q\": 1, \"p.r\": 2}", NULL, NULL);
+    cr_assert_str_eq(p->leaf->index_name, "pq_pr");
+    j = bounds_json(p);
+    cr_assert_str_eq(j, "{ \"p.q\" : [ \"[1, 1]\" ], \"p.r\" : [ \"[MinKey, MaxKey]\" ] }", "got %s", j);
+    bson_free(j);
+    mf_plan_free(p);
+}
+
 Test(plan, sort_by_index_avoids_sort_stage)
 {
     mf_plan_t *p = plan_of("{}", "{\"a\": -1}", NULL);
