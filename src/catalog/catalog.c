@@ -330,10 +330,20 @@ apply_options(mf_coll_t *c, parsed_opts_t *p)
     c->capped_size = c->capped ? p->size : 0;
     c->capped_max = c->capped ? p->max : 0;
     c->is_view = p->view;
+    int64_t old_ts = c->ts_expire, old_cl = c->clustered_expire;
     c->is_timeseries = p->timeseries;
     c->ts_expire = p->timeseries ? p->expire : -1;
     c->clustered = p->clustered && !p->timeseries;
     c->clustered_expire = c->clustered ? p->expire : -1;
+    if (c->ts_expire != old_ts || c->clustered_expire != old_cl) {
+        /*
+         * Expiry turned on, off or changed: writes made while it was off
+         * recorded no Dates, so the TTL monitor's floor for these indexes
+         * is forgotten (unknown: it scans from the first Date again).
+         */
+        for (int i = 0; i < c->nindexes; i++)
+            atomic_store(&c->indexes[i]->ttl_dirty_min, INT64_MIN);
+    }
     c->pre_images = p->pre_images && !p->view;
     c->validation_level = p->level;
     c->validation_action = p->action;
