@@ -991,6 +991,34 @@ h.test('D7 beyond: once the monitor has emptied a TTL index it has no deadline a
   });
 });
 
+h.test('D7 beyond: a clustered or time-series collection emptied by a burst, whose expiry is turned off and on again, deletes what was written while off at once, not at the next periodic pass', { timeout: 90000 }, async () => {
+  // Writes made while expireAfterSeconds is 'off' note no Dates, so a floor set past every Date by the burst
+  // must be forgotten when the expiry changes.
+  for (const kind of ['clustered', 'timeseries']) {
+    await withDb(`offon${kind}`, async (db) => {
+      const opts = kind === 'clustered'
+        ? { clusteredIndex: { key: { _id: 1 }, unique: true }, expireAfterSeconds: 0 }
+        : { timeseries: { timeField: 't', granularity: 'seconds' }, expireAfterSeconds: 0 };
+      await db.createCollection('c', opts);
+      const coll = db.collection('c');
+      const mk = (i, d) => (kind === 'clustered' ? { _id: d } : { t: d, m: i });
+      const base = Date.now() - 3 * 3600e3;
+      await coll.insertMany(Array.from({ length: 2000 }, (_, i) => mk(i, new Date(base + i))));
+      await h.waitFor(async () => (await coll.countDocuments()) === 0, `${kind}: the burst did not expire`, 20000);
+      await h.waitFor(async () => (await ttlStatus()).nextDueAt === null, `${kind}: no deadline once emptied`, 3000);
+      await db.command({ collMod: 'c', expireAfterSeconds: 'off' });
+      const old = Date.now() - 3600e3;
+      await coll.insertMany(Array.from({ length: 10 }, (_, i) => mk(i, new Date(old + i))));
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(await coll.countDocuments(), 10, `${kind}: documents expired while expiry was off`);
+      await db.command({ collMod: 'c', expireAfterSeconds: 0 });
+      // The periodic pass comes every 60 s here; the documents must go well before it.
+      await h.waitFor(async () => (await coll.countDocuments()) === 0,
+        `${kind}: documents written while expiry was off did not expire once it was back on`, 10000);
+    });
+  }
+});
+
 /* n collections o0..o<n-1> of db, each with a TTL index {at: 1} of an hour and one document not due for an hour. */
 async function otherTtlCollections(db, n) {
   for (let k = 0; k < n; k++) {
