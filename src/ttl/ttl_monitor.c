@@ -1719,6 +1719,12 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t, bool *saw_due)
         begin = start;
         if (t->resume_len && !mf_ks_date_from_key(t->resume, t->resume_len, false, &begin))
             begin = INT64_MAX;
+        /*
+         * Whether this read can have missed a write taken above: one that
+         * starts after its Date, or at a resume key of that very Date (the
+         * key's rest, a record id, passes the Date's smaller ones).
+         */
+        bool missed = t->resume_len ? begin >= taken : begin > taken;
         bool floor_moved = false;
         /* Byte range of due keys: ascending [Date(floor), Date(cutoff)]; descending [Date(cutoff), Date(min)]. */
         if (!desc) {
@@ -1785,7 +1791,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t, bool *saw_due)
                 floor_set(m, ix, cleared); /* nothing due is left */
                 floor_moved = true;
             }
-            if (!floor_moved || begin > taken || ahead)
+            if (!floor_moved || missed || ahead)
                 dirty_lower(ix, taken);
             mf_catalog_unlock(m->env.cat);
             break;
@@ -1877,7 +1883,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t, bool *saw_due)
                 floor_moved = true;
             }
         }
-        if (!floor_moved || begin > taken || ahead)
+        if (!floor_moved || missed || ahead)
             dirty_lower(ix, taken);
         atomic_store(&m->batch_opid, 0);
         mf_curop_end(op);

@@ -615,3 +615,31 @@ h.test('D7 beyond: a write slow between its commit and its note (pauseTTLWriterB
     await db.dropDatabase().catch(() => {});
   }
 });
+
+h.test('D7 beyond: a document moved, during a round that resumes at a key of Date R, to that same Date R with a smaller record id is deleted at once, not at the next periodic pass (the resumed read starts after it)', { timeout: 120000 }, async () => {
+  const db = srv.freshDb('resumeeq');
+  const coll = db.collection('c');
+  await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+  const R = new Date(1000);
+  await params({ ttlMonitorEnabled: false, ttlMonitorWorkers: 1, ttlMonitorBatchDocs: 50, ttlMonitorSleepSecs: 60 });
+  try {
+    // sigma has the smallest record id; the others are all due at R, so the batches resume at (R, record id).
+    await coll.insertOne({ _id: 'sigma', at: new Date(Date.now() + 3600e3) });
+    await coll.insertMany(Array.from({ length: 200 }, (_, i) => ({ _id: i, at: R })));
+    const r0 = await admin().command({ configureFailPoint: 'hangTTLDeleterInBatch', mode: 'alwaysOn' });
+    await params({ ttlMonitorEnabled: true });
+    try {
+      await untilHit('hangTTLDeleterInBatch', r0);
+      // The first batch holds; the next read resumes at (R, its 51st record id), past sigma's.
+      assert.equal((await coll.updateOne({ _id: 'sigma' }, { $set: { at: R } })).modifiedCount, 1);
+    } finally {
+      await off('hangTTLDeleterInBatch');
+    }
+    // The periodic pass is 60 s away.
+    const deadline = Date.now() + 10000;
+    while ((await coll.countDocuments({})) > 0 && Date.now() < deadline) await h.sleep(50);
+    assert.deepEqual(await coll.find({}).toArray(), [], 'left after the resumed rounds');
+  } finally {
+    await params({ ttlMonitorEnabled: true, ttlMonitorWorkers: 0, ttlMonitorBatchDocs: 500, ttlMonitorSleepSecs: 1 });
+  }
+});
