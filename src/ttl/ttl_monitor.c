@@ -75,7 +75,9 @@
  *   value sees the document); a batch takes that value, scans from the lower
  *   of the two, and gives it back unless it moved the floor past it. A new
  *   index (and every index after a restart) starts unknown (INT64_MIN), and
- *   every FULL_SCAN_MS all floors are forgotten anyway, as a safety net.
+ *   the first pass FULL_SCAN_MS after the last forgetting forgets all
+ *   floors anyway, as a safety net (with nothing due anywhere, that is the
+ *   periodic pass, ttlMonitorSleepSecs on: no pass is made just for it).
  *   A batch that deleted every key it read and whose read met the end of
  *   the index (no key of any type past the due range) sets the floor past
  *   every Date (FLOOR_ALL): until a write records a Date, the index has no
