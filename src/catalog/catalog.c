@@ -1324,15 +1324,13 @@ note_of(const void *arg, const void *ix)
     return ((const mk_note_t *)arg)->ix == ix;
 }
 
-/* Whether every bit of mk is in have (nf fields; have NULL: none is). */
+/* Whether every bit of mk is in have (nf fields). */
 static bool
-mk_covered(const uint32_t *mk, _Atomic uint32_t *have_atomic, const uint32_t *have, int nf)
+mk_covered(const uint32_t *mk, const uint32_t *have, int nf)
 {
-    for (int f = 0; f < nf; f++) {
-        uint32_t h = have_atomic ? atomic_load(&have_atomic[f]) : have ? have[f] : 0;
-        if (mk[f] & ~h)
+    for (int f = 0; f < nf; f++)
+        if (mk[f] & ~have[f])
             return false;
-    }
     return true;
 }
 
@@ -1341,14 +1339,18 @@ mf_catalog_index_mark_multikey(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, const
 {
     bson_t entry;
     int ret, nf = ix->kp.nfields;
-    uint32_t written[MF_KP_MAX_FIELDS];
+    uint32_t written[MF_KP_MAX_FIELDS], durable[MF_KP_MAX_FIELDS];
 
     /* In memory first: readers planning now de-duplicate and see the paths (conservative if this aborts). */
     for (int f = 0; f < nf; f++)
         atomic_fetch_or(&ix->mk_paths[f], mk[f]);
     atomic_store(&ix->multikey, true);
-    if (atomic_load(&ix->multikey_durable) && mk_covered(mk, ix->mk_durable, NULL, nf))
-        return 0;
+    if (atomic_load(&ix->multikey_durable)) {
+        for (int f = 0; f < nf; f++)
+            durable[f] = atomic_load(&ix->mk_durable[f]);
+        if (mk_covered(mk, durable, nf))
+            return 0;
+    }
     /* What the entry written now holds at least (it reads the paths again, perhaps with more bits). */
     for (int f = 0; f < nf; f++)
         written[f] = atomic_load(&ix->mk_paths[f]);
@@ -1372,7 +1374,7 @@ mf_catalog_index_mark_multikey(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, const
     }
     /* Once per transaction, unless its document has paths the entry this transaction wrote does not. */
     mk_note_t *n = mf_txn_on_end_find(s, multikey_txn_end, note_of, ix);
-    if (n != NULL && mk_covered(mk, NULL, n->written, nf))
+    if (n != NULL && mk_covered(mk, n->written, nf))
         return 0;
     coll_to_bson(c, &entry);
     ret = entry_write(s, c->ns, &entry, err);

@@ -340,14 +340,9 @@ mk_all_durable(mf_index_t *ix)
 {
     if (!atomic_load(&ix->multikey_durable))
         return false;
-    for (int f = 0; f < ix->kp.nfields; f++) {
-        int ncomp = 1;
-        for (const char *p = ix->kp.fields[f]; (p = strchr(p, '.')) != NULL; p++)
-            ncomp++;
-        uint32_t full = ncomp >= 32 ? UINT32_MAX : (UINT32_C(1) << ncomp) - 1;
-        if ((atomic_load(&ix->mk_durable[f]) & full) != full)
+    for (int f = 0; f < ix->kp.nfields; f++)
+        if ((atomic_load(&ix->mk_durable[f]) & ix->kp.mk_all[f]) != ix->kp.mk_all[f])
             return false;
-    }
     return true;
 }
 

@@ -88,7 +88,18 @@ mf_keypattern_parse(const bson_t *key, mf_keypattern_t *kp, mf_error_t *err)
         kp->desc[kp->nfields] = mf_value_as_double(v) < 0;
         kp->nfields++;
     }
+    for (int i = 0; i < kp->nfields; i++)
+        kp->mk_all[i] = mf_path_mk_all(kp->fields[i]);
     return 0;
+}
+
+uint32_t
+mf_path_mk_all(const char *path)
+{
+    int n = 1;
+    for (const char *d = path; (d = strchr(d, '.')) != NULL; d++)
+        n++;
+    return n >= 32 ? UINT32_MAX : (UINT32_C(1) << n) - 1;
 }
 
 void

@@ -36,6 +36,8 @@ typedef struct mf_keypattern {
      * out, as mongod's 2dsphere version 2+ and 2d indexes do.
      */
     unsigned char geo[MF_KP_MAX_FIELDS];
+    /* Per field, the multikey-paths bits of every component of its path (mf_path_mk_all). */
+    uint32_t mk_all[MF_KP_MAX_FIELDS];
     bool has_geo;
     double geo_min, geo_max; /* a 2d index's coordinate range ("min", "max"; default [-180, 180]) */
     /*
@@ -158,6 +160,13 @@ int mf_index_keys(const mf_keypattern_t *kp, bool sparse, const bson_t *doc, mf_
  * every component (all bits). mk holds kp->nfields entries.
  */
 void mf_index_multikey_paths(const mf_keypattern_t *kp, const bson_t *doc, uint32_t *mk);
+
+/*
+ * mf_path_mk_all: the multikey-paths bits (as mf_index_multikey_paths sets
+ * them) of every component of dotted path: "a.b.c" gives 0b111; components
+ * past the 32nd share bit 31.
+ */
+uint32_t mf_path_mk_all(const char *path);
 
 /*
  * mf_index_keys_of_value: what mf_index_keys gives for a document whose

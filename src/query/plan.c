@@ -1966,11 +1966,9 @@ wild_ixscan(const mf_index_t *ix, const char *path, const vlist_t *l, bool exist
     BSON_APPEND_INT32(st->key_pattern, path, desc ? -1 : 1);
     st->multikey = true;
     /* Explain's multiKeyPaths for the expanded pattern: each field as a whole ("$_path", "a.b"). */
-    int ncomp = 1;
-    for (const char *d = path; (d = strchr(d, '.')) != NULL; d++)
-        ncomp++;
+    uint32_t all = mf_path_mk_all(path);
     st->mk_paths[0] = 1;
-    st->mk_paths[1] = UINT32_C(1) << (ncomp <= 32 ? ncomp - 1 : 31);
+    st->mk_paths[1] = all ^ (all >> 1); /* the last component's bit */
     if (exists) {
         wild_exists_intervals(path, st);
         return st;
