@@ -363,6 +363,17 @@ scan_index(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, mf_stage_t *st, mf_stage_t 
                 orst->n_returned++;
             else
                 st->n_returned++;
+            if (p->keys_only && orst == NULL) {
+                /* The bounds answer the whole filter: the key is the match (mf_plan_t.keys_only). */
+                fetch->n_returned++;
+                int r = visit(arg, rid, NULL, NULL);
+                if (r != 0) {
+                    rc = r < 0 ? -1 : 1;
+                    goto out;
+                }
+                ret = fwd ? mf_cur_next(icur) : mf_cur_prev(icur);
+                continue;
+            }
             int fr = mf_cur_search_rid(ccur, rid);
             if (fr == 0) {
                 const uint8_t *dv;
@@ -537,7 +548,10 @@ count_access(mf_coll_t *c, const mf_stage_t *st)
  * $indexStats: a client query's plan uses each of its indexes once, on its
  * first run (a getMore resumes it: no new access), as mongod counts at the
  * end of a query's planning. An OR counts each index once. The server's own
- * scans (the TTL monitor) do not count.
+ * scans (the TTL monitor) do not count. A plan that scans the whole
+ * collection counts as one of its collection scans the same way
+ * ($collStats queryExecStats: mongod's collectionScans, total and
+ * nonTailable).
  */
 static void
 count_accesses(mf_coll_t *c, mf_plan_t *p)
@@ -546,6 +560,12 @@ count_accesses(mf_coll_t *c, mf_plan_t *p)
     if (mf_curop_is_background(mf_curop_current()))
         return;
     const mf_stage_t *leaf = p->leaf;
+    if (leaf->kind == MF_ST_COLLSCAN) {
+        atomic_fetch_add_explicit(&c->collscans, 1, memory_order_relaxed);
+        if (!p->tailable)
+            atomic_fetch_add_explicit(&c->collscans_nontailable, 1, memory_order_relaxed);
+        return;
+    }
     if (leaf->kind != MF_ST_OR && leaf->kind != MF_ST_TEXT_OR) {
         count_access(c, leaf);
         return;
@@ -628,6 +648,7 @@ mf_exec_scan(mf_sess_t *s, mf_coll_t *c, const bson_t *filter, const mf_matcher_
     if (after_rid > 0) {
         p->started = true;
         p->last_rid = after_rid;
+        p->counted = true; /* a scan resumed by the server (a change stream's next read of the oplog): not a new query */
     }
     int rc = mf_exec_run(s, c, p, m, visit, arg, err);
     if (stats) {

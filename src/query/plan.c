@@ -389,19 +389,37 @@ regex_list(const bson_value_t *rv, strpool_t *pool, vlist_t *out)
 }
 
 /*
- * A number whose index key a Decimal128 may share: keystring.c encodes a
- * decimal as its nearest double plus a residual of long-double precision,
- * so a decimal that differs from a number only past about 19 digits
- * (1.00000000000000000001 beside 1) has that number's key. Bounds at any
- * number are therefore made inclusive and left to the matcher, which
- * compares decimals exactly (value.c): the scan reads the few keys equal to
- * the bound's and the matcher drops those that do not match. Sorting by
- * such an index may order tied decimals by record id.
+ * Whether the index whose bounds are being built has KEY FORMAT 1
+ * (keystring.c; mf_keypattern_t.legacy_decimals), set beside
+ * tls_bounds_coll; true (the safe answer) when no index is named.
+ */
+static _Thread_local bool tls_bounds_legacy_dec = true;
+
+/* Names ix as the index whose bounds are built (NULL: none), for enc() and dec_key_ties. */
+static void
+bounds_index(const mf_keypattern_t *kp)
+{
+    tls_bounds_coll = kp ? kp->collation : NULL;
+    tls_bounds_legacy_dec = kp ? kp->legacy_decimals : true;
+}
+
+/*
+ * A number whose index key a Decimal128 may share. In KEY FORMAT 2
+ * (keystring.c) equal numbers of any type share a key and unequal ones
+ * never do, so bounds at a number are exact. In format 1 (an index created
+ * before it) a decimal is its nearest double plus a residual of
+ * long-double precision, so one that differs from a number only past
+ * about 19 digits (1.00000000000000000001 beside 1) has that number's key:
+ * there, bounds at any number are made inclusive and left to the matcher,
+ * which compares decimals exactly (value.c), and the scan reads the few
+ * keys equal to the bound's. Before format 2 was taken into account here,
+ * every numeric equality fetched (no covered query, no COUNT_SCAN) and
+ * every exclusive numeric bound read its end's keys and documents.
  */
 static bool
 dec_key_ties(const bson_value_t *v)
 {
-    return mf_value_is_number(v);
+    return tls_bounds_legacy_dec && mf_value_is_number(v);
 }
 
 /* Interval list of an equality on v; false if not indexable. *exact: bounds equal the predicate. */
@@ -1477,9 +1495,9 @@ static int build_intervals_coll(const cand_t *k, mf_stage_t *st);
 static int
 build_intervals(const cand_t *k, mf_stage_t *st)
 {
-    tls_bounds_coll = k->ix->kp.collation;
+    bounds_index(&k->ix->kp);
     int rc = build_intervals_coll(k, st);
-    tls_bounds_coll = NULL;
+    bounds_index(NULL);
     return rc;
 }
 
@@ -1707,9 +1725,9 @@ best_candidate(const mf_coll_t *c, const preds_t *ps, const bson_t *sort, mf_ind
         /* Only an index with the query's collation orders and compares strings as the query does. */
         if (!mf_collation_equal(ix->kp.collation, mf_collation_current()))
             continue;
-        tls_bounds_coll = ix->kp.collation;
+        bounds_index(&ix->kp);
         analyse(ix, ps, tmp);
-        tls_bounds_coll = NULL;
+        bounds_index(NULL);
         check_sort(tmp, sort);
         if (ix->kp.has_geo) {
             /* A geo index serves only a geo predicate's covering, and its keys give no order (index.h). */
@@ -1984,7 +2002,7 @@ wild_ixscan(const mf_index_t *ix, const char *path, const vlist_t *l, bool exist
     st->iv = mf_calloc(l->n ? l->n : 1, sizeof(*st->iv));
     mf_index_ks_init(&lo, &ix->kp);
     mf_index_ks_init(&hi, &ix->kp);
-    tls_bounds_coll = ix->kp.collation;
+    bounds_index(&ix->kp);
     for (size_t j = 0; j < l->n; j++) {
         const vint_t *x = &l->v[j];
         /* A number's key may be a decimal's too (dec_key_ties): its end is read, the matcher decides. */
@@ -2013,7 +2031,7 @@ wild_ixscan(const mf_index_t *ix, const char *path, const vlist_t *l, bool exist
         iv->lo_incl = desc ? hi_in : lo_in;
         iv->hi_incl = desc ? lo_in : hi_in;
     }
-    tls_bounds_coll = NULL;
+    bounds_index(NULL);
     mf_ks_destroy(&lo);
     mf_ks_destroy(&hi);
     qsort(st->iv, st->niv, sizeof(*st->iv), iv_cmp);
@@ -2053,9 +2071,9 @@ wildcard_stage(const mf_coll_t *c, const preds_t *ps, mf_index_t *hinted, const 
             bool exists;
             if (!mf_wildcard_covers(&ix->kp, ps->p[j].path))
                 continue;
-            tls_bounds_coll = ix->kp.collation;
+            bounds_index(&ix->kp);
             bool ok = wild_pred_list(&ps->p[j].v, &pool, &l, &exists);
-            tls_bounds_coll = NULL;
+            bounds_index(NULL);
             if (!ok)
                 continue;
             bool points = true;
@@ -2825,6 +2843,9 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
             p->leaf = ix;
             p->fetch = stage_new(MF_ST_FETCH, ix);
             p->fetch->filter = residual_filter(req->filter, ps, best);
+            /* A count the bounds answer exactly reads keys only (mf_plan_t.keys_only). */
+            p->keys_only = req->root == MF_PLAN_ROOT_COUNT && p->fetch->filter == NULL && p->text == NULL &&
+                           p->text_false == NULL;
             top = p->fetch;
             p->sort_provided = !has_sort || best->sort_dir != 0;
             cand_destroy(best);
@@ -2887,6 +2908,11 @@ append_number(bson_t *out, const char *key, int64_t v)
 static void
 explain_stage(const mf_plan_t *p, const mf_stage_t *s, bool stats, bson_t *out)
 {
+    if (s->kind == MF_ST_FETCH && p->keys_only && s->child != NULL) {
+        /* A count over keys only: no FETCH runs (mf_plan_t.keys_only). */
+        explain_stage(p, s->child, stats, out);
+        return;
+    }
     BSON_APPEND_UTF8(out, "stage", mf_plan_stage_name(s->kind));
     switch (s->kind) {
     case MF_ST_COLLSCAN:

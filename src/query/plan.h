@@ -187,6 +187,13 @@ typedef struct mf_plan {
     int64_t exec_ms;
     bool tailable;      /* a tailable cursor's COLLSCAN: may be resumed after reaching the end */
     bool index_filter_set; /* an index filter (planCacheSetFilter) restricted the indexes considered */
+    /*
+     * A count whose index bounds answer its whole filter exactly (the FETCH
+     * has no residual filter): the scan counts keys and reads no document
+     * (mongod's count over a covered IXSCAN); visitors get doc NULL.
+     * Explain leaves the FETCH out.
+     */
+    bool keys_only;
     struct mf_text_query *text; /* owned: a $text query's terms and checks (doc/text.h), or NULL */
     /*
      * owned: a $text under $or (text_or_plan): the filter with $text false,

@@ -110,9 +110,23 @@ Test(plan, equality_on_indexed_field_uses_point_bounds)
     char *j = bounds_json(p);
     cr_assert_str_eq(j, "{ \"a\" : [ \"[5, 5]\" ] }", "got %s", j);
     cr_assert_eq(p->leaf->niv, 1u);
-    /* A number's key may also be a Decimal128's a hair away (plan.c dec_key_ties): the matcher checks. */
-    cr_assert_not_null(p->fetch->filter, "a numeric equality is checked by the matcher");
+    /* KEY FORMAT 2 keys equal numbers alike and unequal ones apart (plan.c dec_key_ties): exact. */
+    cr_assert_null(p->fetch->filter, "a numeric equality is answered exactly by the bounds");
     bson_free(j);
+    mf_plan_free(p);
+    /* In KEY FORMAT 1 a Decimal128 a hair away from 5 has 5's key: the matcher checks. */
+    coll.indexes[1]->kp.legacy_decimals = true;
+    p = plan_of("{\"a\": 5}", NULL, NULL);
+    cr_assert_str_eq(p->leaf->index_name, "a_1");
+    cr_assert_not_null(p->fetch->filter, "a format 1 index's numeric equality is checked by the matcher");
+    mf_plan_free(p);
+    p = plan_of("{\"a\": {\"$gt\": 5}}", NULL, NULL);
+    cr_assert(p->leaf->iv[0].lo_incl, "a format 1 index reads the key of an exclusive numeric bound");
+    mf_plan_free(p);
+    coll.indexes[1]->kp.legacy_decimals = false;
+    p = plan_of("{\"a\": {\"$gt\": 5}}", NULL, NULL);
+    cr_assert(!p->leaf->iv[0].lo_incl, "a format 2 index skips the key of an exclusive numeric bound");
+    cr_assert_null(p->fetch->filter);
     mf_plan_free(p);
     p = plan_of("{\"a\": \"x\"}", NULL, NULL);
     cr_assert_eq(p->leaf->kind, MF_ST_IXSCAN);
@@ -153,8 +167,8 @@ Test(plan, descending_field_reverses_interval_ends)
     char *j = bounds_json(p);
     cr_assert_str_eq(j, "{ \"b\" : [ \"(9, 1]\" ], \"c\" : [ \"[MinKey, MaxKey]\" ] }", "got %s", j);
     bson_free(j);
-    /* Explain shows (9, 1]; the key of 9 is read too, as a decimal a hair below 9 shares it (dec_key_ties). */
-    cr_assert(p->leaf->iv[0].lo_incl == true && p->leaf->iv[0].hi_incl == true);
+    /* Explain shows (9, 1], and the scan reads the same: 9's key holds only values equal to 9 (dec_key_ties). */
+    cr_assert(p->leaf->iv[0].lo_incl == false && p->leaf->iv[0].hi_incl == true);
     mf_plan_free(p);
     p = plan_of("{\"b\": {\"$gte\": \"a\", \"$lt\": \"m\"}}", NULL, NULL);
     cr_assert(p->leaf->iv[0].lo_incl == false && p->leaf->iv[0].hi_incl == true, "a string's exclusive end stays exclusive");
