@@ -177,6 +177,15 @@ typedef struct mf_coll {
     _Atomic int64_t approx_size;
     int64_t flushed_count, flushed_size; /* last values written to _mf_sizes (the flusher's) */
     /*
+     * $collStats queryExecStats (mongod's collectionScans): the client
+     * queries whose plan scanned the whole collection (COLLSCAN) since this
+     * process loaded or created it, and those of them that were not
+     * tailable. Counted once per query by query/exec.c, on its plan's first
+     * run; in memory only, as mongod's. Zero from the catalog's calloc.
+     */
+    _Atomic int64_t collscans;
+    _Atomic int64_t collscans_nontailable;
+    /*
      * Parsed from options by the catalog (at load, create and every
      * mf_catalog_coll_persist, so a collMod that replaces options is seen):
      * read them, never set them.

@@ -1188,6 +1188,45 @@ scale_div(int64_t v, int64_t scale)
     return scale > 1 ? v / scale : v;
 }
 
+/*
+ * append_table_stats: key: {metadata, creationString, type, uri, statistics
+ * groups} for table uri, from the storage layer (storage.h
+ * mf_storage_table_stats_bson), unscaled as mongod's. mayfly's tables carry
+ * no app_metadata, so metadata is what mongod writes into its own for that
+ * kind of table: a record store's formatVersion 1 (and the oplog's
+ * oplogKeyExtractionVersion); an index's data format version (8, or 12 for
+ * a unique index other than _id: mongod's KeyString V1 formats, whose
+ * layouts mayfly's index tables follow) and infoObj, its spec as JSON. A
+ * table whose statistics cannot be read shows mongod's error, code and
+ * reason fields instead of them; collStats answers all the same. Catalog
+ * lock held.
+ */
+static void
+append_table_stats(mf_op_t *op, const char *key, const char *uri, const mf_coll_t *c, const mf_index_t *ix,
+                   bson_t *out)
+{
+    bson_t md, wt;
+    mf_error_t serr;
+
+    bson_init(&md);
+    if (ix == NULL) {
+        BSON_APPEND_INT32(&md, "formatVersion", 1);
+        if (strcmp(c->ns, "local.oplog.rs") == 0)
+            BSON_APPEND_INT32(&md, "oplogKeyExtractionVersion", 1);
+    } else {
+        BSON_APPEND_INT32(&md, "formatVersion", ix->unique && !ix->is_id ? 12 : 8);
+        char *json = ix->spec != NULL ? bson_as_json(ix->spec, NULL) : NULL;
+        if (json != NULL)
+            BSON_APPEND_UTF8(&md, "infoObj", json);
+        bson_free(json);
+    }
+    BSON_APPEND_DOCUMENT_BEGIN(out, key, &wt);
+    /* Its failure is in the document already (error, code, reason), as mongod shows it. */
+    (void)mf_storage_table_stats_bson(op->sess, uri, &md, &wt, &serr);
+    bson_append_document_end(out, &wt);
+    bson_destroy(&md);
+}
+
 /* Appends collStats-shaped fields for c to out, numbers as mongod appends them (mf_append_number). Catalog lock held. */
 static void
 append_coll_stats(mf_op_t *op, mf_coll_t *c, int64_t scale, bson_t *out)
@@ -1214,7 +1253,14 @@ append_coll_stats(mf_op_t *op, mf_coll_t *c, int64_t scale, bson_t *out)
         mf_append_number(out, "max", c->capped_max);
         mf_append_number(out, "maxSize", scale_div(c->capped_size, scale));
     }
+    /* mongod's record store and index custom stats: the WiredTiger table of each, indexes being built included. */
+    append_table_stats(op, "wiredTiger", c->uri, c, NULL, out);
     BSON_APPEND_INT32(out, "nindexes", mf_coll_ready_indexes(c));
+    bson_t details;
+    BSON_APPEND_DOCUMENT_BEGIN(out, "indexDetails", &details);
+    for (int i = 0; i < c->nindexes; i++)
+        append_table_stats(op, c->indexes[i]->name, c->indexes[i]->uri, c, c->indexes[i], &details);
+    bson_append_document_end(out, &details);
     /* mongod's indexBuilds: the names of the indexes being built now. */
     bson_t builds;
     BSON_APPEND_ARRAY_BEGIN(out, "indexBuilds", &builds);
@@ -1485,7 +1531,7 @@ mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, const bson_iter_t *spec, bs
         mf_latency_append(out, "latencyStats", lat, hist);
     }
     /* As mongod: only the sections asked for; storageStats and count need the collection (26 without it). */
-    bool want_storage = false, want_count = false;
+    bool want_storage = false, want_count = false, want_exec = false;
     int64_t scale = 1;
     if (spec != NULL && BSON_ITER_HOLDS_DOCUMENT(spec) && bson_iter_recurse(spec, &sit)) {
         while (bson_iter_next(&sit)) {
@@ -1511,12 +1557,13 @@ mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, const bson_iter_t *spec, bs
                 }
             }
             want_count |= strcmp(bson_iter_key(&sit), "count") == 0;
+            want_exec |= strcmp(bson_iter_key(&sit), "queryExecStats") == 0;
         }
     }
-    if (!want_storage && !want_count)
+    if (!want_storage && !want_count && !want_exec)
         return 0;
-    /* mongod's message: the stage's error as the aggregation's executor reports it. */
-    const char *what = want_storage ? "storageStats" : "count";
+    /* mongod's message: the stage's error as the aggregation's executor reports it (the first section that fails). */
+    const char *what = want_storage ? "storageStats" : want_count ? "count" : "queryExecStats";
     mf_catalog_rdlock(op->eng->cat);
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
     if (c == NULL) {
@@ -1543,6 +1590,22 @@ mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, const bson_iter_t *spec, bs
     }
     if (want_count && b == NULL) /* a time-series collection's count is its storageStats' (measurements unknown here) */
         mf_append_number(out, "count", atomic_load(&c->approx_count));
+    if (want_exec) {
+        /*
+         * mongod's appendQueryExecStats: the collection scans of client
+         * queries since the collection was loaded or created, counted by the
+         * executor on a plan's first run (query/exec.c count_accesses); a
+         * time-series collection's are its buckets' (queries on it scan them).
+         */
+        const mf_coll_t *sc = b ? b : c;
+        bson_t qs, cs;
+        BSON_APPEND_DOCUMENT_BEGIN(out, "queryExecStats", &qs);
+        BSON_APPEND_DOCUMENT_BEGIN(&qs, "collectionScans", &cs);
+        BSON_APPEND_INT64(&cs, "total", atomic_load_explicit(&sc->collscans, memory_order_relaxed));
+        BSON_APPEND_INT64(&cs, "nonTailable", atomic_load_explicit(&sc->collscans_nontailable, memory_order_relaxed));
+        bson_append_document_end(&qs, &cs);
+        bson_append_document_end(out, &qs);
+    }
     mf_catalog_unlock(op->eng->cat);
     return 0;
 }

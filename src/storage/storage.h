@@ -118,6 +118,38 @@ int mf_storage_table_space(mf_sess_t *s, const char *uri, int64_t *file_bytes, i
                            mf_error_t *err) MF_WUR;
 
 /*
+ * mf_storage_table_stats_bson: appends to out what mongod's collStats shows
+ * of table uri under "wiredTiger" (its record store's or an index's
+ * appendCustomStats), in mongod's order:
+ *   metadata        a copy of the caller's document: mayfly's tables carry
+ *                   no app_metadata, so the caller, which knows what kind of
+ *                   table this is, says what mongod would have stored there;
+ *   creationString  the creation config of the table's file (WiredTiger's
+ *                   "metadata:create" cursor, keyed by the column group's
+ *                   source), or {error, code, reason} when it cannot be read;
+ *   type            the column group's type ("file");
+ *   uri             "statistics:" + uri;
+ *   then the table's data-source statistics (a statistics cursor opened
+ *   with statistics=(fast)), each description split at its first ':' into
+ *   a group and a name, as mongod's WiredTigerUtil::exportTableToBSON: one
+ *   sub-document per group ("block-manager", "btree", "cache", ...), groups
+ *   in byte order, names in WiredTiger's order, values as mf_append_number.
+ * Nothing is scaled (mongod does not scale these either).
+ *
+ * out is the caller's open document (a sub-document it began, typically);
+ * this only appends to it and keeps no pointer to it or to metadata. Every
+ * string WiredTiger hands out is copied into out before the cursor that
+ * returned it moves or closes. Statistics that cannot be read (too few
+ * file descriptors left, say) add mongod's error, code and reason fields
+ * instead. Returns 0, or -1 with err when the statistics could not be read;
+ * out is a complete document either way, so collStats may show it as it
+ * is. The caller keeps the table from being dropped meanwhile (the
+ * catalog's lock on its collection).
+ */
+int mf_storage_table_stats_bson(mf_sess_t *s, const char *uri, const bson_t *metadata, bson_t *out,
+                                mf_error_t *err);
+
+/*
  * mf_storage_checkpoint: writes a checkpoint of every table
  * (WT_SESSION::checkpoint), so the table files alone hold every committed
  * write and the blocks deletions freed become reusable. s must have no

@@ -78,6 +78,7 @@
 #include "common/clock.h"
 #include "common/curop.h"
 #include "common/fds.h"
+#include "common/fmt.h"
 #include "common/log.h"
 #include "common/sysres.h"
 
@@ -877,6 +878,182 @@ mf_storage_table_space(mf_sess_t *s, const char *uri, int64_t *file_bytes, int64
         return wt_err(err, ret, "table statistics");
     *file_bytes = vals[0];
     *free_bytes = vals[1];
+    return 0;
+}
+
+/*
+ * collStats' WiredTiger sections (mf_storage_table_stats_bson).
+ *
+ * A table is one column group whose source is a file; the file's creation
+ * config is what mongod shows as creationString. The statistics cursor
+ * yields (description, printable value, value) rows in WiredTiger's order,
+ * descriptions like "block-manager: blocks allocated"; they are gathered
+ * into one document per group and the groups appended in byte order at the
+ * end, as mongod's std::map of builders does. A group's document is
+ * bson_new's (a bson_t is 128-byte aligned and may point into itself, so
+ * it is neither embedded in a plain allocation nor moved).
+ */
+typedef struct stat_group {
+    char *name;
+    bson_t *doc;
+} stat_group_t;
+
+static int
+stat_group_cmp(const void *a, const void *b)
+{
+    return strcmp((*(stat_group_t *const *)a)->name, (*(stat_group_t *const *)b)->name);
+}
+
+/* config_value: the value of key in WiredTiger config string cfg, quotes removed, into buf; false when absent. */
+static bool
+config_value(WT_SESSION *wt, const char *cfg, const char *key, char *buf, size_t cap)
+{
+    WT_CONFIG_PARSER *p;
+    WT_CONFIG_ITEM v;
+    bool found = false;
+
+    if (cfg == NULL || wiredtiger_config_parser_open(wt, cfg, strlen(cfg), &p) != 0)
+        return false;
+    if (p->get(p, key, &v) == 0 && v.len < cap) {
+        const char *str = v.str;
+        size_t len = v.len;
+        if (len >= 2 && str[0] == '"' && str[len - 1] == '"') {
+            str++;
+            len -= 2;
+        }
+        memcpy(buf, str, len);
+        buf[len] = '\0';
+        found = true;
+    }
+    (void)p->close(p);
+    return found;
+}
+
+/*
+ * table_creation: appends creationString and type for table uri (mongod's
+ * fetchTypeAndSourceURI then getMetadataCreate): the column group's source
+ * and type from the "metadata:" cursor, then the source's creation config
+ * from "metadata:create". A uri that is not a table is its own source.
+ */
+static void
+table_creation(WT_SESSION *wt, const char *uri, bson_t *out)
+{
+    char colgroup[512], source[512], type[64] = "file";
+    WT_CURSOR *mc = NULL;
+    const char *val = NULL;
+    int ret = 0;
+
+    mf_strlcpy(source, uri, sizeof(source));
+    if (strncmp(uri, "table:", 6) == 0) {
+        snprintf(colgroup, sizeof(colgroup), "colgroup:%s", uri + 6);
+        if ((ret = wt->open_cursor(wt, "metadata:", NULL, NULL, &mc)) == 0) {
+            mc->set_key(mc, colgroup);
+            if ((ret = mc->search(mc)) == 0 && (ret = mc->get_value(mc, &val)) == 0) {
+                if (!config_value(wt, val, "source", source, sizeof(source)))
+                    ret = WT_NOTFOUND;
+                (void)config_value(wt, val, "type", type, sizeof(type));
+            }
+            mc->close(mc);
+            mc = NULL;
+        }
+    }
+    if (ret == 0 && (ret = wt->open_cursor(wt, "metadata:create", NULL, NULL, &mc)) == 0) {
+        mc->set_key(mc, source);
+        if ((ret = mc->search(mc)) == 0 && (ret = mc->get_value(mc, &val)) == 0) {
+            BSON_APPEND_UTF8(out, "creationString", val); /* copied before the cursor closes */
+            BSON_APPEND_UTF8(out, "type", type);
+        }
+        mc->close(mc);
+    }
+    if (ret != 0) {
+        /* mongod: {error, code, reason} in its place, and no type. */
+        bson_t e;
+        char reason[640];
+        snprintf(reason, sizeof(reason), "Unable to find metadata for %s: %s", source, wiredtiger_strerror(ret));
+        BSON_APPEND_DOCUMENT_BEGIN(out, "creationString", &e);
+        BSON_APPEND_UTF8(&e, "error", "unable to retrieve creation config");
+        BSON_APPEND_INT32(&e, "code", MF_E_NoSuchKey);
+        BSON_APPEND_UTF8(&e, "reason", reason);
+        bson_append_document_end(out, &e);
+    }
+}
+
+/* stat_append: appends one statistic, described by desc, to its group (found or added in *groups) or to out. */
+static void
+stat_append(bson_t *out, stat_group_t ***groups, int *ngroups, int *capgroups, const char *desc, int64_t v)
+{
+    const char *colon = strchr(desc, ':'), *cut = colon ? colon : strchr(desc, ' ');
+    size_t plen = cut ? (size_t)(cut - desc) : strlen(desc);
+    const char *name = cut ? cut + 1 : "num";
+
+    if (plen == 0) { /* mongod: a description with no group stays at the top, whole */
+        mf_append_number(out, desc, v);
+        return;
+    }
+    while (*name == ' ')
+        name++;
+    stat_group_t *g = NULL;
+    for (int i = 0; i < *ngroups && g == NULL; i++)
+        if (strncmp((*groups)[i]->name, desc, plen) == 0 && (*groups)[i]->name[plen] == '\0')
+            g = (*groups)[i];
+    if (g == NULL) {
+        if (*ngroups == *capgroups) {
+            *capgroups = *capgroups ? *capgroups * 2 : 16;
+            *groups = mf_realloc(*groups, (size_t)*capgroups * sizeof(**groups));
+        }
+        g = mf_malloc(sizeof(*g));
+        g->name = mf_strndup(desc, plen);
+        g->doc = bson_new();
+        (*groups)[(*ngroups)++] = g;
+    }
+    mf_append_number(g->doc, name, v);
+}
+
+int
+mf_storage_table_stats_bson(mf_sess_t *s, const char *uri, const bson_t *metadata, bson_t *out, mf_error_t *err)
+{
+    char stat_uri[600];
+    stat_group_t **groups = NULL;
+    int ngroups = 0, capgroups = 0, ret;
+    WT_CURSOR *c = NULL;
+    mf_error_t ferr;
+
+    BSON_APPEND_DOCUMENT(out, "metadata", metadata);
+    table_creation(s->wt, uri, out);
+    snprintf(stat_uri, sizeof(stat_uri), "statistics:%s", uri);
+    /* A table's statistics open its file, as a cursor does (see "Open files"). */
+    if (fd_gate(s->st, uri, &ferr) != 0)
+        ret = EMFILE;
+    else
+        ret = s->wt->open_cursor(s->wt, stat_uri, NULL, "statistics=(fast)", &c);
+    if (ret != 0) {
+        /* mongod's appendCustomStats: the failure in the document, collStats still answers. */
+        char reason[800];
+        snprintf(reason, sizeof(reason), "unable to open cursor at URI %s. reason: %s", stat_uri,
+                 wiredtiger_strerror(ret));
+        BSON_APPEND_UTF8(out, "error", "unable to retrieve statistics");
+        BSON_APPEND_INT32(out, "code", MF_E_CursorNotFound);
+        BSON_APPEND_UTF8(out, "reason", reason);
+        return wt_err(err, ret, "table statistics");
+    }
+    BSON_APPEND_UTF8(out, "uri", stat_uri);
+    while (c->next(c) == 0) {
+        const char *desc, *pvalue;
+        int64_t v;
+        if (c->get_value(c, &desc, &pvalue, &v) != 0)
+            break;
+        stat_append(out, &groups, &ngroups, &capgroups, desc, v); /* desc copied before the next step */
+    }
+    c->close(c);
+    if (ngroups > 1)
+        qsort(groups, (size_t)ngroups, sizeof(*groups), stat_group_cmp);
+    for (int i = 0; i < ngroups; i++) {
+        BSON_APPEND_DOCUMENT(out, groups[i]->name, groups[i]->doc);
+        bson_destroy(groups[i]->doc);
+        free(groups[i]->name);
+        free(groups[i]);
+    }
+    free(groups);
     return 0;
 }
 
