@@ -222,7 +222,8 @@ struct mf_expr {
     mf_tz_t *tz;        /* K_OP with a constant timezone argument: the zone, opened at parse (owned) */
     mf_sort_t *sort;    /* $sortArray by a document pattern (owned) */
     size_t ninputs;     /* $zip: args[0..ninputs) are the inputs, the rest the defaults */
-    bool flag;          /* $zip useLongestLength; $sortArray descending whole values; $meta never set (missing) */
+    bool flag;          /* $zip useLongestLength; $sortArray descending whole values */
+    int meta;           /* $meta: which metadata it reads (META_*) */
     double *ps;         /* $percentile: the p values (owned) */
     pcre2_code *re;     /* $regex*: the regex, compiled at parse when regex and options are constants (owned;
                            matching only reads it) */
@@ -250,6 +251,24 @@ typedef struct ctx {
     const binding_t *vars;
     mf_error_t *err;
 } ctx_t;
+
+/* What a {$meta: ...} reads (mf_expr_t.meta). */
+enum { META_TEXT_SCORE, META_SORT_KEY, META_MISSING };
+
+/*
+ * The $sort whose key this thread's {$meta: "sortKey"} shows, or NULL (see
+ * mf_expr_sort_key_source_set). Thread-local like the ambient variables: a
+ * pipeline stage sets it around its own evaluation.
+ */
+static _Thread_local const mf_sort_t *sort_key_source;
+
+const mf_sort_t *
+mf_expr_sort_key_source_set(const mf_sort_t *s)
+{
+    const mf_sort_t *prev = sort_key_source;
+    sort_key_source = s;
+    return prev;
+}
 
 /* This thread's innermost ambient variable frame ($lookup let), or NULL. */
 static _Thread_local const mf_expr_vars_t *ambient_vars;
@@ -1768,16 +1787,28 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         /*
          * mongod 8.0's ExpressionMeta::parse: the argument's type first
          * (17307), then its name. The text score is read from the pipeline's
-         * document; names whose metadata mayfly never sets (mf_meta_never_set)
-         * evaluate to missing (flag), as mongod's do where nothing set them;
-         * the rest (sortKey, recordId, indexKey, the $geoNear data) would need
-         * what mayfly's stages do not carry, and are refused like unknown ones.
+         * document. In a pipeline, DepsTracker's kDefaultUnavailableMetadata
+         * (depends.h) holds only the text score and the $geoNear data, so
+         * sortKey, recordId and indexKey parse and evaluate to missing where
+         * no stage set them (ExpressionMeta's evaluate: "hasX() ? Value(X) :
+         * Value()"). sortKey is given where a $sort set it (META_SORT_KEY,
+         * mf_expr_sort_key_source_set); mayfly's pipeline stages carry no
+         * record id or index key, so those two are always missing, as are the
+         * names whose metadata mayfly never sets (mf_meta_never_set). The
+         * $geoNear data stays refused like unknown names.
          */
+        const char *name;
         if (arg->value_type != BSON_TYPE_UTF8)
             return mf_err_set(err, MF_E_Location17307, "$meta only supports string arguments");
-        e->flag = mf_meta_never_set(arg->value.v_utf8.str);
-        if (!e->flag && strcmp(arg->value.v_utf8.str, "textScore") != 0)
-            return mf_err_set(err, MF_E_Location17308, "Unsupported argument to $meta: %s", arg->value.v_utf8.str);
+        name = arg->value.v_utf8.str;
+        if (strcmp(name, "textScore") == 0)
+            e->meta = META_TEXT_SCORE;
+        else if (strcmp(name, "sortKey") == 0)
+            e->meta = META_SORT_KEY;
+        else if (mf_meta_never_set(name) || strcmp(name, "recordId") == 0 || strcmp(name, "indexKey") == 0)
+            e->meta = META_MISSING;
+        else
+            return mf_err_set(err, MF_E_Location17308, "Unsupported argument to $meta: %s", name);
         return 0;
     }
     case A_RAND: {
@@ -2316,33 +2347,46 @@ dec_round_i64(const bson_decimal128_t *dv, int64_t *out)
 }
 
 /*
- * date_add_ms: mongod's AddState::addToDateValue: *ms += v (a number) in
- * whole milliseconds -- an integer as is, a double rounded half away from
- * zero, a decimal half to even -- or 15 Overflow "date overflow" when v is
- * NaN, infinite or beyond int64, or the sum is.
+ * date_ms_of: a number as the whole milliseconds mongod adds to or subtracts
+ * from a date (AddState::addToDateValue, and the Date branch of $subtract in
+ * exec/expression/evaluate_math.cpp): an integer as is, a double through
+ * llround (half away from zero: 0.5 -> 1, 1.5 -> 2, -0.5 -> -1), a decimal
+ * through Decimal128::toLong (half to even: 1.5 -> 2, 2.5 -> 2). A double
+ * outside [-2^63, 2^63) or NaN, or a decimal that is NaN, infinite or beyond
+ * int64, is 15 Overflow "date overflow". Returns 0 or -1.
  */
 static int
-date_add_ms(ctx_t *c, int64_t *ms, const bson_value_t *v)
+date_ms_of(ctx_t *c, const bson_value_t *v, int64_t *x)
 {
-    int64_t x;
     double d;
 
     switch (v->value_type) {
     case BSON_TYPE_INT32:
     case BSON_TYPE_INT64:
-        x = as_i64(v);
-        break;
+        *x = as_i64(v);
+        return 0;
     case BSON_TYPE_DOUBLE:
         d = v->value.v_double;
+        /* The upper bound is exclusive: (double)INT64_MAX rounds up to 2^63. */
         if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
             return mf_err_set(c->err, MF_E_Overflow, "date overflow");
-        x = (int64_t)llround(d);
-        break;
+        *x = (int64_t)llround(d);
+        return 0;
     default:
-        if (!dec_round_i64(&v->value.v_decimal128, &x))
+        if (!dec_round_i64(&v->value.v_decimal128, x))
             return mf_err_set(c->err, MF_E_Overflow, "date overflow");
-        break;
+        return 0;
     }
+}
+
+/* date_add_ms: mongod's AddState::addToDateValue: *ms += v (a number, see date_ms_of), or 15 "date overflow". */
+static int
+date_add_ms(ctx_t *c, int64_t *ms, const bson_value_t *v)
+{
+    int64_t x;
+
+    if (date_ms_of(c, v, &x) < 0)
+        return -1;
     if (__builtin_add_overflow(*ms, x, ms))
         return mf_err_set(c->err, MF_E_Overflow, "date overflow");
     return 0;
@@ -2477,12 +2521,17 @@ ev_subtract(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t
             return 0;
         }
         if (mf_value_is_number(b)) {
-            int64_t x;
-            if (b->value_type == BSON_TYPE_INT32 || b->value_type == BSON_TYPE_INT64)
-                x = as_i64(b);
-            else
-                x = (int64_t)llround(as_dbl(b));
-            mf_value_set_date(o, (int64_t)((uint64_t)a->value.v_datetime - (uint64_t)x));
+            /*
+             * mongod's evaluateSubtract (exec/expression/evaluate_math.cpp): the number becomes whole
+             * milliseconds as $add's do (date_ms_of: a double half away from zero, a decimal half to
+             * even), and a result beyond int64 is 15 "date overflow", not a wrapped date.
+             */
+            int64_t x, r;
+            if (date_ms_of(c, b, &x) < 0)
+                return -1;
+            if (__builtin_sub_overflow(a->value.v_datetime, x, &r))
+                return mf_err_set(c->err, MF_E_Overflow, "date overflow");
+            mf_value_set_date(o, r);
             return 0;
         }
         return mf_err_set(c->err, MF_E_TypeMismatch, "can't $subtract %s from Date", tname(b));
@@ -7071,8 +7120,23 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         return 0;
     case OP_META: {
         bson_iter_t mi;
-        if (e->flag) {
-            o->value_type = BSON_TYPE_EOD; /* metadata nothing in mayfly sets: missing */
+        if (e->meta == META_MISSING) {
+            o->value_type = BSON_TYPE_EOD; /* metadata no mayfly stage sets: missing */
+            return 0;
+        }
+        if (e->meta == META_SORT_KEY) {
+            /*
+             * ExpressionMeta's kSortKey: serializeSortKey's array (document_metadata_fields.cpp), one
+             * element per sort field even for a one-field sort, missing values as null; missing
+             * where no $sort set the metadata.
+             */
+            bson_t arr = BSON_INITIALIZER;
+            if (sort_key_source == NULL || c->root == NULL) {
+                o->value_type = BSON_TYPE_EOD;
+                return 0;
+            }
+            mf_sort_key_append(sort_key_source, c->root, &arr);
+            mf_value_take_bson(o, &arr, true);
             return 0;
         }
         if (c->rootv.value_type == BSON_TYPE_DOCUMENT &&

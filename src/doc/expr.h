@@ -125,4 +125,14 @@ int mf_expr_check_var_name_read(const char *name, mf_error_t *err);
  */
 bool mf_meta_never_set(const char *name);
 
+/*
+ * mf_expr_sort_key_source_set: makes this thread's {$meta: "sortKey"} show
+ * the sort key of the document being evaluated ($$ROOT) under s, as mongod's
+ * $sort leaves it in the document's metadata, or missing when s is NULL (no
+ * $sort set it). s is borrowed and must outlive the setting. Returns the
+ * previous setting, for the caller to restore.
+ */
+typedef struct mf_sort mf_sort_t;
+const mf_sort_t *mf_expr_sort_key_source_set(const mf_sort_t *s);
+
 #endif /* MF_EXPR_H */

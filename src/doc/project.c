@@ -77,6 +77,7 @@ struct mf_projection {
     bool positional; /* has an "a.$" leaf: applying it needs the query's match details */
     unsigned metas;  /* the $meta kinds it names (1 << MF_PROJ_META_*) */
     bool expr_score; /* find: an expression reads {$meta: "textScore"} (evaluated on the document plus its score) */
+    const mf_sort_t *sort_key; /* a pipeline stage after a $sort: its {$meta: "sortKey"} source (borrowed) */
 };
 
 typedef struct {
@@ -1157,12 +1158,20 @@ add_value(actx_t *c, const pnode_t *node, const bson_value_t *cur, bson_t *out, 
     return rc;
 }
 
+void
+mf_projection_set_sort_key_source(mf_projection_t *p, const mf_sort_t *s)
+{
+    p->sort_key = s;
+}
+
 int
 mf_projection_apply(const mf_projection_t *p, const bson_t *doc, const mf_match_details_t *details, bson_t *out,
                     mf_error_t *err)
 {
     actx_t c = {doc, details, err, p->agg};
     bson_t tmp = BSON_INITIALIZER, scored = BSON_INITIALIZER;
+    /* Expressions' {$meta: "sortKey"} read the key of doc, the document the $sort before this stage ordered. */
+    const mf_sort_t *prev_sort_key = mf_expr_sort_key_source_set(p->sort_key);
 
     if (p->expr_score && !p->agg && details != NULL && details->has_text_score &&
         !bson_has_field(doc, MF_TEXT_SCORE_FIELD)) {
@@ -1197,5 +1206,6 @@ mf_projection_apply(const mf_projection_t *p, const bson_t *doc, const mf_match_
     }
     bson_destroy(&tmp);
     bson_destroy(&scored);
+    (void)mf_expr_sort_key_source_set(prev_sort_key);
     return rc;
 }

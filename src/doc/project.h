@@ -59,6 +59,15 @@ enum { MF_PROJ_META_TEXT_SCORE = 0, MF_PROJ_META_RECORD_ID = 1, MF_PROJ_META_SOR
 unsigned mf_projection_metas(const mf_projection_t *p);
 
 /*
+ * mf_projection_set_sort_key_source: the $sort whose key the expressions'
+ * {$meta: "sortKey"} show (a pipeline $project / $addFields that follows a
+ * $sort with only $match, $limit, $skip between, so it sees the documents
+ * the $sort ordered, unchanged). s is borrowed: it must outlive p.
+ */
+typedef struct mf_sort mf_sort_t;
+void mf_projection_set_sort_key_source(mf_projection_t *p, const mf_sort_t *s);
+
+/*
  * mf_projection_apply: writes the projected doc into out, which the caller
  * has initialised (bson_init). details carries the matched array position for
  * "a.$" (may be NULL when the projection has no positional part).

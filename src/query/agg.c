@@ -3251,6 +3251,7 @@ sub_pipeline_writes(const stage_t *s, mf_error_t *err)
 }
 
 static void limit_before_projections(mf_pipeline_t *p);
+static void sort_key_sources(mf_pipeline_t *p);
 
 /* pipeline_add: parses stage name (argument v) as p's next stage. 0, or -1 with err (p keeps what it holds). */
 static int
@@ -3330,12 +3331,40 @@ mf_pipeline_new(const bson_value_t *pipeline, mf_error_t *err)
         return NULL;
     }
     limit_before_projections(p);
+    sort_key_sources(p);
     bson_value_t tv;
     mf_error_t te = {0};
     p->text_first = mf_text_find(mf_pipeline_first_match(p), &tv, &te);
     if (p->text_first < 0)
         p->text_first = 0;
     return p;
+}
+
+/*
+ * sort_key_sources: mongod's $sort leaves each document's sort key in its
+ * metadata for a later {$meta: "sortKey"} (DocumentSourceSort, ExpressionMeta).
+ * mayfly carries no metadata between stages, so the key is recomputed where it
+ * is still exact: in the first $project / $addFields / $set after a $sort with
+ * only $match, $limit, $skip between, whose input is the sorted documents
+ * unchanged. Further on (past a reshaping stage) it evaluates to missing.
+ */
+static void
+sort_key_sources(mf_pipeline_t *p)
+{
+    const mf_sort_t *sort = NULL;
+
+    for (size_t i = 0; i < p->n; i++) {
+        stage_t *s = &p->stages[i];
+        if (s->kind == S_SORT) {
+            sort = s->sort;
+        } else if (s->kind == S_MATCH || s->kind == S_LIMIT || s->kind == S_SKIP) {
+            continue;
+        } else {
+            if (sort != NULL && (s->kind == S_PROJECT || s->kind == S_ADDFIELDS))
+                mf_projection_set_sort_key_source(s->projection, sort);
+            sort = NULL;
+        }
+    }
 }
 
 /*
