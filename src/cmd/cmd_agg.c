@@ -306,6 +306,13 @@ agg_pull_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details
         pc->x->skip_left--;
         return 0;
     }
+    if (doc == NULL) {
+        /* A plan over keys only (mf_plan_t.keys_only): the next stage counts and reads no field. */
+        mf_docvec_push_steal(pc->out, bson_new());
+        if (pc->x->limit_left > 0)
+            pc->x->limit_left--;
+        return pc->x->limit_left == 0 || pc->out->len >= pc->max ? 1 : 0;
+    }
     if (d != NULL && d->has_text_score) {
         /* A $text plan: the score rides along as the hidden last field (doc/text.h). */
         scored = bson_copy(doc);
@@ -400,7 +407,7 @@ mf_crud_agg_plan_prefix(mf_op_t *op, const mf_coll_t *c, const mf_pipeline_t *pl
     mf_pipeline_pushdown(pl, true, pd);
     for (int attempt = 0; attempt < 2; attempt++) {
         mf_plan_request_t req = {.filter = pd->filter, .sort = pd->sort, .hint = hint, .skip = pd->skip,
-                                 .limit = pd->limit, .projection = pd->project_spec};
+                                 .limit = pd->limit, .projection = pd->project_spec, .count_only = pd->count_only};
         if (mf_plan_build(c, &req, plan, &op->err) != 0)
             return -1;
         if (pd->sort == NULL || (*plan)->sort == NULL)

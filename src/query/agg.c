@@ -4877,6 +4877,22 @@ mf_pipeline_apply_one(const mf_pipeline_t *p, const bson_t *doc, bson_t **out, m
 /* Push-down and streaming execution                                        */
 /* ------------------------------------------------------------------------ */
 
+/* Whether stage s reads no field of its input documents, only how many there are (mf_agg_pushdown_t.count_only). */
+static bool
+counts_only(const stage_t *s)
+{
+    if (s->kind == S_COUNT)
+        return true;
+    if (s->kind != S_GROUP || s->expr == NULL || !mf_expr_is_constant(s->expr))
+        return false;
+    for (size_t a = 0; a < s->naccs; a++) {
+        const acc_def_t *d = &s->accs[a];
+        if (!(d->kind == AC_COUNT || (d->kind == AC_SUM && d->expr != NULL && mf_expr_is_constant(d->expr))))
+            return false;
+    }
+    return true;
+}
+
 void
 mf_pipeline_pushdown(const mf_pipeline_t *p, bool sort_ok, mf_agg_pushdown_t *pd)
 {
@@ -4914,6 +4930,7 @@ mf_pipeline_pushdown(const mf_pipeline_t *p, bool sort_ok, mf_agg_pushdown_t *pd
         pd->project = p->stages[i++].projection;
     }
     pd->nstages = i;
+    pd->count_only = pd->sort == NULL && pd->project_spec == NULL && i < p->n && counts_only(&p->stages[i]);
 }
 
 /*

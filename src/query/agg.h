@@ -281,6 +281,14 @@ typedef struct mf_agg_pushdown {
     int64_t skip, limit;  /* 0 = none */
     const bson_t *project_spec;           /* a $project right after them (the plan's PROJECTION), or NULL */
     const struct mf_projection *project;  /* its parsed form (mf_projection_apply), NULL with it */
+    /*
+     * The stage after the prefix reads no field of its input: a $count, or
+     * a $group by a constant whose accumulators are $count or $sum of a
+     * constant (the drivers' countDocuments), with no $sort or $project
+     * pushed down. The source may then hand it empty documents, one per
+     * match (mf_plan_request_t.count_only).
+     */
+    bool count_only;
     size_t nstages;
 } mf_agg_pushdown_t;
 

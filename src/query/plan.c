@@ -2844,8 +2844,8 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
             p->fetch = stage_new(MF_ST_FETCH, ix);
             p->fetch->filter = residual_filter(req->filter, ps, best);
             /* A count the bounds answer exactly reads keys only (mf_plan_t.keys_only). */
-            p->keys_only = req->root == MF_PLAN_ROOT_COUNT && p->fetch->filter == NULL && p->text == NULL &&
-                           p->text_false == NULL;
+            p->keys_only = (req->root == MF_PLAN_ROOT_COUNT || req->count_only) && p->fetch->filter == NULL &&
+                           p->text == NULL && p->text_false == NULL && !has_sort && req->projection == NULL;
             top = p->fetch;
             p->sort_provided = !has_sort || best->sort_dir != 0;
             cand_destroy(best);

@@ -159,6 +159,8 @@ typedef struct mf_plan_request {
     const bson_t *shape_projection;
     /* find's min / max (NULL or empty: none): the hinted index's key range [min, max) (see mf_plan_build) */
     const bson_t *min, *max;
+    /* the caller only counts the matches (an aggregate's countDocuments): as root COUNT for keys_only */
+    bool count_only;
 } mf_plan_request_t;
 
 /* A set of record ids (multikey de-duplication). */

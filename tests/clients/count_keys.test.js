@@ -143,3 +143,44 @@ h.test('on a multikey index a count still de-duplicates: a document whose array 
   }
   assert.equal((await db.command({ count: 'c', query: { t: { $in: [1, 2, 3] } }, hint: 't_1_k_1' })).n, 2);
 });
+
+/* The $cursor stage's (or the whole) executionStats of an aggregate's explain. */
+function cursorStats(e) {
+  return e.stages ? e.stages[0].$cursor.executionStats : e.executionStats;
+}
+
+h.test('countDocuments (a $match then a $group by a constant with $sum: 1) and $count read keys only when the bounds answer the filter; other pipelines still fetch', async () => {
+  const { db, c } = await seeded('cntagg');
+  for (const v of NUMERIC.filter((x) => String(x) !== 'NaN')) {
+    for (const q of [{ a: v }, { a: { $gt: v } }, { a: { $lte: v } }]) {
+      for (const opts of [{}, { skip: 2 }, { limit: 3 }, { skip: 1, limit: 2 }]) {
+        assert.equal(await c.countDocuments(q, { ...opts, hint: 'a_1' }),
+          await c.countDocuments(q, { ...opts, hint: { $natural: 1 } }), `${JSON.stringify(q)} ${JSON.stringify(opts)}`);
+      }
+    }
+  }
+  const q = { a: { $gte: 5, $lt: 9 } };
+  const want = await c.countDocuments(q, { hint: { $natural: 1 } });
+  assert.ok(want > 0);
+  // The drivers' countDocuments pipeline, $count, and a $group with several constant accumulators.
+  const pipelines = [
+    [{ $match: q }, { $group: { _id: 1, n: { $sum: 1 } } }],
+    [{ $match: q }, { $count: 'n' }],
+    [{ $match: q }, { $group: { _id: null, n: { $sum: 2 }, m: { $count: {} } } }],
+  ];
+  const expect = [[{ _id: 1, n: want }], [{ n: want }], [{ _id: null, n: 2 * want, m: want }]];
+  for (let i = 0; i < pipelines.length; i++) {
+    assert.deepEqual(await c.aggregate(pipelines[i], { hint: 'a_1' }).toArray(), expect[i]);
+    const es = cursorStats(await c.aggregate(pipelines[i], { hint: 'a_1' }).explain('executionStats'));
+    assert.equal(es.totalDocsExamined, 0, JSON.stringify(pipelines[i]));
+    assert.equal(es.totalKeysExamined, want);
+  }
+  // Reading a field, grouping by one, or a filter the bounds do not answer: the documents are fetched.
+  for (const p of [[{ $match: q }, { $group: { _id: null, n: { $sum: '$b' } } }], [{ $match: q }, { $group: { _id: '$b', n: { $sum: 1 } } }],
+    [{ $match: { ...q, b: 1 } }, { $count: 'n' }], [{ $match: q }, { $project: { a: 1 } }, { $count: 'n' }]]) {
+    const es = cursorStats(await c.aggregate(p, { hint: 'a_1' }).explain('executionStats'));
+    assert.ok(es.totalDocsExamined > 0, JSON.stringify(p));
+  }
+  assert.deepEqual(await c.aggregate([{ $match: q }, { $group: { _id: null, n: { $sum: '$b' } } }], { hint: 'a_1' }).toArray(),
+    await c.aggregate([{ $match: q }, { $group: { _id: null, n: { $sum: '$b' } } }], { hint: { $natural: 1 } }).toArray());
+});
