@@ -1536,6 +1536,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     cop = curop_register(eng, client, &op, db, def->name, cmd);
     /* Client commands only: replication's applier (an internal client) is the server's own work. */
     mf_curop_set_latency_kind(cop, client != NULL && client->internal ? MF_LAT_NONE : latency_kind(def->name));
+    mf_curop_set_no_table_scan(cop, !(client != NULL && client->internal) && mf_param_value(eng->prm_notablescan) != 0);
     mf_curop_set_current(cop);
     op.sess = mf_storage_session(eng->st);
     started_ms = mf_mono_ms();

@@ -99,6 +99,7 @@ struct mf_curop {
      * (release); currentOp reads it only once this is set (acquire).
      */
     _Atomic bool plan_ready;
+    bool no_table_scan; /* mf_curop_set_no_table_scan; its own thread only */
 };
 
 /* The calling thread's operation: per-thread state, not shared. */
@@ -500,6 +501,19 @@ mf_curop_set_latency_kind(mf_curop_t *op, int kind)
 {
     if (op != NULL)
         op->lat_kind = kind >= 0 && kind < MF_LAT_N ? kind : MF_LAT_NONE; /* read at mf_curop_end, by this thread */
+}
+
+void
+mf_curop_set_no_table_scan(mf_curop_t *op, bool on)
+{
+    if (op != NULL)
+        op->no_table_scan = on;
+}
+
+bool
+mf_curop_no_table_scan(const mf_curop_t *op)
+{
+    return op != NULL && op->no_table_scan;
 }
 
 bool

@@ -297,6 +297,15 @@ uint64_t mf_latency_lower_bound(int b);
 void mf_curop_set_latency_kind(mf_curop_t *op, int kind);
 
 /*
+ * mf_curop_set_no_table_scan / mf_curop_no_table_scan: whether the
+ * notablescan parameter was on when a client's command began (the command
+ * layer sets it; the planner reads it through mf_curop_current, see
+ * query/plan.c no_table_scan). False for the server's own operations.
+ */
+void mf_curop_set_no_table_scan(mf_curop_t *op, bool on);
+bool mf_curop_no_table_scan(const mf_curop_t *op);
+
+/*
  * mf_curops_latency_get: copies the latencies of ns ("db.coll"), or the
  * server-wide ones when ns is NULL, into out[MF_LAT_N] (zeros and false when
  * ns has none).

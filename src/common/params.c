@@ -71,6 +71,8 @@ static const mf_param_t defaults[] = {
     /* Multi-document transactions (cmd/cmd_txn.c): one older than this is aborted, as mongod. */
     {"transactionLifetimeLimitSeconds", MF_PARAM_INT, 1, I64MAX / 1000, false, true, true, 60, NULL},
     {"allowDiskUseByDefault", MF_PARAM_BOOL, 0, 1, false, true, true, 1, NULL},
+    /* Queries with a filter that would scan a whole collection fail (291), as mongod's (query/plan.c no_table_scan). */
+    {"notablescan", MF_PARAM_BOOL, 0, 1, false, true, true, 0, NULL},
     /* Test-only commands (configureFailPoint), as mongod's: settable only at startup. */
     {"enableTestCommands", MF_PARAM_BOOL, 0, 1, false, true, false, 0, NULL},
     {"logLevel", MF_PARAM_INT, 0, 5, false, true, true, 0, NULL},

@@ -25,6 +25,7 @@
  * only owned bytes and an explain rendering.
  */
 #include "common/alloc.h"
+#include "common/curop.h"
 #include "common/fmt.h"
 #include "query/plan.h"
 #include "doc/dec128.h"
@@ -2689,6 +2690,27 @@ out_free_keys:
     return rc;
 }
 
+/*
+ * mongod's NO_TABLE_SCAN: with the notablescan parameter on when a client's
+ * command began (mf_curop_no_table_scan), a query with a non-empty filter
+ * on a collection outside admin, local and config, not system.*, may not
+ * scan the whole collection (get_executor.cpp: "There are certain cases
+ * where we ignore this restriction"). The server's own scans never ask.
+ */
+static bool
+no_table_scan(const mf_coll_t *c, const mf_plan_request_t *req)
+{
+    if (!mf_curop_no_table_scan(mf_curop_current()) || req->force_collscan || req->filter == NULL ||
+        bson_empty(req->filter))
+        return false;
+    const char *dot = strchr(c->ns, '.');
+    size_t dl = dot != NULL ? (size_t)(dot - c->ns) : strlen(c->ns);
+    if ((dl == 5 && (memcmp(c->ns, "admin", 5) == 0 || memcmp(c->ns, "local", 5) == 0)) ||
+        (dl == 6 && memcmp(c->ns, "config", 6) == 0))
+        return false;
+    return dot == NULL || strncmp(dot + 1, "system.", 7) != 0;
+}
+
 int
 mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out, mf_error_t *err)
 {
@@ -2714,6 +2736,11 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
     }
 
     *out = NULL;
+    if (c != NULL && natural && no_table_scan(c, req)) {
+        free(p);
+        return mf_err_set(err, MF_E_NoQueryExecutionPlans,
+                          PLANNER_ERR "hint $natural is not allowed, because 'notablescan' is enabled", c->ns);
+    }
     if (c != NULL && !natural && !hint_empty(req->hint) && hint_ambiguous(c, req->hint, err)) {
         preds_free(ps);
         free(p);
@@ -2832,6 +2859,11 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
             p->fetch->filter = residual_filter(req->filter, ps, NULL);
             top = p->fetch;
             p->sort_provided = !has_sort;
+        } else if (best == NULL && no_table_scan(c, req)) {
+            preds_free(ps);
+            mf_plan_free(p);
+            return mf_err_set(err, MF_E_NoQueryExecutionPlans,
+                              PLANNER_ERR "No indexed plans available, and running with 'notablescan'", c->ns);
         } else if (best == NULL) {
             p->leaf = stage_new(MF_ST_COLLSCAN, NULL);
             p->leaf->direction = natural_dir;
