@@ -30,7 +30,9 @@
  *      find({g: {$gte: a, $lt: a + 10}}).toArray() for random a in [0, 990)
  *      (1% of the collection per query), for --secs seconds: queries/s and
  *      docs returned/s; the same query without the index (hint {$natural: 1})
- *      for comparison; plans printed.
+ *      for comparison; plans printed. Then the count command and
+ *      countDocuments of {g: {$gt: a, $lt: a + 101}} (10% of the collection,
+ *      counted over the index's keys only): queries/s and documents counted/s.
  *   3. Insert throughput. N documents with insertMany(1,000), one connection,
  *      into fresh collections with 0, 1 ({k}) and 3 ({k}, {g}, {s}) secondary
  *      indexes created before the load. Each collection is dropped after.
@@ -183,6 +185,29 @@ async function phaseRangeScan(coll) {
   r = await timeBox(scan({ hint: { $natural: 1 } }), { seed: 22 });
   line('range scan, COLLSCAN: queries', r.ops / (r.ms / 1000), 'queries/s', `(${r.ops} in ${fmt(r.ms)} ms)`);
   line('range scan, COLLSCAN: documents returned', r.docs / (r.ms / 1000), 'docs/s', `(${fmt(r.docs)} docs)`);
+
+  /*
+   * Counts through the same index: the bounds answer the filter exactly, so
+   * count and countDocuments read keys only (plan.c keys_only; explain shows
+   * totalDocsExamined 0), and an exclusive bound reads no key at its end.
+   */
+  console.log(`  counts over the index on g (count command and countDocuments, ~${fmt(N / 10)} keys per query):`);
+  const cfilter = (a) => ({ g: { $gt: a, $lt: a + 101 } });
+  const ce = await coll.db.command({ explain: { count: coll.collectionName, query: cfilter(500) }, verbosity: 'executionStats' });
+  console.log(`    plan: ${planTree(ce.queryPlanner.winningPlan)}`);
+  console.log(`    executionStats: totalKeysExamined=${ce.executionStats.totalKeysExamined} ` +
+    `totalDocsExamined=${ce.executionStats.totalDocsExamined}`);
+  const counter = (kind) => async (rand) => {
+    const a = Math.floor(rand() * 890);
+    const n = kind === 'count' ? (await coll.db.command({ count: coll.collectionName, query: cfilter(a) })).n
+      : await coll.countDocuments(cfilter(a));
+    return n;
+  };
+  for (const kind of ['count', 'countDocuments']) {
+    r = await timeBox(counter(kind), { seed: 23 });
+    line(`${kind}, index on g: queries`, r.ops / (r.ms / 1000), 'queries/s', `(${r.ops} in ${fmt(r.ms)} ms)`);
+    line(`${kind}, index on g: documents counted`, r.docs / (r.ms / 1000), 'docs/s');
+  }
 }
 
 async function phaseInserts(db) {
