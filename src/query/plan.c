@@ -405,22 +405,43 @@ bounds_index(const mf_keypattern_t *kp)
 }
 
 /*
- * A number whose index key a Decimal128 may share. In KEY FORMAT 2
- * (keystring.c) equal numbers of any type share a key and unequal ones
- * never do, so bounds at a number are exact. In format 1 (an index created
- * before it) a decimal is its nearest double plus a residual of
- * long-double precision, so one that differs from a number only past
- * about 19 digits (1.00000000000000000001 beside 1) has that number's key:
- * there, bounds at any number are made inclusive and left to the matcher,
- * which compares decimals exactly (value.c), and the scan reads the few
- * keys equal to the bound's. Before format 2 was taken into account here,
- * every numeric equality fetched (no covered query, no COUNT_SCAN) and
- * every exclusive numeric bound read its end's keys and documents.
+ * Whether v's index key (or, for a document or an array, the key of a
+ * number inside it) may be shared by an unequal value, so that bounds at v
+ * are made inclusive and left to the matcher, which compares decimals
+ * exactly (value.c), and the scan reads the few keys equal to the bound's.
+ *
+ * In KEY FORMAT 1 (an index created before format 2) a decimal is its
+ * nearest double plus a residual of long-double precision, so one that
+ * differs from a number only past about 19 digits (1.00000000000000000001
+ * beside 1) has that number's key: every number may tie. In format 2
+ * (keystring.c) equal numbers of any type share a key and unequal ones do
+ * not, except at the ends of its range (helper-97's review): a finite
+ * decimal past a long double's range (1E+5000) has Infinity's key, and an
+ * integral decimal whose residual from its double passes the suffix's
+ * clamp (beyond about 2^65) shares its key with its neighbours. So a number
+ * that is infinite or of magnitude 2^64 or more may tie there too; every
+ * other number's bounds are exact. (Until session 56 every number was
+ * treated as format 1's: {a: {$gt: 5}} read and fetched every 5, and no
+ * numeric count could skip the documents.)
  */
 static bool
 dec_key_ties(const bson_value_t *v)
 {
-    return tls_bounds_legacy_dec && mf_value_is_number(v);
+    if (v->value_type == BSON_TYPE_DOCUMENT || v->value_type == BSON_TYPE_ARRAY) {
+        bson_iter_t it;
+        if (!bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
+            return true;
+        while (bson_iter_next(&it))
+            if (dec_key_ties(bson_iter_value(&it)))
+                return true;
+        return false;
+    }
+    if (!mf_value_is_number(v))
+        return false;
+    if (tls_bounds_legacy_dec)
+        return true;
+    double d = mf_value_as_double(v);
+    return isinf(d) || fabs(d) >= 0x1p64;
 }
 
 /* Interval list of an equality on v; false if not indexable. *exact: bounds equal the predicate. */
@@ -1478,7 +1499,34 @@ iv_cmp(const void *a, const void *b)
     int r = mf_interval_key_cmp(x->lo, x->lolen, y->lo, y->lolen);
     if (r == 0 && x->lolen != y->lolen)
         r = x->lolen < y->lolen ? -1 : 1;
+    if (r == 0) /* ties ordered by their other end too, so equal intervals sort together (iv_dedup) */
+        r = mf_interval_key_cmp(x->hi, x->hilen, y->hi, y->hilen);
+    if (r == 0 && x->hilen != y->hilen)
+        r = x->hilen < y->hilen ? -1 : 1;
+    if (r == 0 && (x->lo_incl != y->lo_incl || x->hi_incl != y->hi_incl))
+        r = (x->lo_incl * 2 + x->hi_incl) - (y->lo_incl * 2 + y->hi_incl);
     return r;
+}
+
+/*
+ * Drops the intervals of st (sorted by iv_cmp) equal to the one before:
+ * values that differ may have one key (a decimal past a long double's range
+ * and Infinity, keystring.c), and a $in of both would scan, and return, the
+ * documents of that key twice on an index that de-duplicates nothing.
+ */
+static void
+iv_dedup(mf_stage_t *st)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < st->niv; i++) {
+        if (k > 0 && iv_cmp(&st->iv[k - 1], &st->iv[i]) == 0) {
+            free(st->iv[i].lo);
+            free(st->iv[i].hi);
+            continue;
+        }
+        st->iv[k++] = st->iv[i];
+    }
+    st->niv = k;
 }
 
 static uint8_t *
@@ -1556,6 +1604,7 @@ build_intervals_coll(const cand_t *k, mf_stage_t *st)
     mf_ks_destroy(&lo);
     mf_ks_destroy(&hi);
     qsort(st->iv, st->niv, sizeof(*st->iv), iv_cmp);
+    iv_dedup(st);
     return 0;
 fail:
     mf_ks_destroy(&lo);
@@ -2036,6 +2085,7 @@ wild_ixscan(const mf_index_t *ix, const char *path, const vlist_t *l, bool exist
     mf_ks_destroy(&lo);
     mf_ks_destroy(&hi);
     qsort(st->iv, st->niv, sizeof(*st->iv), iv_cmp);
+    iv_dedup(st);
     return st;
 }
 

@@ -36,6 +36,10 @@ const POOL = [
   () => Long.fromString('9007199254740993'), () => new Double(9007199254740992), () => D('9007199254740993'),
   () => Long.fromString('9223372036854775807'), () => new Double(9223372036854775807), () => D('1E+400'),
   () => new Double(NaN), () => 'a', () => 'b', () => '', () => new Date(3), () => null, () => true,
+  // The ends of key format 2's range (helper-97): a decimal past a long double has Infinity's key, and integral
+  // decimals past 2^65 share keys with their neighbours; and documents holding them.
+  () => D('1E+5000'), () => D('73786976294838210465'), () => D('73786976294838210466'), () => ({ b: Infinity }),
+  () => ({ b: D('1E+5000') }),
 ];
 
 function pick(r, arr) { return arr[Math.floor(r() * arr.length)]; }

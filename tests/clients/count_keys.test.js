@@ -81,6 +81,7 @@ h.test('a numeric equality, $in or range on a format 2 index counts over keys on
       for (const hint of ['a_1', 'a_-1_b_1']) {
         const { e } = await sameAsScan(db, q, hint);
         if (String(v) === 'NaN') continue; // NaN gives no bounds (a full scan): the matcher decides
+        if (!(Math.abs(Number(String(v))) < 2 ** 64)) continue; // the ends of format 2's range: see the last test
         assert.equal(e.executionStats.totalDocsExamined, 0, `docs read for ${JSON.stringify(q)} on ${hint}`);
         assert.deepEqual(stages(e.queryPlanner.winningPlan), ['COUNT', 'IXSCAN'], JSON.stringify(q));
       }
@@ -183,4 +184,36 @@ h.test('countDocuments (a $match then a $group by a constant with $sum: 1) and $
   }
   assert.deepEqual(await c.aggregate([{ $match: q }, { $group: { _id: null, n: { $sum: '$b' } } }], { hint: 'a_1' }).toArray(),
     await c.aggregate([{ $match: q }, { $group: { _id: null, n: { $sum: '$b' } } }], { hint: { $natural: 1 } }).toArray());
+});
+
+h.test('at the ends of key format 2\'s range bounds are not exact and the documents are checked: Infinity beside a decimal past a long double (1E+5000), integral decimals past 2^65 whose residuals share a key, and documents holding them', async () => {
+  // helper-97's review: keystring.c gives 1E+5000 Infinity's key, and clamps the residual of 2^66 + 4001 and + 4002 alike.
+  const db = srv.freshDb('cntends');
+  const c = db.collection('c');
+  const B = 73786976294838206464n; // 2^66
+  await c.insertMany([
+    { _id: 1, a: Infinity }, { _id: 2, a: D('1E+5000') }, { _id: 3, a: 7 }, { _id: 4, a: D((B + 4001n).toString()) },
+    { _id: 5, a: D((B + 4002n).toString()) }, { _id: 6, a: { b: Infinity } }, { _id: 7, a: { b: D('1E+5000') } },
+    { _id: 8, a: -Infinity }, { _id: 9, a: D('-1E+5000') },
+  ]);
+  await c.createIndex({ a: 1 });
+  await c.createIndex({ a: -1, z: 1 });
+  const queries = [
+    { a: Infinity }, { a: D('1E+5000') }, { a: { $lt: Infinity } }, { a: { $gt: D('1E+5000') } }, { a: { $gte: D('1E+5000') } },
+    { a: -Infinity }, { a: { $gt: -Infinity } }, { a: { $lt: D('-1E+5000') } },
+    { a: D((B + 4001n).toString()) }, { a: { $gt: D((B + 4001n).toString()) } }, { a: { $lt: D((B + 4002n).toString()) } },
+    { a: { b: Infinity } }, { a: { b: D('1E+5000') } }, { a: { $in: [Infinity, 7] } },
+    // Two values with one key: one interval, or their documents came back twice (iv_dedup).
+    { a: { $in: [Infinity, D('1E+5000')] } }, { a: { $in: [{ b: Infinity }, { b: D('1E+5000') }, 7] } },
+  ];
+  for (const q of queries) {
+    for (const hint of ['a_1', 'a_-1_z_1']) {
+      const { n } = await sameAsScan(db, q, hint);
+      assert.equal(await c.countDocuments(q, { hint }), n, `countDocuments ${JSON.stringify(q)} via ${hint}`);
+      const ids = async (hh) => (await c.find(q, { hint: hh, projection: { _id: 1 } }).toArray()).map((d) => d._id).sort();
+      assert.deepEqual(await ids(hint), await ids({ $natural: 1 }), `find ${JSON.stringify(q)} via ${hint}`);
+    }
+  }
+  assert.equal((await db.command({ count: 'c', query: { a: Infinity }, hint: 'a_1' })).n, 1);
+  assert.equal((await db.command({ count: 'c', query: { a: { $lt: Infinity } }, hint: 'a_1' })).n, 6);
 });
