@@ -82,6 +82,7 @@ struct mf_curop {
     uint8_t lsid_id[16], lsid_uid[32];
     bson_t *command;      /* owned */
     int64_t start_us;     /* monotonic */
+    int64_t start_wall_ms; /* wall clock at mf_curop_begin: the operation's $$NOW */
     char msg[96];         /* guarded by the registry mutex */
     _Atomic int64_t done, total;
     _Atomic bool has_progress;
@@ -210,6 +211,7 @@ mf_curop_begin(mf_curops_t *reg, const char *op_type, const char *ns, const char
     op->client_id = client_id;
     op->lat_kind = MF_LAT_NONE;
     op->start_us = mf_mono_us();
+    op->start_wall_ms = mf_now_ms();
     op->reg = reg;
     pthread_mutex_lock(&reg->lock);
     /* Opids stay within 1..2^31-1, as mongod's 32-bit ones, so killOp (which takes an int32) reaches every one. */
@@ -501,6 +503,12 @@ mf_curop_set_latency_kind(mf_curop_t *op, int kind)
 {
     if (op != NULL)
         op->lat_kind = kind >= 0 && kind < MF_LAT_N ? kind : MF_LAT_NONE; /* read at mf_curop_end, by this thread */
+}
+
+int64_t
+mf_curop_now_ms(const mf_curop_t *op)
+{
+    return op != NULL ? op->start_wall_ms : mf_now_ms();
 }
 
 void

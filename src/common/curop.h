@@ -303,6 +303,13 @@ void mf_curop_set_latency_kind(mf_curop_t *op, int kind);
  * query/plan.c no_table_scan). False for the server's own operations.
  */
 void mf_curop_set_no_table_scan(mf_curop_t *op, bool on);
+
+/*
+ * mf_curop_now_ms: the wall clock when op began (NULL: now), milliseconds
+ * since the epoch: aggregation's $$NOW, one value for the whole operation
+ * as in mongod.
+ */
+int64_t mf_curop_now_ms(const mf_curop_t *op);
 bool mf_curop_no_table_scan(const mf_curop_t *op);
 
 /*

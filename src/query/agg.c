@@ -809,6 +809,7 @@ acc_result(accst_t *a, int kind, bson_t *out, const char *field)
 typedef struct gtable {
     size_t nb, ng, ocap;
     group_t **buckets, **order;
+    group_t *last; /* the group gt_find returned last (NULL after gt_clear): runs of one key skip the hash */
     int64_t mem;
 } gtable_t;
 
@@ -1263,12 +1264,15 @@ accx_merge(accst_t *a, const acc_def_t *d, const bson_t *st, mf_error_t *err)
 static group_t *
 gt_find(gtable_t *t, const stage_t *s, bson_value_t *key)
 {
+    if (t->last != NULL && mf_value_cmp(&t->last->key, key) == 0)
+        return t->last;
     uint64_t h = vhash(key, 1469598103934665603ULL);
     group_t *g;
     for (g = t->buckets[h % t->nb]; g; g = g->next_bucket)
         if (mf_value_cmp(&g->key, key) == 0)
-            return g;
+            return t->last = g;
     g = bson_malloc0(sizeof *g);
+    t->last = g;
     g->key = *key;
     key->value_type = BSON_TYPE_EOD;
     g->acc = bson_malloc0((s->naccs ? s->naccs : 1) * sizeof *g->acc);
@@ -1373,6 +1377,7 @@ gt_clear(gtable_t *t, const stage_t *s, mf_docvec_t *out)
     }
     t->ng = 0;
     t->mem = 0;
+    t->last = NULL;
     memset(t->buckets, 0, t->nb * sizeof *t->buckets);
 }
 

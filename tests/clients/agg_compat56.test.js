@@ -142,3 +142,18 @@ h.test('{$meta: "sortKey"} after a $sort is the sort key array; recordId and ind
   await h.expectCode(agg([{ $project: { k: { $meta: 'sortkey' } } }]), 17308,
     /Unsupported argument to \$meta: sortkey$/);
 });
+
+h.test('$$NOW is one value for the whole operation, as mongod: every document of a 20,000-document aggregation and a find $expr see the command\'s start', async () => {
+  const db = srv.freshDb('now56');
+  const c = db.collection('c');
+  await c.insertMany(Array.from({ length: 20000 }, (_, i) => ({ _id: i, pad: 'x'.repeat(100) })));
+  const before = Date.now();
+  const r = await c.aggregate([{ $addFields: { t: '$$NOW' } }, { $group: { _id: '$t', n: { $sum: 1 } } }]).toArray();
+  const after = Date.now();
+  assert.equal(r.length, 1, `several $$NOW values: ${JSON.stringify(r.map((g) => g._id))}`);
+  assert.equal(r[0].n, 20000);
+  assert.ok(r[0]._id.getTime() >= before - 5 && r[0]._id.getTime() <= after + 5, `${r[0]._id.toISOString()} outside [${before}, ${after}]`);
+  // In a find filter too: every document compares with the same instant.
+  const n = await c.countDocuments({ $expr: { $lte: [{ $subtract: ['$$NOW', '$$NOW'] }, 0] } });
+  assert.equal(n, 20000);
+});
