@@ -863,7 +863,8 @@ mf_cmd_find(mf_op_t *op)
     }
     if (c != NULL && !c->is_view) {
         mf_plan_request_t req = {.filter = has_filter ? &filter : NULL, .sort = srt ? &sort : NULL, .hint = hint,
-                                 .force_collscan = tailable, .shape_projection = has_proj ? &projection : NULL,
+                                 .force_collscan = tailable, .tailable = tailable,
+                                 .shape_projection = has_proj ? &projection : NULL,
                                  .min = has_min ? &min : NULL, .max = has_max ? &max : NULL};
         if (mf_plan_build(c, &req, &plan, &op->err) != 0)
             goto out_unlock;

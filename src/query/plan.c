@@ -2750,8 +2750,8 @@ out_free_keys:
 static bool
 no_table_scan(const mf_coll_t *c, const mf_plan_request_t *req)
 {
-    if (!mf_curop_no_table_scan(mf_curop_current()) || req->force_collscan || req->filter == NULL ||
-        bson_empty(req->filter))
+    if (!mf_curop_no_table_scan(mf_curop_current()) || (req->force_collscan && !req->tailable) ||
+        req->filter == NULL || bson_empty(req->filter))
         return false;
     const char *dot = strchr(c->ns, '.');
     size_t dl = dot != NULL ? (size_t)(dot - c->ns) : strlen(c->ns);
@@ -2786,6 +2786,12 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
     }
 
     *out = NULL;
+    if (c != NULL && req->tailable && no_table_scan(c, req)) {
+        free(p);
+        return mf_err_set(err, MF_E_NoQueryExecutionPlans,
+                          PLANNER_ERR "Running with 'notablescan', so tailable cursors (which always do a table "
+                          "scan) are not allowed", c->ns);
+    }
     if (c != NULL && natural && no_table_scan(c, req)) {
         free(p);
         return mf_err_set(err, MF_E_NoQueryExecutionPlans,

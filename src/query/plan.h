@@ -161,6 +161,8 @@ typedef struct mf_plan_request {
     const bson_t *min, *max;
     /* the caller only counts the matches (an aggregate's countDocuments): as root COUNT for keys_only */
     bool count_only;
+    /* a tailable find (with force_collscan): refused under notablescan (plan.c no_table_scan) */
+    bool tailable;
 } mf_plan_request_t;
 
 /* A set of record ids (multikey de-duplication). */

@@ -43,6 +43,12 @@ h.test('notablescan: a filtered query no index answers fails with 291 (find, cou
     await h.expectCode(c.find({ a: 1 }).explain(), 291, NO_PLAN);
     await h.expectCode(c.find({ a: 1 }).hint({ $natural: 1 }).toArray(), 291,
       /hint \$natural is not allowed, because 'notablescan' is enabled$/);
+    // A tailable cursor always scans (jstests/core/notablescan_capped.js).
+    await db.createCollection('capped', { capped: true, size: 4096 });
+    await db.collection('capped').insertOne({ a: 1 });
+    await h.expectCode(db.collection('capped').find({ a: 1 }, { tailable: true }).next(), 291,
+      /Running with 'notablescan', so tailable cursors \(which always do a table scan\) are not allowed$/);
+    assert.deepEqual((await db.collection('capped').find({}, { tailable: true }).next()).a, 1);
     // An empty filter is exempt (SERVER-274), as are _id lookups.
     assert.equal((await c.find({}).toArray()).length, 2);
     assert.equal(await c.countDocuments({}), 2);
