@@ -512,6 +512,13 @@ mf_curop_now_ms(const mf_curop_t *op)
 }
 
 void
+mf_curop_set_now_ms(mf_curop_t *op, int64_t ms)
+{
+    if (op != NULL && ms != 0)
+        op->start_wall_ms = ms;
+}
+
+void
 mf_curop_set_no_table_scan(mf_curop_t *op, bool on)
 {
     if (op != NULL)

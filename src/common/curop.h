@@ -310,6 +310,8 @@ void mf_curop_set_no_table_scan(mf_curop_t *op, bool on);
  * as in mongod.
  */
 int64_t mf_curop_now_ms(const mf_curop_t *op);
+/* mf_curop_set_now_ms: makes ms (not 0) op's $$NOW: a getMore takes its cursor's (mf_cursor_t.now_ms). */
+void mf_curop_set_now_ms(mf_curop_t *op, int64_t ms);
 bool mf_curop_no_table_scan(const mf_curop_t *op);
 
 /*

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/curop.h"
 #include "engine/engine.h"
 #include "engine/sessions.h"
 
@@ -243,6 +244,7 @@ mf_cursors_register(mf_cursors_t *t, mf_cursor_t *c, int64_t max_total, int64_t 
     c->in_use = true;
     c->last_used_ms = mf_mono_ms();
     c->created_wall_ms = c->used_wall_ms = mf_now_ms();
+    c->now_ms = mf_curop_now_ms(mf_curop_current()); /* registered by the opening command, on its thread */
     pthread_mutex_unlock(&t->lock);
     return c->id;
 }

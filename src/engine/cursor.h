@@ -102,6 +102,7 @@ typedef struct mf_cursor {
     bson_t *origin;
     char *plan_summary;
     int64_t created_wall_ms, used_wall_ms;
+    int64_t now_ms; /* the opening command's $$NOW (mf_curop_now_ms), which each getMore takes on */
     int64_t n_docs, n_batches;
     bool tailable, no_timeout;
     bool has_sort_stage; /* its plan sorted in memory: each getMore counts as such an operation too, as mongod's */

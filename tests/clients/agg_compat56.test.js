@@ -156,4 +156,20 @@ h.test('$$NOW is one value for the whole operation, as mongod: every document of
   // In a find filter too: every document compares with the same instant.
   const n = await c.countDocuments({ $expr: { $lte: [{ $subtract: ['$$NOW', '$$NOW'] }, 0] } });
   assert.equal(n, 20000);
+  // Across getMores: the cursor keeps the opening command's $$NOW (a streaming pipeline, a find's $expr).
+  const seen = new Set();
+  const cur = c.aggregate([{ $addFields: { t: '$$NOW' } }, { $project: { t: 1 } }], { batchSize: 100 });
+  for (let i = 0; await cur.hasNext(); i++) {
+    seen.add((await cur.next()).t.getTime());
+    if (i % 100 === 99) await h.sleep(3);
+  }
+  assert.equal(seen.size, 1, `$$NOW changed between getMores: ${[...seen].join(', ')}`);
+  const opened = Date.now();
+  const fc = c.find({ $expr: { $lte: ['$$NOW', new Date(opened + 40)] } }).batchSize(1000);
+  let got = 0;
+  for (; await fc.hasNext(); got++) {
+    await fc.next();
+    if (got % 1000 === 999) await h.sleep(3);
+  }
+  assert.equal(got, 20000, 'a getMore saw a later $$NOW than the find');
 });
