@@ -671,6 +671,12 @@ ns_is(const mf_coll_t *c, const char *db, const char *name)
     return strncmp(c->ns, db, dl) == 0 && c->ns[dl] == '.' && strcmp(c->ns + dl + 1, name) == 0;
 }
 
+bool
+mf_catalog_db_is_internal(const char *db)
+{
+    return strcmp(db, "admin") == 0 || strcmp(db, "config") == 0 || strcmp(db, "local") == 0;
+}
+
 mf_coll_t *
 mf_catalog_coll_find(mf_catalog_t *cat, const char *db, const char *name)
 {

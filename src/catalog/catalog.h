@@ -394,6 +394,9 @@ mf_coll_t *mf_catalog_coll_find_pair(mf_catalog_t *cat, const char *db, const ch
 
 /* mf_catalog_lock_timed_out: true once a bounded wait of this thread's DDL session gave up. */
 bool mf_catalog_lock_timed_out(void);
+
+/* mf_catalog_db_is_internal: whether db is admin, config or local (mongod's NamespaceString::isOnInternalDb). */
+bool mf_catalog_db_is_internal(const char *db);
 /*
  * mf_catalog_names: calls fn with every collection's names and UUID, under
  * the map lock only: no collection is locked, so it never waits for a

@@ -306,20 +306,16 @@ agg_pull_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details
         pc->x->skip_left--;
         return 0;
     }
-    if (doc == NULL) {
-        /* A plan over keys only (mf_plan_t.keys_only): the next stage counts and reads no field. */
-        mf_docvec_push_steal(pc->out, bson_new());
-        if (pc->x->limit_left > 0)
-            pc->x->limit_left--;
-        return pc->x->limit_left == 0 || pc->out->len >= pc->max ? 1 : 0;
-    }
-    if (d != NULL && d->has_text_score) {
+    if (doc != NULL && d != NULL && d->has_text_score) {
         /* A $text plan: the score rides along as the hidden last field (doc/text.h). */
         scored = bson_copy(doc);
         BSON_APPEND_DOUBLE(scored, MF_TEXT_SCORE_FIELD, d->text_score);
         doc = scored;
     }
-    if (pc->x->proj != NULL) {
+    if (doc == NULL) {
+        /* A plan over keys only (mf_plan_t.keys_only): the next stage counts and reads no field. */
+        mf_docvec_push_steal(pc->out, bson_new());
+    } else if (pc->x->proj != NULL) {
         bson_t *o = bson_new();
         if (mf_projection_apply(pc->x->proj, doc, NULL, o, pc->err) != 0) {
             bson_destroy(o);

@@ -267,7 +267,7 @@ watches(const cs_state_t *st, const char *db, const char *coll)
     case CS_DB:
         return strcmp(db, st->db) == 0;
     default:
-        return strcmp(db, "admin") != 0 && strcmp(db, "config") != 0 && strcmp(db, "local") != 0;
+        return !mf_catalog_db_is_internal(db);
     }
 }
 
@@ -997,7 +997,7 @@ static int
 check_namespace(mf_op_t *op, const cs_state_t *st)
 {
     const char *db = op->db;
-    bool internal_db = strcmp(db, "admin") == 0 || strcmp(db, "config") == 0 || strcmp(db, "local") == 0;
+    bool internal_db = mf_catalog_db_is_internal(db);
     if ((st->scope != CS_CLUSTER && internal_db) || (st->coll != NULL && strncmp(st->coll, "system.", 7) == 0))
         return mf_err_set(&op->err, MF_E_InvalidNamespace, "$changeStream may not be opened on the internal %s%s%s %s",
                           db, st->coll ? "." : "", st->coll ? st->coll : "", st->coll ? "collection" : "database");

@@ -357,11 +357,19 @@ regex_prefix(const char *re, const char *flags, bson_string_t *out)
  * regex also matches. Never exact: the matcher re-checks.
  */
 /*
- * The collation of the index whose bounds are being built (NULL: simple):
- * enc() encodes strings as its sort keys, and a regex's literal prefix,
- * which says nothing about collation order, gives no string range.
+ * The key pattern of the index whose bounds are being built (NULL: none;
+ * bounds_index sets it). Its collation (bounds_coll; NULL: simple): enc()
+ * encodes strings as its sort keys, and a regex's literal prefix, which
+ * says nothing about collation order, gives no string range. Its key
+ * format: dec_key_ties.
  */
-static _Thread_local const mf_collation_t *tls_bounds_coll;
+static _Thread_local const mf_keypattern_t *tls_bounds_kp;
+
+static const mf_collation_t *
+bounds_coll(void)
+{
+    return tls_bounds_kp != NULL ? tls_bounds_kp->collation : NULL;
+}
 
 static void
 regex_list(const bson_value_t *rv, strpool_t *pool, vlist_t *out)
@@ -372,7 +380,7 @@ regex_list(const bson_value_t *rv, strpool_t *pool, vlist_t *out)
 
     while (anchored && len > 0 && (unsigned char)pre->str[len - 1] == 0xFF)
         len--;
-    if (anchored && len > 0 && tls_bounds_coll == NULL) {
+    if (anchored && len > 0 && bounds_coll() == NULL) {
         bson_value_t lo = {.value_type = BSON_TYPE_UTF8}, hi = {.value_type = BSON_TYPE_UTF8};
         char *l = pool_add(pool, pre->str, pre->len);
         char *h = pool_add(pool, pre->str, len);
@@ -389,19 +397,11 @@ regex_list(const bson_value_t *rv, strpool_t *pool, vlist_t *out)
     bson_string_free(pre, true);
 }
 
-/*
- * Whether the index whose bounds are being built has KEY FORMAT 1
- * (keystring.c; mf_keypattern_t.legacy_decimals), set beside
- * tls_bounds_coll; true (the safe answer) when no index is named.
- */
-static _Thread_local bool tls_bounds_legacy_dec = true;
-
-/* Names ix as the index whose bounds are built (NULL: none), for enc() and dec_key_ties. */
+/* Names kp as the key pattern whose bounds are built (NULL: none), for enc() and dec_key_ties. */
 static void
 bounds_index(const mf_keypattern_t *kp)
 {
-    tls_bounds_coll = kp ? kp->collation : NULL;
-    tls_bounds_legacy_dec = kp ? kp->legacy_decimals : true;
+    tls_bounds_kp = kp;
 }
 
 /*
@@ -438,8 +438,8 @@ dec_key_ties(const bson_value_t *v)
     }
     if (!mf_value_is_number(v))
         return false;
-    if (tls_bounds_legacy_dec)
-        return true;
+    if (tls_bounds_kp == NULL || tls_bounds_kp->legacy_decimals)
+        return true; /* KEY FORMAT 1, or no index named: the safe answer */
     double d = mf_value_as_double(v);
     return isinf(d) || fabs(d) >= 0x1p64;
 }
@@ -1141,7 +1141,7 @@ hashed_push(const bson_value_t *v, vlist_t *out)
 {
     bson_value_t h;
     mf_error_t e;
-    if (mf_index_hashed_component(v, tls_bounds_coll, &h, &e) != 0)
+    if (mf_index_hashed_component(v, bounds_coll(), &h, &e) != 0)
         return false;
     vlist_push(out, h, true, h, true);
     return true;
@@ -1489,7 +1489,7 @@ static int
 enc(mf_keystring_t *ks, const bson_value_t *v, bool desc)
 {
     mf_error_t e;
-    return mf_index_append_component(ks, v, desc, tls_bounds_coll, &e);
+    return mf_index_append_component(ks, v, desc, bounds_coll(), &e);
 }
 
 static int
@@ -2753,12 +2753,7 @@ no_table_scan(const mf_coll_t *c, const mf_plan_request_t *req)
     if (!mf_curop_no_table_scan(mf_curop_current()) || (req->force_collscan && !req->tailable) ||
         req->filter == NULL || bson_empty(req->filter))
         return false;
-    const char *dot = strchr(c->ns, '.');
-    size_t dl = dot != NULL ? (size_t)(dot - c->ns) : strlen(c->ns);
-    if ((dl == 5 && (memcmp(c->ns, "admin", 5) == 0 || memcmp(c->ns, "local", 5) == 0)) ||
-        (dl == 6 && memcmp(c->ns, "config", 6) == 0))
-        return false;
-    return dot == NULL || strncmp(dot + 1, "system.", 7) != 0;
+    return !mf_catalog_db_is_internal(c->db) && strncmp(c->name, "system.", 7) != 0;
 }
 
 int
