@@ -75,6 +75,7 @@
 #include "common/alloc.h"
 #include "common/docvec.h"
 #include "common/limits.h"
+#include "doc/collation.h"
 #include "doc/value.h"
 #include "engine/cursor.h"
 #include "query/agg.h"
@@ -285,7 +286,12 @@ lookup_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t
     return 1;
 }
 
-/* The current document of db.coll with _id key (owned; NULL when there is none). */
+/*
+ * The current document of db.coll with _id key (owned; NULL when there is
+ * none). It is looked up under the collection's default collation (its _id
+ * index's), whatever the stream's, as mongod's updateLookup: under another
+ * collation a string _id could tie with another document's.
+ */
 static int
 lookup_current(mf_op_t *op, const char *db, const char *coll, const bson_t *key, bson_t **out)
 {
@@ -294,8 +300,15 @@ lookup_current(mf_op_t *op, const char *db, const char *coll, const bson_t *key,
     *out = NULL;
     if (c == NULL || c->is_view)
         return 0;
+    const mf_collation_t *saved = mf_collation_current(), *cc = NULL;
+    for (int i = 0; i < c->nindexes; i++)
+        if (c->indexes[i]->is_id)
+            cc = c->indexes[i]->kp.collation;
+    mf_collation_set_current(cc);
     mf_plan_request_t req = {.filter = key};
-    if (mf_exec_query(op->sess, c, &req, NULL, lookup_visit, &l, NULL, &op->err) != 0)
+    int rc = mf_exec_query(op->sess, c, &req, NULL, lookup_visit, &l, NULL, &op->err);
+    mf_collation_set_current(saved);
+    if (rc != 0)
         return -1;
     *out = l.doc;
     return 0;

@@ -240,6 +240,34 @@ bracket(const bson_value_t *v, bson_value_t *lo, bson_value_t *hi, bool *hi_incl
     }
 }
 
+/*
+ * Whether a collation can change how v compares: a string or symbol, itself
+ * or inside a document or array (mongod's isCollatableType, which counts
+ * every document and array; one without strings compares alike under any
+ * collation, so it is not counted here).
+ */
+static bool
+value_collatable(const bson_value_t *v)
+{
+    switch (v->value_type) {
+    case BSON_TYPE_UTF8:
+    case BSON_TYPE_SYMBOL:
+        return true;
+    case BSON_TYPE_DOCUMENT:
+    case BSON_TYPE_ARRAY: {
+        bson_iter_t it;
+        if (!bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
+            return true;
+        while (bson_iter_next(&it))
+            if (value_collatable(bson_iter_value(&it)))
+                return true;
+        return false;
+    }
+    default:
+        return false;
+    }
+}
+
 /* A value usable as an equality point (arrays, regexes, null handled apart). */
 static bool
 point_ok(const bson_value_t *v)
@@ -1081,6 +1109,39 @@ cand_destroy(cand_t *k)
     pool_destroy(&k->pool);
 }
 
+/*
+ * Whether an interval of l has an end a collation compares (a string, or a
+ * document or array holding one): such bounds mean nothing in an index of
+ * another collation, whose keys hold its own sort keys for strings.
+ */
+static bool
+vlist_ends_collatable(const vlist_t *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (value_collatable(&l->v[i].lo) || value_collatable(&l->v[i].hi))
+            return true;
+    return false;
+}
+
+/*
+ * Whether the values l admits may include strings (or documents and arrays,
+ * which may hold them): unbounded, an end a collation compares, or an
+ * interval that spans the strings' type bracket. An index of another
+ * collation orders such values its own way, so it gives no sort on them
+ * (mongod's getFieldsWithStringBounds).
+ */
+static bool
+vlist_may_collate(const vlist_t *l)
+{
+    if (l->all || vlist_ends_collatable(l))
+        return true;
+    int s = mf_value_type_rank(BSON_TYPE_UTF8), a = mf_value_type_rank(BSON_TYPE_ARRAY);
+    for (size_t i = 0; i < l->n; i++)
+        if (mf_value_type_rank(l->v[i].lo.value_type) <= a && mf_value_type_rank(l->v[i].hi.value_type) >= s)
+            return true;
+    return false;
+}
+
 static bool
 interval_has_null(const vint_t *x)
 {
@@ -1215,6 +1276,8 @@ analyse(mf_index_t *ix, const preds_t *ps, cand_t *k)
     k->ix = ix;
     int nf = ix->kp.nfields;
     int cf = ix->kp.has_geo ? geo_cell_field(ix) : -1;
+    /* An index of another collation than the query's bounds only predicates on values no collation compares. */
+    bool foreign = !mf_collation_equal(ix->kp.collation, mf_collation_current());
     for (int i = 0; i < nf; i++) {
         k->f[i].all = true;
         bool fmk = field_mk(ix, i) != 0, shared = false;
@@ -1240,7 +1303,8 @@ analyse(mf_index_t *ix, const preds_t *ps, cand_t *k)
                 vlist_t hl;
                 bool has_null;
                 k->inexact[j] = true;
-                if (!k->f[i].all || ps->p[j].from_elem_match || !hashed_list(&ps->p[j].v, &k->pool, &hl, &has_null))
+                if (!k->f[i].all || ps->p[j].from_elem_match || foreign ||
+                    !hashed_list(&ps->p[j].v, &k->pool, &hl, &has_null))
                     continue;
                 if (has_null && ix->sparse) {
                     free(hl.v);
@@ -1257,7 +1321,7 @@ analyse(mf_index_t *ix, const preds_t *ps, cand_t *k)
             }
             vlist_t l = {0};
             bool exact = true;
-            if (!pred_list(&ps->p[j].v, fmk, &k->pool, &l, &exact)) {
+            if (!pred_list(&ps->p[j].v, fmk, &k->pool, &l, &exact) || (foreign && vlist_ends_collatable(&l))) {
                 free(l.v);
                 k->inexact[j] = true;
                 continue;
@@ -1317,6 +1381,7 @@ check_sort(cand_t *k, const bson_t *sort)
     k->sort_dir = 0;
     if (sort == NULL || bson_empty(sort))
         return;
+    bool foreign = !mf_collation_equal(k->ix->kp.collation, mf_collation_current());
     for (int off = 0; off <= k->nsingle; off++) {
         int dir = 0, pos = off;
         bool ok = bson_iter_init(&it, sort);
@@ -1324,7 +1389,8 @@ check_sort(cand_t *k, const bson_t *sort)
             const bson_value_t *v = bson_iter_value(&it);
             if (pos >= k->ix->kp.nfields || !mf_value_is_number(v) || field_mk(k->ix, pos) != 0 ||
                 (k->ix->kp.has_hashed && pos == k->ix->kp.hashed_field) ||
-                strcmp(bson_iter_key(&it), k->ix->kp.fields[pos]) != 0) {
+                strcmp(bson_iter_key(&it), k->ix->kp.fields[pos]) != 0 ||
+                (foreign && vlist_may_collate(&k->f[pos]))) {
                 ok = false;
                 break;
             }
@@ -1745,21 +1811,28 @@ cand_bounded(const cand_t *k)
 }
 
 /*
+ * Whether c's _id index finds the documents whose _id equals idv under the
+ * query's collation: the index has that collation, or idv holds nothing a
+ * collation compares (a number, an ObjectId, a date: its key is the same
+ * under any collation), as mongod's IDHACK takes a query whose collation
+ * matches the collection's or whose _id is not collatable.
+ */
+static bool
+id_lookup_exact(const mf_coll_t *c, const bson_value_t *idv)
+{
+    for (int i = 0; i < c->nindexes; i++)
+        if (c->indexes[i]->is_id)
+            return mf_collation_equal(c->indexes[i]->kp.collation, mf_collation_current()) ||
+                   !value_collatable(idv);
+    return false;
+}
+
+/*
  * The best usable index of c for ps (and sort), or NULL. With hinted, only
  * that index (any score); otherwise, with allowed (an index filter), only
  * the indexes it marks. The result is owned by the caller (cand_destroy,
  * free).
  */
-/* True if c's _id index compares binary (the _id lookup shortcut is exact only then). */
-static bool
-id_index_simple(const mf_coll_t *c)
-{
-    for (int i = 0; i < c->nindexes; i++)
-        if (c->indexes[i]->is_id)
-            return c->indexes[i]->kp.collation == NULL;
-    return false;
-}
-
 static cand_t *
 best_candidate(const mf_coll_t *c, const preds_t *ps, const bson_t *sort, mf_index_t *hinted, const bool *allowed)
 {
@@ -1772,9 +1845,11 @@ best_candidate(const mf_coll_t *c, const preds_t *ps, const bson_t *sort, mf_ind
             continue;
         if (hinted == NULL && (mf_plan_index_hidden(ix) || (ix->partial && !partial_implied(ix, ps))))
             continue;
-        /* Only an index with the query's collation orders and compares strings as the query does. */
-        if (!mf_collation_equal(ix->kp.collation, mf_collation_current()))
-            continue;
+        /*
+         * An index of another collation orders and compares strings its own
+         * way: analyse bounds it only by predicates on other values, and
+         * check_sort takes its order only where the bounds hold no strings.
+         */
         bounds_index(&ix->kp);
         analyse(ix, ps, tmp);
         bounds_index(NULL);
@@ -2756,6 +2831,33 @@ no_table_scan(const mf_coll_t *c, const mf_plan_request_t *req)
     return !mf_catalog_db_is_internal(c->db) && strncmp(c->name, "system.", 7) != 0;
 }
 
+/*
+ * Whether filter can match nothing by its shape: a top-level field's $in of
+ * no values, which mongod's optimizer makes AlwaysFalse and plans as EOF
+ * (so notablescan does not refuse it).
+ */
+static bool
+filter_always_false(const bson_t *filter)
+{
+    bson_iter_t it, op;
+    if (filter == NULL || !bson_iter_init(&it, filter))
+        return false;
+    while (bson_iter_next(&it)) {
+        if (bson_iter_key(&it)[0] == '$' || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &op))
+            continue;
+        while (bson_iter_next(&op)) {
+            uint32_t len;
+            const uint8_t *data;
+            if (strcmp(bson_iter_key(&op), "$in") != 0 || !BSON_ITER_HOLDS_ARRAY(&op))
+                continue;
+            bson_iter_array(&op, &len, &data);
+            if (len <= 5)
+                return true;
+        }
+    }
+    return false;
+}
+
 int
 mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out, mf_error_t *err)
 {
@@ -2838,8 +2940,8 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
             return -1;
         }
         p->sort_provided = !has_sort;
-    } else if (!natural && hinted == NULL && !req->force_collscan && mf_collation_current() == NULL &&
-               id_index_simple(c) && mf_plan_id_equality(req->filter, &idv)) {
+    } else if (!natural && hinted == NULL && !req->force_collscan && mf_plan_id_equality(req->filter, &idv) &&
+               id_lookup_exact(c, &idv)) {
         p->leaf = stage_new(MF_ST_IDHACK, NULL);
         p->id_is_eq = true;
         bson_value_copy(&idv, &p->idv);
@@ -2910,6 +3012,10 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
             p->fetch->filter = residual_filter(req->filter, ps, NULL);
             top = p->fetch;
             p->sort_provided = !has_sort;
+        } else if (best == NULL && no_table_scan(c, req) && filter_always_false(req->filter)) {
+            p->leaf = stage_new(MF_ST_EOF, NULL);
+            top = p->leaf;
+            p->sort_provided = true;
         } else if (best == NULL && no_table_scan(c, req)) {
             preds_free(ps);
             mf_plan_free(p);

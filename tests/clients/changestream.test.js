@@ -306,6 +306,21 @@ R.test('fullDocument: updateLookup gives the current document', async () => {
   }
 });
 
+R.test('fullDocument: updateLookup looks the document up under the collection\'s collation, not the stream\'s', async () => {
+  const c = rs.freshDb('lookupcoll').collection('c');
+  // Two _ids a strength 2 collation ties, in a collection of the simple collation.
+  await c.insertMany([{ _id: 'abc', v: 'lower' }, { _id: 'ABC', v: 'upper' }]);
+  const s = await open(c, [], { fullDocument: 'updateLookup', collation: { locale: 'en', strength: 2 } });
+  try {
+    await c.updateOne({ _id: 'ABC' }, { $set: { n: 1 } });
+    const ev = await next(s);
+    assert.deepEqual(ev.documentKey, { _id: 'ABC' });
+    assert.deepEqual(ev.fullDocument, { _id: 'ABC', v: 'upper', n: 1 });
+  } finally {
+    await s.close();
+  }
+});
+
 /* Creates db.name with changeStreamPreAndPostImages enabled (w: majority, so every member has the option). */
 async function withImages(db, name) {
   await db.createCollection(name, { changeStreamPreAndPostImages: { enabled: true }, writeConcern: { w: 'majority' } });

@@ -63,6 +63,14 @@ h.test('notablescan: a filtered query no index answers fails with 291 (find, cou
     assert.equal(await c.countDocuments({ a: { $gte: 1 } }), 2);
     // A query the index cannot answer still fails.
     await h.expectCode(c.find({ b: 1 }).toArray(), 291, NO_PLAN);
+    // An $in of no values matches nothing: mongod plans it as EOF, no index needed.
+    assert.deepEqual(await c.find({ b: { $in: [] } }).toArray(), []);
+    assert.deepEqual(await c.find({ b: { $in: [] }, x: 1 }).sort({ b: 1 }).toArray(), []);
+    assert.equal(await c.countDocuments({ b: { $in: [] } }), 0);
+    assert.equal((await c.deleteMany({ b: { $in: [] } })).deletedCount, 0);
+    assert.equal((await c.updateMany({ b: { $in: [] } }, { $set: { y: 1 } })).matchedCount, 0);
+    const eof = await c.find({ b: { $in: [] } }).explain();
+    assert.equal(eof.queryPlanner.winningPlan.stage, 'EOF');
   });
   // Off again: the same query scans.
   assert.equal((await c.find({ b: 1 }).toArray()).length, 1);

@@ -1,0 +1,190 @@
+'use strict';
+/*
+ * An index of another collation than the query's (issue 13: no operation's
+ * cost grows with anything but its own work). Such an index keeps its own
+ * sort keys for strings, so it cannot answer a string predicate or give a
+ * string order; but numbers, dates, ObjectIds, booleans and null compare
+ * alike under every collation, and mongod uses the index for them
+ * (QueryPlannerIXSelect's collation check, getFieldsWithStringBounds for the
+ * sort, IDHACK for a non-collatable _id). Until session 57 mayfly skipped
+ * such an index whatever the predicate: find({_id: 1}).collation({locale:
+ * 'fr'}) read the whole collection, and with notablescan on it was refused.
+ * Every answer here is compared with a collection scan's under the same
+ * collation.
+ */
+const assert = require('node:assert/strict');
+const { ObjectId } = require('mongodb');
+const h = require('./harness');
+
+const srv = h.useServer();
+
+const FR = { locale: 'fr' };
+const FR1 = { locale: 'fr', strength: 1 };
+
+function stages(plan) {
+  const out = [];
+  for (let s = plan; s; s = s.inputStage) out.push(s.stage);
+  return out;
+}
+
+async function planOf(cursor) {
+  const e = await cursor.explain('executionStats');
+  return { stages: stages(e.queryPlanner.winningPlan), stats: e.executionStats };
+}
+
+async function seeded(tag, createOpts) {
+  const db = srv.freshDb(tag);
+  if (createOpts) await db.createCollection('c', createOpts);
+  const c = db.collection('c');
+  const docs = [];
+  const vals = [1, 2, 5, 5.5, 7, -1, 'a', 'A', 'b', 'B', 'é', 'e', 'E', null, new Date(5), true,
+    new ObjectId('000000000000000000000001'), { x: 'a' }, { x: 1 }];
+  for (let i = 0; i < 200; i++) docs.push({ _id: i, a: vals[i % vals.length], b: vals[(i * 7) % vals.length], n: i % 10 });
+  await c.insertMany(docs);
+  return { db, c };
+}
+
+/* The same query with an index plan and as a collection scan, under one collation: equal answers. */
+async function sameAsScan(c, filter, collation, { sort, label } = {}) {
+  const opts = collation ? { collation } : {};
+  let cur = c.find(filter, opts);
+  let scan = c.find(filter, opts).hint({ $natural: 1 });
+  if (sort) {
+    cur = cur.sort(sort);
+    scan = scan.sort(sort);
+  }
+  const got = await cur.toArray();
+  const want = await scan.toArray();
+  if (sort) assert.deepEqual(got, want, label || JSON.stringify(filter));
+  else assert.deepEqual(got.map((d) => d._id).sort((x, y) => x - y), want.map((d) => d._id).sort((x, y) => x - y),
+    label || JSON.stringify(filter));
+  assert.equal(await c.countDocuments(filter, opts), want.length, `countDocuments ${JSON.stringify(filter)}`);
+  return got;
+}
+
+h.test('a query under a collation uses an index of another collation for a numeric, date, ObjectId or null predicate', async () => {
+  const { c } = await seeded('cpnum');
+  await c.createIndex({ a: 1 });
+  for (const f of [{ a: 5 }, { a: { $gt: 1, $lt: 7 } }, { a: { $in: [1, 7, null] } }, { a: new Date(5) },
+    { a: new ObjectId('000000000000000000000001') }, { a: true }, { a: { $gte: 2 }, b: 'a' }]) {
+    await sameAsScan(c, f, FR1);
+    const p = await planOf(c.find(f).collation(FR1));
+    assert.ok(p.stages.includes('IXSCAN'), `${JSON.stringify(f)}: ${p.stages}`);
+  }
+  // A point on the index reads its keys only.
+  const p = await planOf(c.find({ a: 5 }).collation(FR));
+  assert.equal(p.stats.totalKeysExamined, (await c.countDocuments({ a: 5 })));
+  // The string part of a filter is checked on the documents under the query's collation: 'b' matches 'B' at strength 1.
+  const got = await c.find({ a: { $gte: 1 }, b: 'b' }).collation(FR1).toArray();
+  assert.ok(got.length > 0 && got.every((d) => d.b === 'B'), JSON.stringify(got));
+  assert.equal(await c.countDocuments({ a: { $gte: 1 }, b: 'b' }), 0);
+});
+
+h.test('a string, document or regex predicate never takes bounds from an index of another collation', async () => {
+  const { c } = await seeded('cpstr');
+  await c.createIndex({ a: 1 });
+  for (const f of [{ a: 'a' }, { a: { $gt: 'a' } }, { a: { $in: ['b', 5] } }, { a: { x: 'A' } }, { a: /^a/ },
+    { a: { $ne: 'e' } }, { a: { $type: 'string' } }]) {
+    const got = await sameAsScan(c, f, FR1);
+    const p = await planOf(c.find(f).collation(FR1));
+    assert.ok(!p.stages.includes('IXSCAN'), `${JSON.stringify(f)}: ${p.stages}`);
+    if (JSON.stringify(f) === '{"a":"a"}') assert.ok(got.some((d) => d.a === 'A'), 'strength 1: a matches A');
+  }
+  // Hinted, the index is scanned whole and the filter checked under the query's collation.
+  const want = await c.find({ a: 'e' }).collation(FR1).hint({ $natural: 1 }).toArray();
+  const got = await c.find({ a: 'e' }).collation(FR1).hint({ a: 1 }).toArray();
+  assert.deepEqual(got.map((d) => d._id).sort((x, y) => x - y), want.map((d) => d._id).sort((x, y) => x - y));
+  assert.ok(want.length > 0 && want.some((d) => d.a === 'é'));
+});
+
+h.test('an index of another collation gives its order only where the bounds hold no strings', async () => {
+  const { c } = await seeded('cpsort');
+  await c.createIndex({ a: 1 });
+  // Numbers only: the index order, no SORT stage.
+  await sameAsScan(c, { a: { $gte: 1 } }, FR, { sort: { a: 1, _id: 1 } });
+  let p = await planOf(c.find({ a: { $gte: 1 } }).sort({ a: 1 }).collation(FR));
+  assert.ok(!p.stages.includes('SORT') && p.stages.includes('IXSCAN'), String(p.stages));
+  // Strings in the scanned range: sorted under the query's collation by a SORT stage, never in the index's order.
+  const got = await sameAsScan(c, { n: { $gte: 0 } }, FR, { sort: { a: 1, _id: 1 } });
+  const strs = got.map((d) => d.a).filter((v) => typeof v === 'string');
+  const firstE = strs.indexOf('e');
+  assert.ok(firstE >= 0 && strs.indexOf('é') > firstE && strs.indexOf('E') > firstE && strs.indexOf('b') < firstE,
+    `French order of strings: ${strs}`);
+  p = await planOf(c.find({}).sort({ a: 1 }).collation(FR));
+  assert.ok(p.stages.includes('SORT'), String(p.stages));
+  p = await planOf(c.find({ a: { $ne: 5 } }).sort({ a: 1 }).collation(FR));
+  assert.ok(p.stages.includes('SORT'), String(p.stages));
+});
+
+h.test('_id equality under another collation than the _id index\'s is one lookup; a string _id is not', async () => {
+  const db = srv.freshDb('cpid');
+  const c = db.collection('c');
+  const docs = [];
+  for (let i = 0; i < 300; i++) docs.push({ _id: i, v: i });
+  docs.push({ _id: 'abc', v: 'lower' }, { _id: 'ABC', v: 'upper' });
+  await c.insertMany(docs);
+  let p = await planOf(c.find({ _id: 7 }).collation(FR));
+  assert.equal(p.stats.totalDocsExamined, 1);
+  assert.equal(p.stats.totalKeysExamined, 1);
+  assert.deepEqual(await c.findOne({ _id: 7 }, { collation: FR1 }), { _id: 7, v: 7 });
+  // A string _id: both documents match at strength 1, which a lookup of one key would miss.
+  const got = await c.find({ _id: 'abc' }).collation(FR1).toArray();
+  assert.deepEqual(got.map((d) => d.v).sort(), ['lower', 'upper']);
+  p = await planOf(c.find({ _id: 'abc' }).collation(FR1));
+  assert.ok(p.stats.totalDocsExamined > 1, JSON.stringify(p.stats));
+  // Updates and deletes take the same lookup.
+  assert.equal((await c.updateOne({ _id: 8 }, { $set: { w: 1 } }, { collation: FR })).modifiedCount, 1);
+  assert.equal((await c.deleteOne({ _id: 9 }, { collation: FR })).deletedCount, 1);
+  assert.equal(await c.countDocuments({ _id: { $in: [8, 9] } }, { collation: FR }), 1);
+});
+
+h.test('a collection with a default collation: a simple-collation query uses its indexes for numbers', async () => {
+  const { c } = await seeded('cpdef', { collation: { locale: 'en', strength: 2 } });
+  await c.createIndex({ a: 1 });
+  const simple = { locale: 'simple' };
+  for (const f of [{ a: 5 }, { a: { $lt: 5 } }, { _id: 12 }, { a: 'a' }, { a: { $in: ['A', 2] } }]) {
+    await sameAsScan(c, f, simple);
+    await sameAsScan(c, f, null);
+  }
+  let p = await planOf(c.find({ a: { $lt: 5 } }).collation(simple));
+  assert.ok(p.stages.includes('IXSCAN'), String(p.stages));
+  p = await planOf(c.find({ a: 'a' }).collation(simple));
+  assert.ok(!p.stages.includes('IXSCAN'), String(p.stages));
+  // Under the simple collation 'a' does not match 'A'; under the default it does.
+  assert.ok((await c.find({ a: 'a' }).collation(simple).toArray()).every((d) => d.a === 'a'));
+  assert.ok((await c.find({ a: 'a' }).toArray()).some((d) => d.a === 'A'));
+});
+
+h.test('notablescan: a numeric predicate under another collation runs on the index; a string one is refused', async () => {
+  const { db, c } = await seeded('cpnts');
+  await c.createIndex({ a: 1 });
+  const admin = srv.client.db('admin');
+  await admin.command({ setParameter: 1, notablescan: true });
+  try {
+    assert.deepEqual((await c.findOne({ _id: 3 }, { collation: FR })).a, 5.5);
+    assert.equal(await c.countDocuments({ a: 5 }, { collation: FR }), await c.countDocuments({ a: 5 }));
+    await h.expectCode(c.find({ a: 'a' }).collation(FR).toArray(), 291);
+    assert.ok(db);
+  } finally {
+    await admin.command({ setParameter: 1, notablescan: false });
+  }
+});
+
+h.test('seeded random filters under collations: an index of any collation answers as the collection scan does', async () => {
+  const { c } = await seeded('cprand');
+  await c.createIndex({ a: 1 });
+  await c.createIndex({ b: 1, a: 1 }, { collation: FR1 });
+  await c.createIndex({ n: 1, a: -1 }, { collation: { locale: 'en' } });
+  let seed = Number(process.env.MF_SEED || 57);
+  const rnd = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; };
+  const pick = (xs) => xs[Math.floor(rnd() * xs.length)];
+  const VALS = [1, 2, 5, 5.5, 7, 'a', 'A', 'é', 'e', null, new Date(5), true];
+  const OPS = [(v) => v, (v) => ({ $gt: v }), (v) => ({ $lte: v }), (v) => ({ $in: [v, pick(VALS)] }), (v) => ({ $ne: v })];
+  const COLLS = [null, FR, FR1, { locale: 'en' }, { locale: 'simple' }];
+  for (let i = 0; i < Number(process.env.MF_FILTERS || 120); i++) {
+    const f = {};
+    for (const k of ['a', 'b', 'n']) if (rnd() < 0.6) f[k] = pick(OPS)(k === 'n' ? Math.floor(rnd() * 10) : pick(VALS));
+    const sort = rnd() < 0.4 ? { [pick(['a', 'b', 'n'])]: pick([1, -1]), _id: 1 } : undefined;
+    await sameAsScan(c, f, pick(COLLS), { sort, label: `#${i} ${JSON.stringify(f)} ${JSON.stringify(sort)}` });
+  }
+});
