@@ -47,11 +47,24 @@ rid_from_be(const uint8_t *in)
     return rid;
 }
 
-/* Does ix index doc at all (partial filter)? */
-static bool
-index_covers(const mf_index_t *ix, const bson_t *doc)
+/*
+ * Does ix index doc at all (partial filter)? The filter compares strings
+ * under the index's collation, as mongod parses it with the index's
+ * collator, whatever the collation of the write (a statement's, the
+ * collection's default, or none for an index build): otherwise a document
+ * with 'A' went into an index with filter {s: 'a'} and strength 1 on insert
+ * and not on its build.
+ */
+bool
+mf_index_covers(const mf_index_t *ix, const bson_t *doc)
 {
-    return ix->partial == NULL || mf_matcher_match(ix->partial, doc, NULL);
+    if (ix->partial == NULL)
+        return true;
+    const mf_collation_t *saved = mf_collation_current();
+    mf_collation_set_current(ix->kp.collation);
+    bool in = mf_matcher_match(ix->partial, doc, NULL);
+    mf_collation_set_current(saved);
+    return in;
 }
 
 /*
@@ -323,7 +336,7 @@ keys_make(mf_index_t *ix, const bson_t *doc, mf_keyset_t *ks, bool *multikey, mf
 {
     bool skip = false;
     *multikey = false;
-    if (doc == NULL || !index_covers(ix, doc)) {
+    if (doc == NULL || !mf_index_covers(ix, doc)) {
         ks->n = 0;
         return 0;
     }
@@ -658,7 +671,7 @@ removed_keys(mf_coll_t *c, mf_index_t *ix, const bson_t *olddoc, const mf_known_
              mf_error_t *err)
 {
     if (known != NULL && known->ix == ix) {
-        if (!index_covers(ix, olddoc)) {
+        if (!mf_index_covers(ix, olddoc)) {
             ks->n = 0;
             return 0;
         }

@@ -196,6 +196,12 @@ int mf_coll_remove_deferred(mf_sess_t *s, mf_coll_t *c, mf_removals_t *d, int64_
                             int *ix_ranges, mf_error_t *err) MF_WUR;
 
 /*
+ * mf_index_covers: whether ix indexes doc at all, its partial filter (if
+ * any) matched under the index's collation, whatever the calling thread's.
+ */
+bool mf_index_covers(const mf_index_t *ix, const bson_t *doc);
+
+/*
  * mf_coll_find_id: looks up the document whose _id equals idv through the _id
  * index, under that index's collation (the collection's default). Returns 0 with *rid set, MF_NOTFOUND, or -1/MF_CONFLICT.
  */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "catalog/catalog.h"
+#include "catalog/coll_write.h"
 #include "common/alloc.h"
 #include "common/curop.h"
 #include "common/log.h"
@@ -86,7 +87,7 @@ mf_catalog_validate(mf_catalog_t *cat, mf_sess_t *s, mf_coll_t *c, bson_t *repor
             mf_error_t e;
             if (ic[i] == NULL)
                 continue;
-            if (ix->partial && !mf_matcher_match(ix->partial, &doc, NULL))
+            if (!mf_index_covers(ix, &doc))
                 continue;
             if (mf_index_keys(&ix->kp, ix->sparse, &doc, &ks, &skip, &mk, &e) != 0 || skip)
                 continue;

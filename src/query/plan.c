@@ -1051,12 +1051,18 @@ hint_empty(const bson_value_t *hint)
     return false;
 }
 
-/* The partial filter's top-level predicates all appear literally in filter. */
+/*
+ * The partial filter's top-level predicates all appear literally in filter
+ * (strings byte for byte), and the query has the index's collation: under
+ * another, {s: 'a'} would also match documents with 'A' that a filter
+ * {s: 'a'} kept out of the index.
+ */
 static bool
 partial_implied(const mf_index_t *ix, const preds_t *ps)
 {
     bson_iter_t it, pi;
-    if (!bson_iter_init_find(&it, ix->spec, "partialFilterExpression") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+    if (!mf_collation_equal(ix->kp.collation, mf_collation_current()) ||
+        !bson_iter_init_find(&it, ix->spec, "partialFilterExpression") || !BSON_ITER_HOLDS_DOCUMENT(&it))
         return false;
     preds_t *pf = mf_malloc(sizeof(*pf)); /* only p[0..n) and owned[0..nowned) are read */
     pf->n = pf->nowned = 0;
@@ -1076,6 +1082,9 @@ partial_implied(const mf_index_t *ix, const preds_t *ps)
             if (a->value_type == BSON_TYPE_DOCUMENT || a->value_type == BSON_TYPE_ARRAY)
                 found = a->value.v_doc.data_len == b->value.v_doc.data_len &&
                         memcmp(a->value.v_doc.data, b->value.v_doc.data, a->value.v_doc.data_len) == 0;
+            else if (a->value_type == BSON_TYPE_UTF8)
+                found = a->value.v_utf8.len == b->value.v_utf8.len &&
+                        memcmp(a->value.v_utf8.str, b->value.v_utf8.str, a->value.v_utf8.len) == 0;
             else
                 found = mf_value_cmp(a, b) == 0;
         }

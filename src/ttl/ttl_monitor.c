@@ -866,7 +866,7 @@ typedef struct check_ctx {
     size_t field_len;
     int64_t secs;
     int64_t now;
-    const mf_matcher_t *partial;
+    const mf_index_t *partial_ix; /* the TTL index when it has a partial filter, else NULL */
     int64_t *expiries; /* expiry time of each accepted document, for lateness */
     size_t nexp, capexp;
     size_t committed; /* expiries[0..committed) belong to committed deletions */
@@ -920,7 +920,7 @@ ttl_check(void *arg, int64_t rid, const bson_t *doc, mf_known_value_t *known)
     int64_t expiry = add_secs(earliest, x->secs);
     if (expiry > x->now)
         return false;
-    if (x->partial != NULL && !mf_matcher_match(x->partial, doc, NULL))
+    if (x->partial_ix != NULL && !mf_index_covers(x->partial_ix, doc))
         return false;
     if (x->archive != NULL) {
         /* Never deleted without being archived: a document that cannot be staged stays. */
@@ -1834,7 +1834,7 @@ visit(mf_ttl_monitor_t *m, mf_sess_t *s, ttl_target_t *t, bool *saw_due)
              */
             int ranges = archive ? 0 : MF_DEL_RANGE_RECORDS | (m->env.replicated ? 0 : MF_DEL_RANGE_INDEXES);
             jobs[i] = (del_job_t){.c = c, .rids = rids + off, .n = len, .op = op, .batch_docs = len, .ranges = ranges};
-            jobs[i].cx = (check_ctx_t){ix->kp.fields[0], plain_ix, field_len, secs, now, ix->partial, exps + off, 0,
+            jobs[i].cx = (check_ctx_t){ix->kp.fields[0], plain_ix, field_len, secs, now, ix->partial ? ix : NULL, exps + off, 0,
                                        len, 0, archive ? m->env.archive : NULL, NULL, c->uuid, fg_busy, 0};
             jobs[i].cx.fp_hang = mf_failpoint_on(m->fp_hang_in_batch) ? m->fp_hang_in_batch : NULL;
             off += len;

@@ -188,3 +188,44 @@ h.test('seeded random filters under collations: an index of any collation answer
     await sameAsScan(c, f, pick(COLLS), { sort, label: `#${i} ${JSON.stringify(f)} ${JSON.stringify(sort)}` });
   }
 });
+
+h.test('a partial index serves a query only under its own collation: another would match documents its filter kept out', async () => {
+  const db = srv.freshDb('cppart');
+  const c = db.collection('c');
+  await c.insertMany([{ _id: 1, s: 'a', a: 1 }, { _id: 2, s: 'A', a: 1 }, { _id: 3, s: 'b', a: 1 }]);
+  await c.createIndex({ a: 1 }, { partialFilterExpression: { s: 'a' } });
+  await c.createIndex({ a: -1 }, { partialFilterExpression: { s: 'a' }, collation: FR1, name: 'a_fr1' });
+  for (const coll of [null, FR1, FR, { locale: 'simple' }]) {
+    for (const f of [{ s: 'a', a: 1 }, { s: 'A', a: 1 }, { s: 'a', a: { $gte: 1 } }]) {
+      const got = await sameAsScan(c, f, coll, { label: `${JSON.stringify(f)} under ${JSON.stringify(coll)}` });
+      if (coll === FR1) assert.equal(got.length, 2, JSON.stringify(f));
+    }
+  }
+  // Under its own collation the partial index answers.
+  const p = await planOf(c.find({ s: 'a', a: 1 }).collation(FR1));
+  assert.ok(p.stages.includes('IXSCAN'), String(p.stages));
+});
+
+h.test('a partial filter is matched under its index\'s collation, on insert, update, build, validate and TTL', async () => {
+  const db = srv.freshDb('cppfc');
+  const c = db.collection('c');
+  await c.insertOne({ _id: 1, s: 'A', a: 1 }); // before the build
+  await c.createIndex({ a: 1 }, { partialFilterExpression: { s: 'a' }, collation: FR1 });
+  await c.insertOne({ _id: 2, s: 'A', a: 1 }); // after it, under the collection's (simple) collation
+  await c.insertOne({ _id: 3, s: 'b', a: 1 });
+  await c.updateOne({ _id: 3 }, { $set: { s: 'À' } }); // into the index: 'À' is 'a' at strength 1
+  const viaIndex = await c.find({ s: 'a', a: 1 }).collation(FR1).hint({ a: 1 }).toArray();
+  assert.deepEqual(viaIndex.map((d) => d._id).sort(), [1, 2, 3]);
+  const p = await planOf(c.find({ s: 'a', a: 1 }).collation(FR1));
+  assert.ok(p.stages.includes('IXSCAN'), String(p.stages));
+  assert.equal(p.stats.totalKeysExamined, 3);
+  const v = await db.command({ validate: 'c', full: true });
+  assert.equal(v.valid, true, JSON.stringify(v.errors));
+  // A TTL index with a collation and a partial filter deletes every document it holds.
+  const t = db.collection('t');
+  await t.createIndex({ at: 1 }, { expireAfterSeconds: 0, partialFilterExpression: { s: 'a' }, collation: FR1 });
+  const past = new Date(Date.now() - 60000);
+  await t.insertMany([{ _id: 1, s: 'A', at: past }, { _id: 2, s: 'a', at: past }, { _id: 3, s: 'b', at: past }]);
+  await h.waitFor(async () => (await t.countDocuments({})) === 1, 'the TTL monitor left a document its index holds', 20000);
+  assert.deepEqual(await t.find().toArray(), [{ _id: 3, s: 'b', at: past }]);
+});
