@@ -390,6 +390,59 @@ agg_pull(void *ctx, size_t max, mf_docvec_t *out, bool *eof, mf_error_t *err)
     return 0;
 }
 
+typedef struct agg_count_ctx {
+    agg_stream_t *x;
+    int64_t n, max;
+} agg_count_ctx_t;
+
+/* The pushed-down plan's visit for pull_count: counts what agg_pull_visit would push. */
+static int
+agg_count_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    agg_count_ctx_t *cc = arg;
+    (void)rid;
+    (void)doc;
+    (void)d;
+    if (cc->x->skip_left > 0) {
+        cc->x->skip_left--;
+        return 0;
+    }
+    cc->n++;
+    if (cc->x->limit_left > 0)
+        cc->x->limit_left--;
+    return cc->x->limit_left == 0 || cc->n >= cc->max ? 1 : 0;
+}
+
+/* env->pull_count: counts the next documents of the pushed-down plan (or archive), building none. */
+static int
+agg_pull_count(void *ctx, int64_t max, int64_t *n, bool *eof, mf_error_t *err)
+{
+    agg_stream_t *x = ((agg_scan_ctx_t *)ctx)->stream;
+    *n = 0;
+    *eof = false;
+    if (x->archive != NULL) {
+        const bson_t *doc;
+        int r = 0;
+        while (*n < max && (r = mf_archive_reader_next(x->archive, &doc, err)) == 1)
+            (*n)++;
+        if (r < 0)
+            return -1;
+        *eof = r == 0;
+        return mf_curop_check_current(err) != 0 ? -1 : 0;
+    }
+    mf_coll_t *c = mf_catalog_coll_find(x->sc.op->eng->cat, x->db, x->coll);
+    if (c == NULL || x->plan->done || x->limit_left == 0) {
+        *eof = true;
+        return 0;
+    }
+    agg_count_ctx_t cc = {x, 0, max};
+    if (mf_exec_run(x->sc.op->sess, c, x->plan, x->m, agg_count_visit, &cc, err) != 0)
+        return -1;
+    *n = cc.n;
+    *eof = x->plan->done || x->limit_left == 0;
+    return 0;
+}
+
 /*
  * mf_crud_agg_plan_prefix: plans pl's pushed-down prefix over c (may be NULL) as
  * find would: the leading $sort is pushed down only when the chosen plan
@@ -428,6 +481,7 @@ mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, int64_t coun
     env.list_sessions = agg_list_sessions; /* $lookup sub-pipelines may list sessions too */
     env_set_limits(&env, op);
     env.pull = agg_pull;
+    env.pull_count = agg_pull_count;
     env_set_streams(&env);
     env.source_indexes = agg_source_indexes;
     env.ctx = &x->sc;
@@ -670,6 +724,7 @@ view_each(mf_op_t *op, const char *name, const bson_value_t *stages, int depth, 
     env.list_sessions = agg_list_sessions; /* $lookup sub-pipelines may list sessions too */
     env_set_limits(&env, op);
     env.pull = agg_pull;
+    env.pull_count = agg_pull_count;
     env_set_streams(&env);
     env.source_indexes = agg_source_indexes;
     env.ctx = &x->sc;
@@ -717,6 +772,7 @@ agg_sub_next(void *ctx, void *sub, bson_t **out, mf_error_t *err)
     env.list_sessions = agg_list_sessions; /* $lookup sub-pipelines may list sessions too */
     env_set_limits(&env, x->op);
     env.pull = agg_pull;
+    env.pull_count = agg_pull_count;
     env.ctx = &s->sc;
     env.source_indexes = agg_source_indexes; /* a $geoNear heading it reads the other collection's indexes */
     env_set_streams(&env);
@@ -881,6 +937,7 @@ agg_write_stream(mf_op_t *op, const char *name, mf_pipeline_t **plp, const bson_
         env.list_sessions = agg_list_sessions; /* $lookup sub-pipelines may list sessions too */
         env_set_limits(&env, op);
         env.pull = agg_pull;
+        env.pull_count = agg_pull_count;
         env_set_streams(&env);
     env.source_indexes = agg_source_indexes;
         env.ctx = &x->sc;

@@ -73,6 +73,27 @@ mf_sum_add(mf_sum_t *s, const bson_value_t *v)
 }
 
 void
+mf_sum_add_times(mf_sum_t *s, const bson_value_t *v, int64_t n)
+{
+    int64_t x, prod;
+    if (n <= 0)
+        return;
+    if (v->value_type == BSON_TYPE_INT32 || v->value_type == BSON_TYPE_INT64) {
+        /* Integers sum exactly (sum.h): n additions of x are one of x * n, the widest type the same. */
+        x = v->value_type == BSON_TYPE_INT32 ? v->value.v_int32 : v->value.v_int64;
+        if (!__builtin_mul_overflow(x, n, &prod)) {
+            add_long(s, prod);
+            int rank = v->value_type == BSON_TYPE_INT32 ? 0 : 1;
+            if (rank > s->widest)
+                s->widest = rank;
+            return;
+        }
+    }
+    for (int64_t i = 0; i < n; i++)
+        mf_sum_add(s, v);
+}
+
+void
 mf_sum_merge(mf_sum_t *s, const mf_sum_t *o)
 {
     add_double(s, o->hi);

@@ -31,6 +31,8 @@ typedef struct mf_sum {
 void mf_sum_init(mf_sum_t *s);
 /* mf_sum_add: adds v; anything but a number is ignored. */
 void mf_sum_add(mf_sum_t *s, const bson_value_t *v);
+/* mf_sum_add_times: adds v n times (an integer's product at once when it fits int64), as n mf_sum_add calls. */
+void mf_sum_add_times(mf_sum_t *s, const bson_value_t *v, int64_t n);
 /* mf_sum_merge: adds the operands o has seen (a spilled partial total). */
 void mf_sum_merge(mf_sum_t *s, const mf_sum_t *o);
 /* mf_sum_result: the total, as $sum returns it (int32 0 when nothing was added). */

@@ -5131,6 +5131,66 @@ drain(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, mf_docvec_t *v, mf
 }
 
 /*
+ * source_count: how many documents node 0's source has left, counted by
+ * env->pull_count without building any (the node reads no field of them:
+ * counts_only). Returns 0 with *total, 1 when the source cannot count
+ * (no pull_count, or documents already pulled, which the caller takes the
+ * usual way), or -1 with err.
+ */
+static int
+source_count(mf_agg_stream_t *st, const mf_agg_env_t *env, int64_t *total, mf_error_t *err)
+{
+    *total = 0;
+    if (env == NULL || env->pull_count == NULL || st->src_pos < st->src.len)
+        return 1;
+    while (!st->src_eof) {
+        int64_t n = 0;
+        bool eof = false;
+        if (env->pull_count(env->ctx, 4096, &n, &eof, err) < 0)
+            return -1;
+        *total += n;
+        if (eof || n == 0)
+            st->src_eof = true;
+        if (mf_exec_check_deadline(err) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/*
+ * group_count: a $group that reads no field (counts_only) over n documents
+ * at once: its one group (the constant _id) takes n at each accumulator
+ * ($count adds n, $sum of a constant adds it n times), as n gt_add calls of
+ * documents would. None when n is 0, as $group over nothing. 0 or -1.
+ */
+static int
+group_count(gtable_t *t, const stage_t *s, int64_t n, mf_error_t *err)
+{
+    bson_t empty = BSON_INITIALIZER;
+    bson_value_t key;
+    if (n == 0)
+        return 0;
+    if (mf_expr_eval(s->expr, &empty, &key, err) < 0)
+        return -1;
+    if (key.value_type == BSON_TYPE_EOD)
+        key.value_type = BSON_TYPE_NULL;
+    group_t *g = gt_find(t, s, &key);
+    mf_value_free(&key);
+    for (size_t a = 0; a < s->naccs; a++) {
+        if (s->accs[a].kind == AC_COUNT) {
+            g->acc[a].count += n;
+            continue;
+        }
+        bson_value_t v = {.value_type = BSON_TYPE_EOD};
+        if (mf_expr_eval(s->accs[a].expr, &empty, &v, err) < 0)
+            return -1;
+        mf_sum_add_times(&g->acc[a].sum, &v, n); /* AC_SUM: counts_only admits nothing else */
+        mf_value_free(&v);
+    }
+    return 0;
+}
+
+/*
  * group_fill: runs a $group node to its end: folds all input into a group
  * table; past the budget, partial groups go to a sorter by _id (292 without
  * disk use). Unspilled, the results (first-seen order) go to nd->buf;
@@ -5145,6 +5205,12 @@ group_fill(mf_agg_stream_t *st, size_t i, const stage_t *gs, const mf_agg_env_t 
     int rc = 0;
 
     gt_init(&t);
+    if (i == 0 && counts_only(gs)) {
+        /* countDocuments' $group: counted at the source, no document built (mf_agg_env_t.pull_count). */
+        int64_t n;
+        int r = source_count(st, env, &n, err);
+        rc = r < 0 ? -1 : r == 0 ? group_count(&t, gs, n, err) : 0;
+    }
     for (int64_t k = 1; rc == 0; k++) {
         bson_t *d;
         if (upstream(st, i, env, &d, err) < 0) {
@@ -5614,6 +5680,13 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
             /* A streaming writer (the caller) takes the documents: pass them through. */
             return stepped(nd, upstream(st, i, env, out, err), out);
         case S_COUNT:
+            if (i == 0 && !nd->done) {
+                int64_t n;
+                int r = source_count(st, env, &n, err);
+                if (r < 0)
+                    return -1;
+                nd->count += n; /* r == 1: nothing counted, the loop pulls the documents */
+            }
             while (!nd->done) {
                 if (upstream(st, i, env, &d, err) < 0)
                     return -1;

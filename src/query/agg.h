@@ -123,6 +123,13 @@ typedef struct mf_agg_env {
      */
     int (*pull)(void *ctx, size_t max, mf_docvec_t *out, bool *eof, mf_error_t *err);
     /*
+     * pull_count (streaming only, optional): as pull, but only counts the
+     * next documents, up to max, into *n, building none: a $count or a
+     * $group that reads no field heading the unpushed stages (countDocuments'
+     * pipeline) takes its input so. Returns 0, or -1 with err.
+     */
+    int (*pull_count)(void *ctx, int64_t max, int64_t *n, bool *eof, mf_error_t *err);
+    /*
      * sub_open / sub_next / sub_free (streaming only, optional): a stream of
      * the documents of pipeline (an array value, or NULL for none) run over
      * collection or view coll, for a streaming $unionWith, so the other
