@@ -962,8 +962,16 @@ index_from_spec(const bson_t *spec, const char *ident, mf_error_t *err)
         const uint8_t *data;
         uint32_t len;
         bson_iter_document(&it, &len, &data);
+        /*
+         * Compiled under the index's collation, under which it is matched
+         * (mf_index_covers): a $in list is sorted for the collation that
+         * will search it.
+         */
+        const mf_collation_t *saved = mf_collation_current();
+        mf_collation_set_current(ix->kp.collation);
         if (bson_init_static(&pf, data, len))
             ix->partial = mf_matcher_new(&pf, err);
+        mf_collation_set_current(saved);
         if (ix->partial == NULL) {
             index_free(ix);
             return NULL;

@@ -1733,12 +1733,13 @@ typedef struct walk_arg {
 } walk_arg_t;
 
 static bool
-walk_visit(void *arg, const bson_value_t *v, int32_t array_pos)
+walk_visit(void *arg, const bson_value_t *v, int32_t array_pos, bool whole)
 {
     walk_arg_t *w = arg;
     int32_t epos = -1;
 
-    if (leaf_at(w->n, v, true, &epos)) {
+    /* A value an array's position gave is taken whole (mf_path_walk_whole). */
+    if (leaf_at(w->n, v, !whole, &epos)) {
         w->matched = true;
         w->pos = array_pos >= 0 ? array_pos : epos;
         return true;
@@ -1825,7 +1826,7 @@ eval(const node_t *n, const ctx_t *c, int32_t *pos)
         return leaf_at(n, NULL, false, pos);
     {
         walk_arg_t w = {n, false, -1};
-        mf_path_walk(c->doc, n->path, walk_visit, &w);
+        mf_path_walk_whole(c->doc, n->path, walk_visit, &w);
         if (w.matched)
             *pos = w.pos;
         return w.matched;

@@ -20,6 +20,7 @@
 
 typedef struct walk {
     mf_path_visit_fn visit;
+    mf_path_visit_whole_fn visit_whole; /* instead of visit (mf_path_walk_whole) */
     void *arg;
     bool stop;
 } walk_t;
@@ -40,12 +41,13 @@ component_index(const char *c, size_t len)
     return n;
 }
 
-static void walk_value(walk_t *w, const bson_value_t *v, const char *path, int32_t pos);
+static void walk_value(walk_t *w, const bson_value_t *v, const char *path, int32_t pos, bool by_pos);
 
+/* whole: v was taken from an array by position at the path's last component. */
 static void
-emit(walk_t *w, const bson_value_t *v, int32_t pos)
+emit(walk_t *w, const bson_value_t *v, int32_t pos, bool whole)
 {
-    if (!w->stop && w->visit(w->arg, v, pos))
+    if (!w->stop && (w->visit_whole != NULL ? w->visit_whole(w->arg, v, pos, whole) : w->visit(w->arg, v, pos)))
         w->stop = true;
 }
 
@@ -58,25 +60,25 @@ walk_doc(walk_t *w, const uint8_t *data, uint32_t len, const char *path, int32_t
     bson_iter_t it;
 
     if (!bson_iter_init_from_data(&it, data, len)) {
-        emit(w, NULL, pos);
+        emit(w, NULL, pos, false);
         return;
     }
     while (bson_iter_next(&it)) {
         if (bson_iter_key_len(&it) == clen && memcmp(bson_iter_key(&it), path, clen) == 0) {
-            walk_value(w, bson_iter_value(&it), dot ? dot + 1 : "", pos);
+            walk_value(w, bson_iter_value(&it), dot ? dot + 1 : "", pos, false);
             return;
         }
     }
-    emit(w, NULL, pos);
+    emit(w, NULL, pos, false);
 }
 
 static void
-walk_value(walk_t *w, const bson_value_t *v, const char *path, int32_t pos)
+walk_value(walk_t *w, const bson_value_t *v, const char *path, int32_t pos, bool by_pos)
 {
     if (w->stop)
         return;
     if (*path == '\0') {
-        emit(w, v, pos);
+        emit(w, v, pos, by_pos);
         return;
     }
     if (v->value_type == BSON_TYPE_DOCUMENT) {
@@ -96,23 +98,35 @@ walk_value(walk_t *w, const bson_value_t *v, const char *path, int32_t pos)
             const bson_value_t *e = bson_iter_value(&it);
             int32_t epos = pos >= 0 ? pos : i;
             if (idx == i)
-                walk_value(w, e, dot ? dot + 1 : "", pos);
+                walk_value(w, e, dot ? dot + 1 : "", pos, true);
             if (!w->stop && e->value_type == BSON_TYPE_DOCUMENT)
                 walk_doc(w, e->value.v_doc.data, e->value.v_doc.data_len, path, epos);
             i++;
         }
         return;
     }
-    emit(w, NULL, pos);
+    emit(w, NULL, pos, false);
 }
 
 void
 mf_path_walk(const bson_t *doc, const char *path, mf_path_visit_fn visit, void *arg)
 {
-    walk_t w = {visit, arg, false};
+    walk_t w = {visit, NULL, arg, false};
 
     if (path == NULL || *path == '\0') {
-        emit(&w, NULL, -1);
+        emit(&w, NULL, -1, false);
+        return;
+    }
+    walk_doc(&w, bson_get_data(doc), doc->len, path, -1);
+}
+
+void
+mf_path_walk_whole(const bson_t *doc, const char *path, mf_path_visit_whole_fn visit, void *arg)
+{
+    walk_t w = {NULL, visit, arg, false};
+
+    if (path == NULL || *path == '\0') {
+        emit(&w, NULL, -1, false);
         return;
     }
     walk_doc(&w, bson_get_data(doc), doc->len, path, -1);

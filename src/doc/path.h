@@ -9,7 +9,8 @@
  *     decimal number, also to that element of the array by position;
  *   - the value reached at the end of the path is produced as is, and, when it
  *     is an array, the matcher also considers each element (implicit array
- *     traversal; that last step is the matcher's business, see mf_path_walk).
+ *     traversal; that last step is the matcher's business, see mf_path_walk),
+ *     unless an array's position gave it (mf_path_walk_whole).
  * Values handed to callbacks point into the document; they are valid only
  * while the document is.
  */
@@ -32,6 +33,17 @@ typedef bool (*mf_path_visit_fn)(void *arg, const bson_value_t *v, int32_t array
 
 /* mf_path_walk: applies path to doc as described above, calling visit per value. */
 void mf_path_walk(const bson_t *doc, const char *path, mf_path_visit_fn visit, void *arg);
+
+/*
+ * mf_path_walk_whole: mf_path_walk for the matcher, whose visit also learns
+ * whether the value was taken from an array by position at the path's last
+ * component ("a.0" of {a: [[42]]} gives [42] so). mongod's matcher takes
+ * such a value whole: an array there is not looked into, so {"a.0": 42}
+ * does not match {a: [[42]]} while {"a.0": [42]} does
+ * (jstests/core/match_numeric_components.js).
+ */
+typedef bool (*mf_path_visit_whole_fn)(void *arg, const bson_value_t *v, int32_t array_pos, bool whole);
+void mf_path_walk_whole(const bson_t *doc, const char *path, mf_path_visit_whole_fn visit, void *arg);
 
 /*
  * mf_path_walk_leaves: like mf_path_walk, but reports only present values,

@@ -264,9 +264,15 @@ mf_index_multikey_paths(const mf_keypattern_t *kp, const bson_t *doc, uint32_t *
  * indexes it (positional patterns such as "a.0.b"). *name gets the field
  * name of the element returned (for the parallel-arrays message). Returns
  * false when the path is missing.
+ * *by_pos is set when a position in an array was taken on the way while
+ * a document in that array also has a field of that name: the value is one
+ * reading of the path and the document's field another, which the keys do
+ * not hold (the caller counts the index multikey, so the planner takes no
+ * bounds there: plan.c's path_positional).
  */
 static bool
-dotted_or_array(const uint8_t *data, uint32_t len, const char **path, bson_value_t *out, const char **name)
+dotted_or_array(const uint8_t *data, uint32_t len, const char **path, bson_value_t *out, const char **name,
+                bool *by_pos)
 {
     const char *p = *path;
     bool in_array = false;
@@ -295,6 +301,13 @@ dotted_or_array(const uint8_t *data, uint32_t len, const char **path, bson_value
             bson_iter_t probe;
             if (is_index_component(p, l2, &idx) &&
                 find_child(v->value.v_doc.data, v->value.v_doc.data_len, NULL, 0, true, idx, &probe)) {
+                /* Ambiguous when one of the array's documents also has a field of that name. */
+                bson_iter_t e, f;
+                if (!*by_pos && bson_iter_init_from_data(&e, v->value.v_doc.data, v->value.v_doc.data_len))
+                    while (!*by_pos && bson_iter_next(&e))
+                        *by_pos = BSON_ITER_HOLDS_DOCUMENT(&e) &&
+                                  find_child(bson_iter_value(&e)->value.v_doc.data,
+                                             bson_iter_value(&e)->value.v_doc.data_len, p, l2, false, 0, &f);
                 data = v->value.v_doc.data;
                 len = v->value.v_doc.data_len;
                 in_array = true;
@@ -499,7 +512,11 @@ gen_keys(gen_ctx_t *g, const char *const *paths_in, const bson_value_t *fixed_in
         const char *name = NULL;
         if (paths[i][0] == '\0')
             continue;
-        if (!dotted_or_array(data, len, &paths[i], &v, &name)) {
+        bool by_pos = false;
+        bool found = dotted_or_array(data, len, &paths[i], &v, &name, &by_pos);
+        if (by_pos)
+            g->multikey = true;
+        if (!found) {
             fixed[i] = null_value;
             not_found++;
             continue;

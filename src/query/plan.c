@@ -1278,6 +1278,25 @@ hashed_list(const bson_value_t *pv, strpool_t *pool, vlist_t *out, bool *has_nul
     return true;
 }
 
+/*
+ * Whether a component of path after its first is a number: at an array it
+ * names a position as well as the field of the array's documents, and an
+ * index holds only the position's value (index.c's dotted_or_array, which
+ * counts such an index multikey), so on a multikey index the field gives
+ * no bounds.
+ */
+static bool
+path_positional(const char *path)
+{
+    for (const char *p = strchr(path, '.'); p != NULL; p = strchr(p, '.')) {
+        p++;
+        size_t n = strcspn(p, ".");
+        if (n > 0 && strspn(p, "0123456789") >= n)
+            return true;
+    }
+    return false;
+}
+
 static void
 analyse(mf_index_t *ix, const preds_t *ps, cand_t *k)
 {
@@ -1294,6 +1313,8 @@ analyse(mf_index_t *ix, const preds_t *ps, cand_t *k)
             shared = !k->f[b].all && shared_mk_prefix(ix, i, b);
         if (shared)
             continue; /* its keys pair with a bounded field's through one array: left to the matcher */
+        if (fmk && path_positional(ix->kp.fields[i]))
+            continue; /* keys of one reading of "a.0" (the position), the matcher's of both: left to it */
         for (int j = 0; j < ps->n; j++) {
             if (strcmp(ps->p[j].path, ix->kp.fields[i]) != 0)
                 continue;
@@ -2801,6 +2822,8 @@ minmax_plan(const mf_coll_t *c, const mf_plan_request_t *req, mf_index_t *hinted
     /* A sort the index gives forward or backward is provided by the scan (mongod reverses a simple range). */
     memset(&k, 0, sizeof(k));
     k.ix = hinted;
+    for (int f = 0; f < MF_KP_MAX_FIELDS; f++)
+        k.f[f].all = true; /* min / max bound the key, not a field's values: no field is known string-free */
     check_sort(&k, req->sort);
     mf_stage_t *ix = ixscan_new(hinted, k.sort_dir < 0 ? -1 : 1);
     minmax_render(hinted, req->min, req->max, ix->direction, ix->bounds);
@@ -2854,6 +2877,9 @@ filter_always_false(const bson_t *filter)
     while (bson_iter_next(&it)) {
         if (bson_iter_key(&it)[0] == '$' || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &op))
             continue;
+        bson_iter_t first = op;
+        if (!bson_iter_next(&first) || bson_iter_key(&first)[0] != '$')
+            continue; /* an embedded document's equality, not operators */
         while (bson_iter_next(&op)) {
             uint32_t len;
             const uint8_t *data;

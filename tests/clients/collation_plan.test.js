@@ -13,7 +13,7 @@
  * collation.
  */
 const assert = require('node:assert/strict');
-const { ObjectId } = require('mongodb');
+const { ObjectId, MaxKey } = require('mongodb');
 const h = require('./harness');
 
 const srv = h.useServer();
@@ -114,6 +114,12 @@ h.test('an index of another collation gives its order only where the bounds hold
   assert.ok(p.stages.includes('SORT'), String(p.stages));
   p = await planOf(c.find({ a: { $ne: 5 } }).sort({ a: 1 }).collation(FR));
   assert.ok(p.stages.includes('SORT'), String(p.stages));
+  // min / max over an index of another collation: its range holds strings, so the query's order is a SORT's.
+  const mm = await c.find({}).collation(FR1).hint({ a: 1 }).min({ a: 0 }).max({ a: new MaxKey() }).sort({ a: 1 }).toArray();
+  const mmStrs = mm.map((d) => d.a).filter((v) => typeof v === 'string');
+  assert.ok(mmStrs.length > 5);
+  for (let i = 1; i < mmStrs.length; i++)
+    assert.ok(mmStrs[i - 1].localeCompare(mmStrs[i], 'fr', { sensitivity: 'base' }) <= 0, `strength 1 order: ${mmStrs}`);
 });
 
 h.test('_id equality under another collation than the _id index\'s is one lookup; a string _id is not', async () => {
@@ -228,4 +234,16 @@ h.test('a partial filter is matched under its index\'s collation, on insert, upd
   await t.insertMany([{ _id: 1, s: 'A', at: past }, { _id: 2, s: 'a', at: past }, { _id: 3, s: 'b', at: past }]);
   await h.waitFor(async () => (await t.countDocuments({})) === 1, 'the TTL monitor left a document its index holds', 20000);
   assert.deepEqual(await t.find().toArray(), [{ _id: 3, s: 'b', at: past }]);
+  // A $in (or $or) in the filter is compiled under the index's collation too, whose order searches its list.
+  const p2 = db.collection('p2');
+  const five = (base) => ['B', 'b', 'A', 'a', 'c'].map((s, i) => ({ _id: base + i, s, t: i + 1 }));
+  await p2.insertMany(five(0));
+  await p2.createIndex({ t: 1 }, { name: 'pin', collation: { locale: 'en', strength: 1 }, partialFilterExpression: { s: { $in: ['a', 'B', 'c'] } } });
+  await p2.insertMany(five(10));
+  const q = { s: { $in: ['a', 'B', 'c'] }, t: { $gt: 0 } };
+  const en1 = { locale: 'en', strength: 1 };
+  assert.equal((await p2.find(q).collation(en1).hint({ $natural: 1 }).toArray()).length, 10);
+  assert.equal((await p2.find(q).collation(en1).hint('pin').toArray()).length, 10);
+  const v2 = await db.command({ validate: 'p2', full: true });
+  assert.equal(v2.keysPerIndex.pin, 10, JSON.stringify(v2.keysPerIndex));
 });

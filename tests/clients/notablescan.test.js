@@ -71,6 +71,8 @@ h.test('notablescan: a filtered query no index answers fails with 291 (find, cou
     assert.equal((await c.updateMany({ b: { $in: [] } }, { $set: { y: 1 } })).matchedCount, 0);
     const eof = await c.find({ b: { $in: [] } }).explain();
     assert.equal(eof.queryPlanner.winningPlan.stage, 'EOF');
+    // An embedded document that merely holds a field named $in is an equality: refused as any other.
+    await h.expectCode(c.find({ b: { x: 1, $in: [] } }).toArray(), 291, NO_PLAN);
   });
   // Off again: the same query scans.
   assert.equal((await c.find({ b: 1 }).toArray()).length, 1);

@@ -152,6 +152,17 @@ Test(index_keys, a_positional_path_indexes_one_element)
     EXPECT_KEYS("{\"a.0.b\": 1}", false, "{\"a\": [{\"b\": 9}, {\"b\": 8}]}", "{ \"0\" : 9 }", false);
 }
 
+/*
+ * "a.0" over {a: [{"0": 42}]}: the key is the position's value, and the
+ * matcher also reads the document's field "0" (42), which no key holds: the
+ * index counts as multikey, so the planner takes no bounds from the path.
+ */
+Test(index_keys, a_positional_path_beside_a_field_of_that_name_is_multikey)
+{
+    EXPECT_KEYS("{\"a.0\": 1}", false, "{\"a\": [{\"0\": 42}]}", "{ \"0\" : { \"0\" : 42 } }", true);
+    EXPECT_KEYS("{\"a.0\": 1}", false, "{\"a\": [{\"1\": 42}, {\"b\": 1}]}", "{ \"0\" : { \"1\" : 42 } }", false);
+}
+
 Test(index_keys, parallel_arrays_are_refused_with_171)
 {
     char got[256];

@@ -1,0 +1,112 @@
+'use strict';
+/*
+ * Paths with a numeric component ("a.0"), as mongod's matcher reads them,
+ * with and without an index on the path. At an array a numeric component
+ * is both a position and a field name of the array's documents; a value
+ * that a position gave at the path's end is taken whole, so {"a.0": 42}
+ * does not match {a: [[42]]} (mf_path_walk_whole). An index on such a path
+ * keeps the positional value (getFieldDottedOrArray), which misses what the
+ * field-name reading finds ({a: [{"0": 42}]}), so once an array was seen on
+ * the path the planner takes no bounds from it and the documents decide.
+ * Until session 57 a collection scan matched {a: [[42]]} and an index scan
+ * missed {a: [{"0": 42}]}. The expected answers are those mongod gives
+ * (jstests/core/match_numeric_components.js).
+ */
+const assert = require('node:assert/strict');
+const h = require('./harness');
+
+const srv = h.useServer();
+
+/* Every nesting of 42 under a, up to four levels, as arrays and as {"0": ...} documents; _id is the position. */
+const DOCS = [
+  42, [42], { 0: 42 }, [[42]], [{ 0: 42 }], { 0: [42] }, { 0: { 0: 42 } }, [[[42]]], [[{ 0: 42 }]], [{ 0: [42] }],
+  [{ 0: { 0: 42 } }], { 0: [[42]] }, { 0: [{ 0: 42 }] }, { 0: { 0: [42] } }, { 0: { 0: { 0: 42 } } }, [[[[42]]]],
+  [[[{ 0: 42 }]]], [[{ 0: [42] }]], [[{ 0: { 0: 42 } }]], [{ 0: [[42]] }], [{ 0: [{ 0: 42 }] }], [{ 0: { 0: [42] } }],
+  [{ 0: { 0: { 0: 42 } } }], { 0: [[[42]]] }, { 0: [[{ 0: 42 }]] }, { 0: [{ 0: [42] }] }, { 0: [{ 0: { 0: 42 } }] },
+  { 0: { 0: [[42]] } }, { 0: { 0: [{ 0: 42 }] } }, { 0: { 0: { 0: [42] } } }, { 0: { 0: { 0: { 0: 42 } } } },
+].map((a, i) => ({ _id: i, a }));
+
+const A0 = [1, 2, 4, 5, 9];
+const ALL = DOCS.map((d) => d._id);
+const not = (ids) => ALL.filter((i) => !ids.includes(i));
+const CASES = [
+  [{ 'a.0': 42 }, A0],
+  [{ 'a.0': { $gt: 41 } }, A0],
+  [{ 'a.0': { $in: [41, 42, 43] } }, A0],
+  [{ 'a.0': { $all: [42] } }, A0],
+  [{ 'a.0': { $type: 'number' } }, A0],
+  [{ 'a.0': { $mod: [42, 0] } }, A0],
+  [{ $or: [{ 'a.0': 42 }, { notARealField: 123 }] }, A0],
+  [{ _id: { $lt: 15 }, 'a.0': { $gt: 41 } }, A0],
+  [{ 'a.0': { $ne: 42 } }, not(A0)],
+  [{ 'a.0': { $nin: [41, 42, 43] } }, not(A0)],
+  [{ 'a.0': { $exists: false } }, [0]],
+  [{ 'a.0': { $exists: true } }, not([0])],
+  [{ 'a.0.0': 42 }, [3, 4, 5, 6, 8, 9, 10, 12, 13, 17, 20, 21, 25]],
+  [{ a: { $elemMatch: { '0.0': { $eq: 42 } } } }, [7, 8, 9, 10, 16, 17, 20, 21]],
+  [{ 'a.0': { $all: [{ $elemMatch: { 0: 42 } }] } }, [7, 8, 11, 12, 15, 17, 19, 20, 23, 25]],
+];
+
+async function ids(c, filter, hint) {
+  return (await c.find(filter, hint ? { hint } : {}).toArray()).map((d) => d._id).sort((x, y) => x - y);
+}
+
+h.test('a numeric path component matches as mongod\'s matcher does, with no index', async () => {
+  const c = srv.freshDb('nump').collection('c');
+  await c.insertMany(DOCS);
+  for (const [f, want] of CASES) {
+    assert.deepEqual(await ids(c, f), want, JSON.stringify(f));
+    assert.equal(await c.countDocuments(f), want.length, `countDocuments ${JSON.stringify(f)}`);
+  }
+});
+
+h.test('an index on a path with a numeric component answers as the collection scan does', async () => {
+  const db = srv.freshDb('numpix');
+  const c = db.collection('c');
+  await c.createIndex({ 'a.0': 1 });
+  await c.createIndex({ 'a.0.0': 1 });
+  await c.insertMany(DOCS); // after the indexes: their flags come from these writes
+  for (const [f, want] of CASES) {
+    assert.deepEqual(await ids(c, f), want, JSON.stringify(f));
+    assert.equal(await c.countDocuments(f), want.length, `countDocuments ${JSON.stringify(f)}`);
+    assert.equal((await db.command({ count: 'c', query: f })).n, want.length, `count ${JSON.stringify(f)}`);
+  }
+  for (const hint of [{ 'a.0': 1 }, { 'a.0.0': 1 }]) {
+    assert.deepEqual(await ids(c, { 'a.0': 42 }, hint), A0, JSON.stringify(hint));
+    assert.equal((await db.command({ count: 'c', query: { 'a.0': 42 }, hint })).n, A0.length);
+  }
+  // Built over existing documents, the same.
+  const c2 = db.collection('c2');
+  await c2.insertMany(DOCS);
+  await c2.createIndex({ 'a.0': 1 });
+  for (const [f, want] of CASES) assert.deepEqual(await ids(c2, f), want, `built: ${JSON.stringify(f)}`);
+  // A document with a numeric field name and no array on the path keeps the index's bounds.
+  const m = db.collection('m');
+  await m.createIndex({ 'scores.2024': 1 });
+  await m.insertMany(Array.from({ length: 200 }, (_, i) => ({ _id: i, scores: { 2024: i % 20, 2025: i } })));
+  const e = await m.find({ 'scores.2024': 7 }).explain('executionStats');
+  assert.equal(e.executionStats.nReturned, 10);
+  assert.equal(e.executionStats.totalKeysExamined, 10, JSON.stringify(e.queryPlanner.winningPlan));
+});
+
+h.test('$elemMatch on an indexed positional path: nested arrays are taken whole', async () => {
+  const c = srv.freshDb('numpem').collection('c');
+  await c.insertMany([
+    { _id: 0, f0: 'zz', f1: 5 }, { _id: 1, f0: 'zz', f1: [3, 5] }, { _id: 4, f0: 'zz', f1: [3, 5, [7, 9]] },
+    { _id: 2, f0: 'zz', f1: [[3, 5], [5, 7]] }, { _id: 3, f0: 'zz', f1: [[[0], [3, 5]], [[0], [5, 7]]] },
+  ]);
+  const q1 = { 'f1.0': { $elemMatch: { $eq: 5 } } };
+  const q2 = { 'f1.0': { $elemMatch: { $eq: [3, 5] } } };
+  const q3 = { f0: 'zz', 'f1.0': { $elemMatch: { $eq: 5 } } };
+  const check = async () => {
+    assert.deepEqual(await ids(c, q1), [2]);
+    assert.deepEqual(await ids(c, q2), [3]);
+    assert.deepEqual(await ids(c, q3), [2]);
+    assert.deepEqual(await ids(c, { 'f1.0.1': { $elemMatch: { $eq: 3 } } }), [3]);
+  };
+  await check();
+  await c.createIndex({ 'f1.0': 1 });
+  await c.createIndex({ f0: 1, 'f1.0': 1 });
+  await c.createIndex({ 'f1.0.1': 1 });
+  await check();
+});
