@@ -1610,12 +1610,29 @@ mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, const bson_iter_t *spec, bs
     return 0;
 }
 
+/* The bytes free for reuse in table uri's file (0 when its statistics cannot be read). */
+static int64_t
+table_free_bytes(mf_op_t *op, const char *uri)
+{
+    int64_t file_bytes, free_bytes;
+    mf_error_t serr;
+    return mf_storage_table_space(op->sess, uri, &file_bytes, &free_bytes, &serr) == 0 ? free_bytes : 0;
+}
+
+/*
+ * dbStats. With freeStorage: 1, as mongod's, also the bytes free for reuse
+ * inside the collections' and the indexes' files (freeStorageSize,
+ * indexFreeStorageSize, totalFreeStorageSize), which costs a statistics
+ * read per table. fsUsedSize / fsTotalSize are the dbpath's filesystem's.
+ */
 static int
 cmd_db_stats(mf_op_t *op)
 {
     coll_list_t l = {0};
-    int64_t scale, objects = 0, data = 0, storage = 0, isz_total = 0, nidx = 0, views = 0;
+    int64_t scale, objects = 0, data = 0, storage = 0, isz_total = 0, nidx = 0, views = 0, cfree = 0, ifree = 0;
     struct statvfs vfs;
+    bson_iter_t it;
+    bool want_free = bson_iter_init_find(&it, op->cmd, "freeStorage") && bson_iter_as_bool(&it);
 
     if (get_scale(op, &scale) != 0)
         return -1;
@@ -1632,6 +1649,12 @@ cmd_db_stats(mf_op_t *op)
         storage += coll_disk_size(op, l.v[i], &isz);
         isz_total += isz;
         nidx += mf_coll_ready_indexes(l.v[i]);
+        if (want_free) {
+            cfree += table_free_bytes(op, l.v[i]->uri);
+            for (int j = 0; j < l.v[i]->nindexes; j++)
+                if (!l.v[i]->indexes[j]->building)
+                    ifree += table_free_bytes(op, l.v[i]->indexes[j]->uri);
+        }
     }
     mf_catalog_unlock(op->eng->cat);
     BSON_APPEND_UTF8(op->reply, "db", op->db);
@@ -1641,11 +1664,17 @@ cmd_db_stats(mf_op_t *op)
     BSON_APPEND_DOUBLE(op->reply, "avgObjSize", objects ? (double)data / (double)objects : 0.0);
     BSON_APPEND_DOUBLE(op->reply, "dataSize", (double)scale_div(data, scale));
     BSON_APPEND_DOUBLE(op->reply, "storageSize", (double)scale_div(storage, scale));
+    if (want_free)
+        BSON_APPEND_DOUBLE(op->reply, "freeStorageSize", (double)scale_div(cfree, scale));
     BSON_APPEND_INT64(op->reply, "indexes", nidx);
     BSON_APPEND_DOUBLE(op->reply, "indexSize", (double)scale_div(isz_total, scale));
+    if (want_free)
+        BSON_APPEND_DOUBLE(op->reply, "indexFreeStorageSize", (double)scale_div(ifree, scale));
     BSON_APPEND_DOUBLE(op->reply, "totalSize", (double)scale_div(storage + isz_total, scale));
+    if (want_free)
+        BSON_APPEND_DOUBLE(op->reply, "totalFreeStorageSize", (double)scale_div(cfree + ifree, scale));
     BSON_APPEND_INT64(op->reply, "scaleFactor", scale);
-    if (statvfs(".", &vfs) == 0) {
+    if (statvfs(mf_storage_home(op->eng->st), &vfs) == 0) {
         BSON_APPEND_DOUBLE(op->reply, "fsUsedSize",
                            (double)scale_div((int64_t)((vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize), scale));
         BSON_APPEND_DOUBLE(op->reply, "fsTotalSize", (double)scale_div((int64_t)(vfs.f_blocks * vfs.f_frsize), scale));

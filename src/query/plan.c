@@ -2864,33 +2864,60 @@ no_table_scan(const mf_coll_t *c, const mf_plan_request_t *req)
 }
 
 /*
- * Whether filter can match nothing by its shape: a top-level field's $in of
- * no values, which mongod's optimizer makes AlwaysFalse and plans as EOF
- * (so notablescan does not refuse it).
+ * Whether filter can match nothing by its shape: a field's $in of no
+ * values, at the top or in a $and's clause, or a $or all of whose clauses
+ * cannot match, which mongod's optimizer makes AlwaysFalse and plans as EOF
+ * (so notablescan does not refuse it). depth bounds the nesting looked at.
  */
 static bool
-filter_always_false(const bson_t *filter)
+filter_always_false_at(const uint8_t *data, uint32_t len, int depth)
 {
     bson_iter_t it, op;
-    if (filter == NULL || !bson_iter_init(&it, filter))
+    if (depth > 8 || !bson_iter_init_from_data(&it, data, len))
         return false;
     while (bson_iter_next(&it)) {
-        if (bson_iter_key(&it)[0] == '$' || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &op))
+        const char *key = bson_iter_key(&it);
+        if ((strcmp(key, "$and") == 0 || strcmp(key, "$or") == 0) && BSON_ITER_HOLDS_ARRAY(&it) &&
+            bson_iter_recurse(&it, &op)) {
+            bool is_and = key[1] == 'a', all = true, any = false, none = true;
+            while (bson_iter_next(&op)) {
+                uint32_t l;
+                const uint8_t *d;
+                bool f = false;
+                if (BSON_ITER_HOLDS_DOCUMENT(&op)) {
+                    bson_iter_document(&op, &l, &d);
+                    f = filter_always_false_at(d, l, depth + 1);
+                }
+                all = all && f;
+                any = any || f;
+                none = false;
+            }
+            if (is_and ? any : all && !none)
+                return true;
+            continue;
+        }
+        if (key[0] == '$' || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &op))
             continue;
         bson_iter_t first = op;
         if (!bson_iter_next(&first) || bson_iter_key(&first)[0] != '$')
             continue; /* an embedded document's equality, not operators */
         while (bson_iter_next(&op)) {
-            uint32_t len;
-            const uint8_t *data;
+            uint32_t l;
+            const uint8_t *d;
             if (strcmp(bson_iter_key(&op), "$in") != 0 || !BSON_ITER_HOLDS_ARRAY(&op))
                 continue;
-            bson_iter_array(&op, &len, &data);
-            if (len <= 5)
+            bson_iter_array(&op, &l, &d);
+            if (l <= 5)
                 return true;
         }
     }
     return false;
+}
+
+static bool
+filter_always_false(const bson_t *filter)
+{
+    return filter != NULL && filter_always_false_at(bson_get_data(filter), filter->len, 0);
 }
 
 int

@@ -108,6 +108,9 @@ void mf_storage_cache_stats(mf_sess_t *s, mf_cache_stats_t *out);
 enum { MF_TABLE_DOCS = 0, MF_TABLE_DOCS_DENSE = 1, MF_TABLE_INDEX = 2 };
 const char *mf_storage_table_config(mf_storage_t *st, int kind);
 
+/* mf_storage_home: the directory the engine was opened on (its dbpath); owned by st, valid while it is open. */
+const char *mf_storage_home(mf_storage_t *st);
+
 /*
  * mf_storage_table_space: the size of table uri's file and the bytes inside
  * it that are free for reuse (blocks no checkpoint needs any more; known as of

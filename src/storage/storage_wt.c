@@ -865,6 +865,12 @@ mf_storage_table_size(mf_sess_t *s, const char *uri)
     return file_stats(s, uri, "statistics=(size)", &key, &size, 1) == 0 ? size : 0;
 }
 
+const char *
+mf_storage_home(mf_storage_t *st)
+{
+    return st->conn->get_home(st->conn);
+}
+
 int
 mf_storage_table_space(mf_sess_t *s, const char *uri, int64_t *file_bytes, int64_t *free_bytes, mf_error_t *err)
 {

@@ -54,6 +54,17 @@ h.test('G3: compact after deleting 90% of 50,000 1 KB documents frees the space;
   await admin().command({ fsync: 1 });
   const freed = await stats(db, 'big');
   assert.ok(freed.freeStorageSize > 30 * 1024 * 1024, `freeStorageSize ${freed.freeStorageSize}`);
+  // dbStats adds up the same with freeStorage: 1 (mongod's fields), and leaves them out without it.
+  const dbf = await db.command({ dbStats: 1, freeStorage: 1 });
+  assert.equal(dbf.freeStorageSize, freed.freeStorageSize);
+  assert.ok(dbf.indexFreeStorageSize >= 0);
+  assert.equal(dbf.totalFreeStorageSize, dbf.freeStorageSize + dbf.indexFreeStorageSize);
+  const keys = Object.keys(dbf);
+  assert.ok(keys.indexOf('freeStorageSize') === keys.indexOf('storageSize') + 1, keys.join());
+  assert.ok(dbf.fsTotalSize > 0 && dbf.fsUsedSize > 0);
+  const plain = await db.command({ dbStats: 1 });
+  assert.equal(plain.freeStorageSize, undefined);
+  assert.equal(plain.totalFreeStorageSize, undefined);
 
   const dry = await db.command({ compact: 'big', dryRun: true });
   assert.equal(dry.ok, 1);

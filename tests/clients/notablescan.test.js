@@ -71,6 +71,9 @@ h.test('notablescan: a filtered query no index answers fails with 291 (find, cou
     assert.equal((await c.updateMany({ b: { $in: [] } }, { $set: { y: 1 } })).matchedCount, 0);
     const eof = await c.find({ b: { $in: [] } }).explain();
     assert.equal(eof.queryPlanner.winningPlan.stage, 'EOF');
+    assert.deepEqual(await c.find({ $and: [{ x: 1 }, { b: { $in: [] } }] }).toArray(), []);
+    assert.deepEqual(await c.find({ $or: [{ b: { $in: [] } }, { $and: [{ x: { $in: [] } }] }] }).toArray(), []);
+    await h.expectCode(c.find({ $or: [{ b: { $in: [] } }, { x: 1 }] }).toArray(), 291, NO_PLAN);
     // An embedded document that merely holds a field named $in is an equality: refused as any other.
     await h.expectCode(c.find({ b: { x: 1, $in: [] } }).toArray(), 291, NO_PLAN);
   });
