@@ -122,8 +122,20 @@ typedef struct parsed_opts {
     int64_t expire; /* expireAfterSeconds, or -1 */
     bool pre_images; /* changeStreamPreAndPostImages.enabled */
     mf_matcher_t *validator;
+    mf_collation_t *validator_coll; /* the collection's default collation, which the validator compares under */
     int level, action;
 } parsed_opts_t;
+
+/* Frees what p owns (its validator and that one's collation). */
+static void
+parsed_opts_free(parsed_opts_t *p)
+{
+    if (p->validator)
+        mf_matcher_free(p->validator);
+    mf_collation_free(p->validator_coll);
+    p->validator = NULL;
+    p->validator_coll = NULL;
+}
 
 static int
 opt_int64(const bson_iter_t *it, const char *name, int64_t *out, mf_error_t *err)
@@ -240,9 +252,20 @@ parse_options(const bson_t *options, bool exact_size, parsed_opts_t *p, mf_error
                 mf_err_set(err, MF_E_Location5626500, MF_GEO_NEAR_CONTEXT_MSG);
                 goto fail;
             }
-            if (p->validator)
-                mf_matcher_free(p->validator);
+            parsed_opts_free(p);
+            /*
+             * Under the collection's default collation, as mongod parses and
+             * runs a validator with the collection's collator, whatever a
+             * write's own collation (mf_coll_validate).
+             */
+            bson_iter_t ci;
+            if (bson_iter_init_find(&ci, options, "collation") && BSON_ITER_HOLDS_DOCUMENT(&ci) &&
+                mf_collation_from_value(bson_iter_value(&ci), &p->validator_coll, err) != 0)
+                goto fail;
+            const mf_collation_t *saved = mf_collation_current();
+            mf_collation_set_current(p->validator_coll);
             p->validator = bson_empty(&vd) ? NULL : mf_matcher_new(&vd, err);
+            mf_collation_set_current(saved);
             if (!bson_empty(&vd) && p->validator == NULL)
                 goto fail;
         } else if (strcmp(k, "validationLevel") == 0 || strcmp(k, "validationAction") == 0) {
@@ -301,9 +324,7 @@ parse_options(const bson_t *options, bool exact_size, parsed_opts_t *p, mf_error
     }
     return 0;
 fail:
-    if (p->validator)
-        mf_matcher_free(p->validator);
-    p->validator = NULL;
+    parsed_opts_free(p);
     return -1;
 }
 
@@ -313,8 +334,7 @@ mf_coll_options_check(const bson_t *options, mf_error_t *err)
     parsed_opts_t p;
     if (parse_options(options, false, &p, err) != 0)
         return -1;
-    if (p.validator)
-        mf_matcher_free(p.validator);
+    parsed_opts_free(&p);
     return 0;
 }
 
@@ -324,8 +344,11 @@ apply_options(mf_coll_t *c, parsed_opts_t *p)
 {
     if (c->validator)
         mf_matcher_free(c->validator);
+    mf_collation_free(c->validator_coll);
     c->validator = p->validator;
+    c->validator_coll = p->validator_coll;
     p->validator = NULL;
+    p->validator_coll = NULL;
     c->capped = p->capped && !p->view;
     c->capped_size = c->capped ? p->size : 0;
     c->capped_max = c->capped ? p->max : 0;
@@ -363,6 +386,7 @@ coll_free(mf_coll_t *c)
     pthread_mutex_destroy(&c->ts_mu);
     if (c->validator)
         mf_matcher_free(c->validator);
+    mf_collation_free(c->validator_coll);
     for (int i = 0; i < c->nindexes; i++)
         index_free(c->indexes[i]);
     free(c->db);
@@ -1272,8 +1296,8 @@ mf_catalog_coll_persist(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err)
     if (ret == 0) {
         apply_options(c, &po);
         mark_flags_durable(c);
-    } else if (po.validator) {
-        mf_matcher_free(po.validator);
+    } else {
+        parsed_opts_free(&po);
     }
     atomic_fetch_add(&cat->version, 1); /* also on failure: the caller may have changed c in memory first */
     return ret;

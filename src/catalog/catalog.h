@@ -206,6 +206,7 @@ typedef struct mf_coll {
     int64_t clustered_expire;         /* options.expireAfterSeconds of a clustered collection (TTL on _id), or -1 */
     bool pre_images;                  /* options.changeStreamPreAndPostImages.enabled: the oplog keeps old images */
     struct mf_matcher *validator;     /* options.validator parsed, or NULL */
+    struct mf_collation *validator_coll; /* options.collation, which the validator compares under (NULL: simple) */
     int validation_level;             /* MF_VALIDATION_STRICT / _MODERATE / _OFF */
     int validation_action;            /* MF_VALIDATION_ERROR / _WARN */
     /*

@@ -818,32 +818,19 @@ bucket_doc_check(const mf_coll_t *c, const bson_t *doc, mf_error_t *err)
                       "%s%s%s", c->ns, why.code != 0 ? ": " : "", why.code != 0 ? why.msg : "");
 }
 
-int
-mf_coll_validate(mf_coll_t *c, const bson_t *newdoc, const bson_t *olddoc, mf_error_t *err)
+/* The errInfo of a document that failed c's validator (err's info), mongod's details; under the validator's collation. */
+static void
+validation_failure_info(const mf_coll_t *c, const bson_t *newdoc, mf_error_t *err)
 {
-    if (c->is_timeseries && !c->is_view && bucket_doc_check(c, newdoc, err) != 0)
-        return -1;
-    if (c->validator == NULL || c->validation_level == MF_VALIDATION_OFF)
-        return 0;
-    if (mf_matcher_match(c->validator, newdoc, NULL))
-        return 0;
-    if (olddoc != NULL && c->validation_level == MF_VALIDATION_MODERATE &&
-        !mf_matcher_match(c->validator, olddoc, NULL))
-        return 0;
     bson_iter_t it;
     bson_t spec, details, info, ei;
-    if (c->validation_action == MF_VALIDATION_WARN) {
-        mf_log(MF_LOG_WARN, "STORAGE", "Document would fail validation: namespace %s", c->ns);
-        return 0;
-    }
-    mf_err_set(err, MF_E_DocumentValidationFailure, "Document failed validation");
     if (!bson_iter_init_find(&it, c->options, "validator") || !BSON_ITER_HOLDS_DOCUMENT(&it))
-        return -1;
+        return;
     const uint8_t *data;
     uint32_t len;
     bson_iter_document(&it, &len, &data);
     if (!bson_init_static(&spec, data, len))
-        return -1;
+        return;
     for (uint32_t budget = 700; budget >= 100; budget /= 2) {
         mf_matcher_failure_details(&spec, newdoc, &details, budget);
         bson_init(&info);
@@ -858,7 +845,7 @@ mf_coll_validate(mf_coll_t *c, const bson_t *newdoc, const bson_t *olddoc, mf_er
             mf_err_set_info(err, bson_get_data(&info), info.len);
         bson_destroy(&info);
         if (fits)
-            return -1;
+            return;
     }
     /* Too large to explain: still say which rule kind failed. */
     bson_init(&info);
@@ -869,7 +856,31 @@ mf_coll_validate(mf_coll_t *c, const bson_t *newdoc, const bson_t *olddoc, mf_er
     bson_append_document_end(&info, &ei);
     mf_err_set_info(err, bson_get_data(&info), info.len);
     bson_destroy(&info);
-    return -1;
+}
+
+int
+mf_coll_validate(mf_coll_t *c, const bson_t *newdoc, const bson_t *olddoc, mf_error_t *err)
+{
+    if (c->is_timeseries && !c->is_view && bucket_doc_check(c, newdoc, err) != 0)
+        return -1;
+    if (c->validator == NULL || c->validation_level == MF_VALIDATION_OFF)
+        return 0;
+    /* Under the collection's collation, whatever the write's (catalog.c parse_options). */
+    const mf_collation_t *saved = mf_collation_current();
+    mf_collation_set_current(c->validator_coll);
+    bool pass = mf_matcher_match(c->validator, newdoc, NULL) ||
+                (olddoc != NULL && c->validation_level == MF_VALIDATION_MODERATE &&
+                 !mf_matcher_match(c->validator, olddoc, NULL));
+    if (!pass && c->validation_action == MF_VALIDATION_WARN) {
+        mf_log(MF_LOG_WARN, "STORAGE", "Document would fail validation: namespace %s", c->ns);
+        pass = true;
+    }
+    if (!pass) {
+        mf_err_set(err, MF_E_DocumentValidationFailure, "Document failed validation");
+        validation_failure_info(c, newdoc, err);
+    }
+    mf_collation_set_current(saved);
+    return pass ? 0 : -1;
 }
 
 int64_t

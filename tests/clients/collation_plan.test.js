@@ -247,3 +247,23 @@ h.test('a partial filter is matched under its index\'s collation, on insert, upd
   const v2 = await db.command({ validate: 'p2', full: true });
   assert.equal(v2.keysPerIndex.pin, 10, JSON.stringify(v2.keysPerIndex));
 });
+
+h.test('a validator compares under the collection\'s collation, whatever a write\'s own', async () => {
+  const db = srv.freshDb('cpval');
+  // Simple collection: an update under strength 1 still has 'A' refused by {$in: ['a', 'b']}.
+  await db.createCollection('s', { validator: { status: { $in: ['a', 'b'] } } });
+  const s = db.collection('s');
+  await s.insertOne({ _id: 1, status: 'a' });
+  await h.expectCode(s.updateOne({ _id: 1 }, { $set: { status: 'A' } }, { collation: FR1 }), 121);
+  await h.expectCode(s.insertOne({ _id: 2, status: 'B' }), 121);
+  assert.equal((await s.updateOne({ _id: 1 }, { $set: { status: 'b' } }, { collation: FR1 })).modifiedCount, 1);
+  // A collection of strength 2: its validator's $in takes any case, the list in any order.
+  await db.createCollection('ci', { collation: { locale: 'en', strength: 2 }, validator: { status: { $in: ['c', 'B', 'a', 'idle'] } } });
+  const ci = db.collection('ci');
+  for (const [i, v] of ['A', 'b', 'C', 'IDLE', 'Idle'].entries()) await ci.insertOne({ _id: i, status: v });
+  await h.expectCode(ci.insertOne({ _id: 9, status: 'd' }), 121);
+  // Under a simple collation of its own, the write is still judged by the collection's.
+  await ci.updateOne({ _id: 0 }, { $set: { status: 'a' } }, { collation: { locale: 'simple' } });
+  assert.equal((await ci.findOne({ _id: 0 })).status, 'a');
+  assert.equal(await ci.countDocuments({}), 5);
+});
