@@ -110,3 +110,41 @@ h.test('$elemMatch on an indexed positional path: nested arrays are taken whole'
   await c.createIndex({ 'f1.0.1': 1 });
   await check();
 });
+
+h.test('seeded random documents and filters on positional paths: every index answers as the collection scan does', async () => {
+  const db = srv.freshDb('numprand');
+  const c = db.collection('c');
+  let seed = Number(process.env.MF_SEED || 571);
+  const rnd = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; };
+  const pick = (xs) => xs[Math.floor(rnd() * xs.length)];
+  const leaf = () => pick([1, 2, 3, 'x', null, true]);
+  // Values mixing arrays, arrays of arrays and documents with numeric and plain field names.
+  const val = (d) => {
+    const r = rnd();
+    if (d > 2 || r < 0.3) return leaf();
+    if (r < 0.6) return Array.from({ length: Math.floor(rnd() * 3) + 1 }, () => val(d + 1));
+    const o = {};
+    for (const k of ['0', '1', 'b']) if (rnd() < 0.5) o[k] = val(d + 1);
+    return o;
+  };
+  const docs = Array.from({ length: 400 }, (_, i) => ({ _id: i, a: val(0) }));
+  await c.insertMany(docs);
+  const paths = ['a.0', 'a.1', 'a.0.b', 'a.b.0', 'a.0.0', 'a.0.1'];
+  for (const p of paths) await c.createIndex({ [p]: 1 });
+  const ops = [(v) => v, (v) => ({ $gt: v }), (v) => ({ $lte: v }), (v) => ({ $in: [v, leaf()] }), (v) => ({ $ne: v }),
+    () => ({ $exists: rnd() < 0.5 }), (v) => ({ $elemMatch: { $eq: v } })];
+  const n = Number(process.env.MF_FILTERS || 150);
+  for (let i = 0; i < n; i++) {
+    const f = { [pick(paths)]: pick(ops)(leaf()) };
+    if (rnd() < 0.3) f[pick(['a.b', 'a.0', 'a.1'])] = pick(ops)(leaf());
+    const want = (await c.find(f).hint({ $natural: 1 }).toArray()).map((d) => d._id).sort((x, y) => x - y);
+    const got = (await c.find(f).toArray()).map((d) => d._id).sort((x, y) => x - y);
+    assert.deepEqual(got, want, `#${i} ${JSON.stringify(f)}`);
+    assert.equal(await c.countDocuments(f), want.length, `countDocuments #${i} ${JSON.stringify(f)}`);
+    for (const hint of [{ [Object.keys(f)[0]]: 1 }]) {
+      if (!paths.includes(Object.keys(f)[0])) continue;
+      const viaHint = (await c.find(f).hint(hint).toArray()).map((d) => d._id).sort((x, y) => x - y);
+      assert.deepEqual(viaHint, want, `hinted #${i} ${JSON.stringify(f)}`);
+    }
+  }
+});
