@@ -2178,8 +2178,9 @@ mf_expr_is_constant(const mf_expr_t *e)
     case K_VAR:
         return false;
     default:
-        if (e->kind == K_OP && (e->op->id == OP_RAND || (e->op->id == OP_GETFIELD && e->args[1] == NULL)))
-            return false; /* $rand; $getField of $$CURRENT */
+        if (e->kind == K_OP &&
+            (e->op->id == OP_RAND || e->op->id == OP_META || (e->op->id == OP_GETFIELD && e->args[1] == NULL)))
+            return false; /* $rand; a document's metadata ($meta); $getField of $$CURRENT */
         for (size_t i = 0; i < e->nargs; i++)
             if (!mf_expr_is_constant(e->args[i]))
                 return false;

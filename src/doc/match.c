@@ -36,6 +36,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 #include "doc/rx.h"
+#include "doc/collation.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -1812,11 +1813,19 @@ eval(const node_t *n, const ctx_t *c, int32_t *pos)
         bson_value_destroy(&out);
         return ok;
     }
-    case K_SCHEMA:
+    case K_SCHEMA: {
+        /* $jsonSchema ignores collation (enum, uniqueItems compare simply), as mongod's. */
+        const mf_collation_t *saved = mf_collation_current();
+        bool ok;
+        mf_collation_set_current(NULL);
         if (c->doc != NULL)
-            return mf_jsonschema_match(n->schema, c->doc);
-        return c->value != NULL && c->value->value_type == BSON_TYPE_DOCUMENT &&
-               mf_jsonschema_match_value(n->schema, c->value);
+            ok = mf_jsonschema_match(n->schema, c->doc);
+        else
+            ok = c->value != NULL && c->value->value_type == BSON_TYPE_DOCUMENT &&
+                 mf_jsonschema_match_value(n->schema, c->value);
+        mf_collation_set_current(saved);
+        return ok;
+    }
     default:
         break;
     }

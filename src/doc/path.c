@@ -25,13 +25,18 @@ typedef struct walk {
     bool stop;
 } walk_t;
 
-/* component_index: parses a path component made only of digits; -1 if not an index. */
+/*
+ * component_index: parses a path component made only of digits; -1 if not
+ * an index. A leading zero ("00", "01") names no position: mongod compares
+ * the component with the element's name, "0", "1", ..., as index keys do
+ * (index.c is_index_component).
+ */
 static int64_t
 component_index(const char *c, size_t len)
 {
     int64_t n = 0;
 
-    if (len == 0 || len > 9)
+    if (len == 0 || len > 9 || (len > 1 && c[0] == '0'))
         return -1;
     for (size_t i = 0; i < len; i++) {
         if (c[i] < '0' || c[i] > '9')

@@ -4980,6 +4980,8 @@ struct mf_agg_stream {
     mf_docvec_t src;
     size_t src_pos;
     bool src_eof;
+    /* The pushed-down prefix reshapes the source's documents ($project), which may fail: never counted unbuilt. */
+    bool src_shaped;
     bool allow_disk;
     int64_t sort_bytes, group_bytes, window_bytes;
     char *tmp_dir; /* owned, may be NULL */
@@ -4997,6 +4999,8 @@ mf_agg_stream_new(const mf_pipeline_t *p, size_t first, const mf_agg_limits_t *l
     st->window_bytes = lim->window_bytes > 0 ? lim->window_bytes : lim->sort_bytes;
     st->tmp_dir = lim->tmp_dir ? mf_strdup(lim->tmp_dir) : NULL;
     st->n = first < p->n ? p->n - first : 0;
+    for (size_t i = 0; i < first && i < p->n; i++)
+        st->src_shaped = st->src_shaped || p->stages[i].kind == S_PROJECT;
     st->nodes = mf_calloc(st->n ? st->n : 1, sizeof *st->nodes);
     for (size_t i = 0; i < st->n; i++) {
         snode_t *nd = &st->nodes[i];
@@ -5141,7 +5145,7 @@ static int
 source_count(mf_agg_stream_t *st, const mf_agg_env_t *env, int64_t *total, mf_error_t *err)
 {
     *total = 0;
-    if (env == NULL || env->pull_count == NULL || st->src_pos < st->src.len)
+    if (env == NULL || env->pull_count == NULL || st->src_pos < st->src.len || st->src_shaped)
         return 1;
     while (!st->src_eof) {
         int64_t n = 0;

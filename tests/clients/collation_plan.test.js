@@ -267,3 +267,18 @@ h.test('a validator compares under the collection\'s collation, whatever a write
   assert.equal((await ci.findOne({ _id: 0 })).status, 'a');
   assert.equal(await ci.countDocuments({}), 5);
 });
+
+h.test('$jsonSchema compares without collation (enum, uniqueItems), in queries and validators, as mongod', async () => {
+  const db = srv.freshDb('cpjs');
+  const S1 = { locale: 'en', strength: 1 };
+  await db.createCollection('c', { collation: S1 });
+  const c = db.collection('c');
+  await c.insertMany([{ _id: 1, a: 'str', l: ['x', 'X'] }, { _id: 2, a: 'STR', l: ['x', 'y'] }]);
+  assert.deepEqual((await c.find({ $jsonSchema: { properties: { a: { enum: ['STR'] } } } }).toArray()).map((d) => d._id), [2]);
+  assert.deepEqual((await c.find({ $jsonSchema: { properties: { l: { uniqueItems: true } } } }).toArray()).map((d) => d._id), [1, 2]);
+  // The collection's collation still applies to the rest of the filter.
+  assert.equal(await c.countDocuments({ a: 'str', $jsonSchema: { required: ['a'] } }), 2);
+  await db.createCollection('v', { collation: S1, validator: { $jsonSchema: { properties: { a: { enum: ['STR'] } } } } });
+  await h.expectCode(db.collection('v').insertOne({ a: 'str' }), 121);
+  await db.collection('v').insertOne({ a: 'STR' });
+});

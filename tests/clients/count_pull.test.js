@@ -115,3 +115,20 @@ h.test('a count at the source still stops at maxTimeMS', async () => {
   }
   assert.ok(expired > 0, 'no count stopped at maxTimeMS 1');
 });
+
+h.test('what a count at the source must not skip: $meta in the $group, a pushed-down $project that fails (helper-100)', async () => {
+  const db = srv.freshDb('cpmeta');
+  const t = db.collection('t');
+  await t.insertMany([{ _id: 1, t: 'dog cat' }, { _id: 2, t: 'dog dog' }, { _id: 3, t: 'cat' }]);
+  await t.createIndex({ t: 'text' });
+  const [g] = await t.aggregate([{ $match: { $text: { $search: 'dog' } } }, { $group: { _id: null, n: { $sum: { $meta: 'textScore' } } } }]).toArray();
+  assert.equal(g.n, 2.25);
+  const byScore = await t.aggregate([{ $match: { $text: { $search: 'dog' } } }, { $group: { _id: { $meta: 'textScore' }, n: { $sum: 1 } } }, { $sort: { _id: 1 } }]).toArray();
+  assert.deepEqual(byScore, [{ _id: 0.75, n: 1 }, { _id: 1.5, n: 1 }]);
+  const c = db.collection('c');
+  await c.insertMany([{ _id: 1, a: 1 }, { _id: 2, a: 0 }, { _id: 3, a: 'x' }]);
+  await h.expectCode(c.aggregate([{ $project: { x: { $divide: [1, '$a'] } } }, { $count: 'n' }]).toArray(), 2);
+  await h.expectCode(c.aggregate([{ $project: { x: { $toInt: '$a' } } }, { $group: { _id: null, n: { $sum: 1 } } }]).toArray(), 241);
+  await h.expectCode(c.aggregate([{ $match: { _id: { $gt: 0 } } }, { $limit: 5 }, { $project: { x: { $add: [1, '$a'] } } }, { $count: 'n' }]).toArray(), 14);
+  assert.deepEqual(await c.aggregate([{ $project: { a: 1 } }, { $count: 'n' }]).toArray(), [{ n: 3 }]);
+});

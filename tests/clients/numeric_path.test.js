@@ -44,6 +44,7 @@ const CASES = [
   [{ 'a.0': { $exists: true } }, not([0])],
   [{ 'a.0.0': 42 }, [3, 4, 5, 6, 8, 9, 10, 12, 13, 17, 20, 21, 25]],
   [{ a: { $elemMatch: { '0.0': { $eq: 42 } } } }, [7, 8, 9, 10, 16, 17, 20, 21]],
+  [{ 'a.00': 42 }, []], // "00" names no position: mongod compares the component with the element names
   [{ 'a.0': { $all: [{ $elemMatch: { 0: 42 } }] } }, [7, 8, 11, 12, 15, 17, 19, 20, 23, 25]],
 ];
 
