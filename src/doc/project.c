@@ -612,6 +612,7 @@ mf_projection_new_add_fields(const bson_t *spec, const char *stage, mf_error_t *
     c.err = err;
     c.agg = true;
     c.add_fields = true;
+    p->agg = true; /* a pipeline stage: the hidden text score passes through, as mongod's metadata does */
     p->add_fields = true;
     p->root = pnode_new(P_INNER);
     if (parse_obj(&c, spec, p->root, true) < 0) {

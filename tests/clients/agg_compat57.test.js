@@ -1,0 +1,30 @@
+'use strict';
+// Aggregation points of session 57: a document's text score is metadata, which mongod
+// keeps through $addFields / $set as through $project (the stages copy the input's
+// metadata), so a {$meta: "textScore"} after them, or a $sort on it, still reads it.
+// Until session 57 $addFields / $set dropped it: a later {$meta: "textScore"} failed with
+// 40218 and a {$sort: {s: {$meta: "textScore"}}} after them sorted on nothing.
+const assert = require('node:assert/strict');
+const h = require('./harness');
+
+const srv = h.useServer();
+
+h.test('the text score passes through $addFields and $set', async () => {
+  const t = srv.freshDb('ac57').collection('t');
+  await t.insertMany([{ _id: 1, t: 'dog cat' }, { _id: 2, t: 'dog dog' }, { _id: 3, t: 'cat' }, { _id: 4, t: 'dog' }]);
+  await t.createIndex({ t: 'text' });
+  const m = { $match: { $text: { $search: 'dog' } } };
+  const scores = (await t.aggregate([m, { $project: { s: { $meta: 'textScore' } } }]).toArray())
+    .reduce((o, d) => ({ ...o, [d._id]: d.s }), {});
+  assert.deepEqual(Object.keys(scores).sort(), ['1', '2', '4']);
+  for (const mid of [{ $set: { q: 1 } }, { $addFields: { q: { $add: ['$_id', 1] } } }, { $set: { 'x.y': 1 } }]) {
+    const got = await t.aggregate([m, mid, { $project: { s: { $meta: 'textScore' } } }]).toArray();
+    assert.deepEqual(got.reduce((o, d) => ({ ...o, [d._id]: d.s }), {}), scores, JSON.stringify(mid));
+    const sorted = await t.aggregate([m, mid, { $sort: { s: { $meta: 'textScore' }, _id: 1 } }, { $project: { _id: 1 } }]).toArray();
+    const want = Object.keys(scores).map(Number).sort((a, b) => scores[b] - scores[a] || a - b);
+    assert.deepEqual(sorted.map((d) => d._id), want, JSON.stringify(mid));
+  }
+  // The hidden score never reaches the client.
+  const out = await t.aggregate([m, { $set: { q: 1 } }]).toArray();
+  assert.ok(out.every((d) => Object.keys(d).join() === '_id,t,q'), JSON.stringify(out));
+});
