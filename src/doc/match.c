@@ -2050,8 +2050,13 @@ clause_details(const char *k, const bson_value_t *v, const bson_t *doc, bson_t *
         mf_error_t err;
         mf_jsonschema_t *js = mf_jsonschema_new(v, &err);
         BSON_APPEND_UTF8(out, "operatorName", "$jsonSchema");
-        if (js != NULL)
+        if (js != NULL) {
+            /* Without collation, as it matched (eval's K_SCHEMA). */
+            const mf_collation_t *saved = mf_collation_current();
+            mf_collation_set_current(NULL);
             mf_jsonschema_explain(js, doc, out, max_bytes);
+            mf_collation_set_current(saved);
+        }
         mf_jsonschema_free(js);
         return;
     }

@@ -279,6 +279,8 @@ h.test('$jsonSchema compares without collation (enum, uniqueItems), in queries a
   // The collection's collation still applies to the rest of the filter.
   assert.equal(await c.countDocuments({ a: 'str', $jsonSchema: { required: ['a'] } }), 2);
   await db.createCollection('v', { collation: S1, validator: { $jsonSchema: { properties: { a: { enum: ['STR'] } } } } });
-  await h.expectCode(db.collection('v').insertOne({ a: 'str' }), 121);
+  const e = await h.expectCode(db.collection('v').insertOne({ a: 'str' }), 121);
+  // errInfo says why, compared the same way: the enum.
+  assert.match(JSON.stringify(e.errInfo), /"operatorName":"enum"/, JSON.stringify(e.errInfo));
   await db.collection('v').insertOne({ a: 'STR' });
 });
