@@ -291,21 +291,17 @@ agg_stream_free(void *arg)
 
 typedef struct agg_pull_ctx {
     agg_stream_t *x;
-    mf_docvec_t *out;
-    size_t max;
+    mf_docvec_t *out; /* NULL: only count (env->pull_count) */
+    size_t max; /* documents to take this time */
     mf_error_t *err;
+    size_t n; /* documents taken (pushed, or counted) */
 } agg_pull_ctx_t;
 
+/* Appends the visited document (doc NULL: a key of a keys-only plan) to pc->out as the next stage reads it. 0 or -1. */
 static int
-agg_pull_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+agg_pull_push(agg_pull_ctx_t *pc, const bson_t *doc, const mf_match_details_t *d)
 {
-    agg_pull_ctx_t *pc = arg;
     bson_t *scored = NULL;
-    (void)rid;
-    if (pc->x->skip_left > 0) {
-        pc->x->skip_left--;
-        return 0;
-    }
     if (doc != NULL && d != NULL && d->has_text_score) {
         /* A $text plan: the score rides along as the hidden last field (doc/text.h). */
         scored = bson_copy(doc);
@@ -331,9 +327,25 @@ agg_pull_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details
     } else {
         mf_docvec_push(pc->out, doc);
     }
+    return 0;
+}
+
+/* The pushed-down plan's visit: past the $skip, each document is pushed (or, with no out, only counted). */
+static int
+agg_pull_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
+{
+    agg_pull_ctx_t *pc = arg;
+    (void)rid;
+    if (pc->x->skip_left > 0) {
+        pc->x->skip_left--;
+        return 0;
+    }
+    if (pc->out != NULL && agg_pull_push(pc, doc, d) != 0)
+        return -1;
+    pc->n++;
     if (pc->x->limit_left > 0)
         pc->x->limit_left--;
-    return pc->x->limit_left == 0 || pc->out->len >= pc->max ? 1 : 0;
+    return pc->x->limit_left == 0 || pc->n >= pc->max ? 1 : 0;
 }
 
 /* env->source_indexes: the index specs of a pipeline's source (or a $lookup's) collection ($geoNear). Catalog lock held. */
@@ -360,71 +372,24 @@ agg_source_indexes(void *ctx, const char *coll, bson_t *specs, char *ns, size_t 
     return 0;
 }
 
-/* env->pull: the next documents of the pushed-down plan (resumes its scan). */
+/*
+ * The next documents of the pushed-down plan (resuming its scan), or of the
+ * archive for $archived (the reader keeps its place between getMores), up
+ * to max: appended to out, or with out NULL only counted. *n gets how many.
+ */
 static int
-agg_pull(void *ctx, size_t max, mf_docvec_t *out, bool *eof, mf_error_t *err)
+agg_source_read(agg_stream_t *x, size_t max, mf_docvec_t *out, size_t *n, bool *eof, mf_error_t *err)
 {
-    agg_stream_t *x = ((agg_scan_ctx_t *)ctx)->stream;
-    if (x->archive != NULL) {
-        /* $archived: the next documents of the archive (the reader keeps its place between getMores). */
-        const bson_t *doc;
-        int r = 0;
-        *eof = false;
-        while (out->len < max && (r = mf_archive_reader_next(x->archive, &doc, err)) == 1)
-            mf_docvec_push(out, doc);
-        if (r < 0)
-            return -1;
-        *eof = r == 0;
-        return mf_curop_check_current(err) != 0 ? -1 : 0;
-    }
-    mf_coll_t *c = mf_catalog_coll_find(x->sc.op->eng->cat, x->db, x->coll);
-    *eof = false;
-    if (c == NULL || x->plan->done || x->limit_left == 0) {
-        *eof = true;
-        return 0;
-    }
-    agg_pull_ctx_t pc = {x, out, max, err};
-    if (mf_exec_run(x->sc.op->sess, c, x->plan, x->m, agg_pull_visit, &pc, err) != 0)
-        return -1;
-    *eof = x->plan->done || x->limit_left == 0;
-    return 0;
-}
-
-typedef struct agg_count_ctx {
-    agg_stream_t *x;
-    int64_t n, max;
-} agg_count_ctx_t;
-
-/* The pushed-down plan's visit for pull_count: counts what agg_pull_visit would push. */
-static int
-agg_count_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
-{
-    agg_count_ctx_t *cc = arg;
-    (void)rid;
-    (void)doc;
-    (void)d;
-    if (cc->x->skip_left > 0) {
-        cc->x->skip_left--;
-        return 0;
-    }
-    cc->n++;
-    if (cc->x->limit_left > 0)
-        cc->x->limit_left--;
-    return cc->x->limit_left == 0 || cc->n >= cc->max ? 1 : 0;
-}
-
-/* env->pull_count: counts the next documents of the pushed-down plan (or archive), building none. */
-static int
-agg_pull_count(void *ctx, int64_t max, int64_t *n, bool *eof, mf_error_t *err)
-{
-    agg_stream_t *x = ((agg_scan_ctx_t *)ctx)->stream;
     *n = 0;
     *eof = false;
     if (x->archive != NULL) {
         const bson_t *doc;
         int r = 0;
-        while (*n < max && (r = mf_archive_reader_next(x->archive, &doc, err)) == 1)
+        while (*n < max && (r = mf_archive_reader_next(x->archive, &doc, err)) == 1) {
+            if (out != NULL)
+                mf_docvec_push(out, doc);
             (*n)++;
+        }
         if (r < 0)
             return -1;
         *eof = r == 0;
@@ -435,12 +400,30 @@ agg_pull_count(void *ctx, int64_t max, int64_t *n, bool *eof, mf_error_t *err)
         *eof = true;
         return 0;
     }
-    agg_count_ctx_t cc = {x, 0, max};
-    if (mf_exec_run(x->sc.op->sess, c, x->plan, x->m, agg_count_visit, &cc, err) != 0)
+    agg_pull_ctx_t pc = {x, out, max, err, 0};
+    if (mf_exec_run(x->sc.op->sess, c, x->plan, x->m, agg_pull_visit, &pc, err) != 0)
         return -1;
-    *n = cc.n;
+    *n = pc.n;
     *eof = x->plan->done || x->limit_left == 0;
     return 0;
+}
+
+/* env->pull: the next documents of the source until out holds max (agg_source_read). */
+static int
+agg_pull(void *ctx, size_t max, mf_docvec_t *out, bool *eof, mf_error_t *err)
+{
+    size_t n;
+    return agg_source_read(((agg_scan_ctx_t *)ctx)->stream, max > out->len ? max - out->len : 0, out, &n, eof, err);
+}
+
+/* env->pull_count: counts the next documents of the source, building none (agg_source_read). */
+static int
+agg_pull_count(void *ctx, int64_t max, int64_t *n, bool *eof, mf_error_t *err)
+{
+    size_t got;
+    int rc = agg_source_read(((agg_scan_ctx_t *)ctx)->stream, (size_t)max, NULL, &got, eof, err);
+    *n = (int64_t)got;
+    return rc;
 }
 
 /*

@@ -1227,6 +1227,15 @@ append_table_stats(mf_op_t *op, const char *key, const char *uri, const mf_coll_
     bson_destroy(&md);
 }
 
+/* The bytes free for reuse in table uri's file (0 when its statistics cannot be read). */
+static int64_t
+table_free_bytes(mf_op_t *op, const char *uri)
+{
+    int64_t file_bytes, free_bytes;
+    mf_error_t serr;
+    return mf_storage_table_space(op->sess, uri, &file_bytes, &free_bytes, &serr) == 0 ? free_bytes : 0;
+}
+
 /* Appends collStats-shaped fields for c to out, numbers as mongod appends them (mf_append_number). Catalog lock held. */
 static void
 append_coll_stats(mf_op_t *op, mf_coll_t *c, int64_t scale, bson_t *out)
@@ -1243,11 +1252,7 @@ append_coll_stats(mf_op_t *op, mf_coll_t *c, int64_t scale, bson_t *out)
         mf_append_number(out, "avgObjSize", size / count);
     BSON_APPEND_INT32(out, "numOrphanDocs", 0); /* mongod 8.0's (a shard's documents it does not own): never any here */
     mf_append_number(out, "storageSize", scale_div(storage, scale));
-    int64_t file_bytes = 0, free_bytes = 0;
-    mf_error_t serr;
-    if (mf_storage_table_space(op->sess, c->uri, &file_bytes, &free_bytes, &serr) != 0)
-        free_bytes = 0;
-    mf_append_number(out, "freeStorageSize", scale_div(free_bytes, scale));
+    mf_append_number(out, "freeStorageSize", scale_div(table_free_bytes(op, c->uri), scale));
     BSON_APPEND_BOOL(out, "capped", capped);
     if (capped) {
         mf_append_number(out, "max", c->capped_max);
@@ -1608,15 +1613,6 @@ mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, const bson_iter_t *spec, bs
     }
     mf_catalog_unlock(op->eng->cat);
     return 0;
-}
-
-/* The bytes free for reuse in table uri's file (0 when its statistics cannot be read). */
-static int64_t
-table_free_bytes(mf_op_t *op, const char *uri)
-{
-    int64_t file_bytes, free_bytes;
-    mf_error_t serr;
-    return mf_storage_table_space(op->sess, uri, &file_bytes, &free_bytes, &serr) == 0 ? free_bytes : 0;
 }
 
 /*

@@ -1328,18 +1328,26 @@ group_fold(int64_t *mem, const stage_t *s, group_t *g, const bson_t *doc, mf_err
     return 0;
 }
 
-/* gt_add: folds doc into its group. Returns 0 or -1 with err. */
-static int
-gt_add(gtable_t *t, const stage_t *s, const bson_t *doc, mf_error_t *err)
+/* gt_group_of: the group of doc (its _id expression's value, missing as null), made if new; NULL with err. */
+static group_t *
+gt_group_of(gtable_t *t, const stage_t *s, const bson_t *doc, mf_error_t *err)
 {
     bson_value_t key;
     if (mf_expr_eval(s->expr, doc, &key, err) < 0)
-        return -1;
+        return NULL;
     if (key.value_type == BSON_TYPE_EOD)
         key.value_type = BSON_TYPE_NULL;
     group_t *g = gt_find(t, s, &key);
     mf_value_free(&key);
-    return group_fold(&t->mem, s, g, doc, err);
+    return g;
+}
+
+/* gt_add: folds doc into its group. Returns 0 or -1 with err. */
+static int
+gt_add(gtable_t *t, const stage_t *s, const bson_t *doc, mf_error_t *err)
+{
+    group_t *g = gt_group_of(t, s, doc, err);
+    return g == NULL ? -1 : group_fold(&t->mem, s, g, doc, err);
 }
 
 static void
@@ -5171,15 +5179,11 @@ static int
 group_count(gtable_t *t, const stage_t *s, int64_t n, mf_error_t *err)
 {
     bson_t empty = BSON_INITIALIZER;
-    bson_value_t key;
     if (n == 0)
         return 0;
-    if (mf_expr_eval(s->expr, &empty, &key, err) < 0)
+    group_t *g = gt_group_of(t, s, &empty, err);
+    if (g == NULL)
         return -1;
-    if (key.value_type == BSON_TYPE_EOD)
-        key.value_type = BSON_TYPE_NULL;
-    group_t *g = gt_find(t, s, &key);
-    mf_value_free(&key);
     for (size_t a = 0; a < s->naccs; a++) {
         if (s->accs[a].kind == AC_COUNT) {
             g->acc[a].count += n;

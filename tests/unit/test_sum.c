@@ -9,30 +9,7 @@
 
 #include "doc/sum.h"
 #include "doc/value.h"
-
-static bson_value_t
-i32(int32_t x)
-{
-    bson_value_t v = {.value_type = BSON_TYPE_INT32};
-    v.value.v_int32 = x;
-    return v;
-}
-
-static bson_value_t
-i64(int64_t x)
-{
-    bson_value_t v = {.value_type = BSON_TYPE_INT64};
-    v.value.v_int64 = x;
-    return v;
-}
-
-static bson_value_t
-dbl(double x)
-{
-    bson_value_t v = {.value_type = BSON_TYPE_DOUBLE};
-    v.value.v_double = x;
-    return v;
-}
+#include "unit_util.h"
 
 /* The results of adding v n times one by one and at once, after a first operand, are the same value of the same type. */
 static void

@@ -35,4 +35,29 @@ unit_json(const char *s)
     return b;
 }
 
+/* Numeric values of each BSON type, for tests of value code. */
+static inline bson_value_t
+i32(int32_t x)
+{
+    bson_value_t v = {.value_type = BSON_TYPE_INT32};
+    v.value.v_int32 = x;
+    return v;
+}
+
+static inline bson_value_t
+i64(int64_t x)
+{
+    bson_value_t v = {.value_type = BSON_TYPE_INT64};
+    v.value.v_int64 = x;
+    return v;
+}
+
+static inline bson_value_t
+dbl(double x)
+{
+    bson_value_t v = {.value_type = BSON_TYPE_DOUBLE};
+    v.value.v_double = x;
+    return v;
+}
+
 #endif /* MF_UNIT_UTIL_H */
