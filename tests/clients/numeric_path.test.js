@@ -149,3 +149,22 @@ h.test('seeded random documents and filters on positional paths: every index ans
     }
   }
 });
+
+h.test('the multikey flag a positional path learns, and a validator\'s collation, survive a kill -9 and a clean restart', { timeout: 90000 }, async () => {
+  const dbName = srv.freshDb('numprst').databaseName;
+  let db = srv.client.db(dbName);
+  await db.collection('c').createIndex({ 'a.0': 1 });
+  await db.collection('c').insertMany(DOCS, { writeConcern: { w: 1, j: true } });
+  await db.createCollection('v', { collation: { locale: 'en', strength: 2 }, validator: { s: { $in: ['b', 'a'] } } });
+  for (const how of [{ kill9: true }, {}]) {
+    await srv.server.restart(how);
+    await srv.reconnect();
+    db = srv.client.db(dbName);
+    const c = db.collection('c');
+    for (const [f, want] of CASES) assert.deepEqual(await ids(c, f), want, `${JSON.stringify(how)} ${JSON.stringify(f)}`);
+    const ix = (await c.find({ 'a.0': 42 }).hint({ 'a.0': 1 }).explain()).queryPlanner.winningPlan;
+    assert.match(JSON.stringify(ix), /"isMultiKey":true/, JSON.stringify(ix));
+    await db.collection('v').insertOne({ s: 'A' }); // the collection's strength 2 still applies
+    await h.expectCode(db.collection('v').insertOne({ s: 'c' }), 121);
+  }
+});
