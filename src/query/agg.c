@@ -4624,7 +4624,13 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
                 mf_docvec_destroy(in);
                 return -1;
             }
-            mf_docvec_push_steal(out, value_to_doc(&r));
+            bson_t *nr = value_to_doc(&r);
+            bson_iter_t si;
+            /* The input's metadata passes to the new root, as mongod's copyMetaDataFrom: its text score. */
+            if (bson_iter_init_find(&si, in->docs[i], MF_TEXT_SCORE_FIELD) && BSON_ITER_HOLDS_DOUBLE(&si) &&
+                !bson_has_field(nr, MF_TEXT_SCORE_FIELD))
+                BSON_APPEND_DOUBLE(nr, MF_TEXT_SCORE_FIELD, bson_iter_double(&si));
+            mf_docvec_push_steal(out, nr);
             mf_value_free(&r);
         }
         mf_docvec_destroy(in);

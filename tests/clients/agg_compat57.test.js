@@ -28,3 +28,32 @@ h.test('the text score passes through $addFields and $set', async () => {
   const out = await t.aggregate([m, { $set: { q: 1 } }]).toArray();
   assert.ok(out.every((d) => Object.keys(d).join() === '_id,t,q'), JSON.stringify(out));
 });
+
+// $replaceRoot / $replaceWith keep the input's metadata too (mongod's
+// ReplaceRootTransformation: copyMetaDataFrom(input)); until session 58 the new
+// root lost the score.
+h.test('the text score passes through $replaceRoot and $replaceWith', async () => {
+  const t = srv.freshDb('ac58').collection('t');
+  await t.insertMany([{ _id: 1, t: 'dog cat', sub: { k: 'a' } }, { _id: 2, t: 'dog dog', sub: { k: 'b' } },
+    { _id: 3, t: 'cat', sub: { k: 'c' } }, { _id: 4, t: 'dog', sub: { k: 'd' } }]);
+  await t.createIndex({ t: 'text' });
+  const m = { $match: { $text: { $search: 'dog' } } };
+  const byId = (await t.aggregate([m, { $project: { s: { $meta: 'textScore' } } }]).toArray())
+    .reduce((o, d) => ({ ...o, [d._id]: d.s }), {});
+  const key = { 1: 'a', 2: 'b', 4: 'd' };
+  const want = Object.fromEntries(Object.entries(byId).map(([id, s]) => [key[id], s]));
+  for (const mid of [{ $replaceWith: '$sub' }, { $replaceRoot: { newRoot: '$sub' } },
+    { $replaceWith: { k: '$sub.k' } }, { $replaceWith: { $mergeObjects: ['$sub', { z: 1 }] } }]) {
+    const got = await t.aggregate([m, mid, { $project: { _id: 0, k: 1, s: { $meta: 'textScore' } } }]).toArray();
+    assert.deepEqual(got.reduce((o, d) => ({ ...o, [d.k]: d.s }), {}), want, JSON.stringify(mid));
+    const sorted = await t.aggregate([m, mid, { $sort: { s: { $meta: 'textScore' }, k: 1 } }]).toArray();
+    const order = Object.keys(want).sort((a, b) => want[b] - want[a] || (a < b ? -1 : 1));
+    assert.deepEqual(sorted.map((d) => d.k), order, JSON.stringify(mid));
+    // The hidden score never reaches the client.
+    assert.ok(sorted.every((d) => Object.keys(d).every((f) => !f.startsWith('$'))), JSON.stringify(sorted));
+  }
+  // Twice in a row, and through $$ROOT.
+  const twice = await t.aggregate([m, { $replaceWith: '$$ROOT' }, { $replaceWith: '$sub' },
+    { $project: { _id: 0, k: 1, s: { $meta: 'textScore' } } }]).toArray();
+  assert.deepEqual(twice.reduce((o, d) => ({ ...o, [d.k]: d.s }), {}), want);
+});
