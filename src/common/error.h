@@ -399,6 +399,7 @@
     X(40085, Location40085)                                                    \
     X(40086, Location40086)                                                    \
     X(40228, Location40228)                                                    \
+    X(40229, Location40229)                                                    \
     X(40234, Location40234)                                                    \
     X(40238, Location40238)                                                    \
     X(40390, Location40390)                                                    \

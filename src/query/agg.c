@@ -214,7 +214,7 @@ typedef struct stage {
     size_t naccs;
     char *field;            /* $count name, $unwind path, $lookup as */
     char *index_field;      /* $unwind includeArrayIndex */
-    bool preserve;          /* $unwind */
+    bool preserve;          /* $unwind; $replaceRoot: spelled $replaceWith */
     char *from, *local, *foreign; /* $lookup; $out/$merge: from = target collection, local = its db (or NULL) */
     struct mf_pipeline *sub;       /* $lookup pipeline */
     let_vars_t let;                /* $lookup let */
@@ -3101,11 +3101,12 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
     }
     if (strcmp(name, "$replaceRoot") == 0 || strcmp(name, "$replaceWith") == 0) {
         s->kind = S_REPLACEROOT;
+        s->preserve = strcmp(name, "$replaceWith") == 0; /* its error names the 'replacement document' */
         const bson_value_t *root = v;
         bson_iter_t it;
-        if (name[3] == 'p' && strcmp(name, "$replaceRoot") == 0) {
+        if (!s->preserve) {
             if (v->value_type != BSON_TYPE_DOCUMENT)
-                return mf_err_set(err, MF_E_Location40228, "expected an object as specification for $replaceRoot stage, got %s",
+                return mf_err_set(err, MF_E_Location40229, "expected an object as specification for $replaceRoot stage, got %s",
                                   mf_type_name(v->value_type));
             root = NULL;
             bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
@@ -4617,9 +4618,9 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
             }
             if (r.value_type != BSON_TYPE_DOCUMENT) {
                 mf_err_set(err, MF_E_Location40228,
-                           "'newRoot' expression must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'.",
-                           r.value_type == BSON_TYPE_EOD ? "MISSING" : "...",
-                           mf_type_name(r.value_type));
+                           "%s must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'.",
+                           s->preserve ? "'replacement document'" : "'newRoot' expression",
+                           r.value_type == BSON_TYPE_EOD ? "MISSING" : "...", mf_type_name(r.value_type));
                 mf_value_free(&r);
                 mf_docvec_destroy(in);
                 return -1;

@@ -57,3 +57,17 @@ h.test('the text score passes through $replaceRoot and $replaceWith', async () =
     { $project: { _id: 0, k: 1, s: { $meta: 'textScore' } } }]).toArray();
   assert.deepEqual(twice.reduce((o, d) => ({ ...o, [d.k]: d.s }), {}), want);
 });
+
+// mongod's DocumentSourceReplaceRoot::createFromBson: a $replaceRoot whose
+// specification is not an object fails with 40229 (40228 is the result that is not
+// one), and $replaceWith's result error names the 'replacement document'.
+h.test('$replaceRoot and $replaceWith errors: codes and wording', async () => {
+  const t = srv.freshDb('ac58e').collection('t');
+  await t.insertOne({ _id: 1, s: 'x' });
+  await h.expectCode(t.aggregate([{ $replaceRoot: 5 }]).toArray(), 40229);
+  await h.expectCode(t.aggregate([{ $replaceRoot: { newRoot: '$s' } }]).toArray(), 40228);
+  await assert.rejects(t.aggregate([{ $replaceWith: '$s' }]).toArray(),
+    (e) => e.code === 40228 && /^'replacement document' must evaluate to an object/.test(e.message));
+  await assert.rejects(t.aggregate([{ $replaceRoot: { newRoot: '$nope' } }]).toArray(),
+    (e) => e.code === 40228 && /^'newRoot' expression must evaluate to an object, but resulting value was: MISSING/.test(e.message));
+});
