@@ -641,6 +641,7 @@ static const rule_t rules[] = {
     {"listCollections", R_SPECIAL, MF_ACT_LIST_COLLECTIONS},
     {"listIndexes", R_DATA, MF_ACT_LIST_INDEXES},
     {"collStats", R_DATA, MF_ACT_STATS},
+    {"collstats", R_DATA, MF_ACT_STATS},
     {"dbStats", R_DB, MF_ACT_STATS},
     {"dbstats", R_DB, MF_ACT_STATS},
     {"validate", R_DATA, MF_ACT_VALIDATE},

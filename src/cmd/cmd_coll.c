@@ -1435,6 +1435,29 @@ get_scale(mf_op_t *op, int64_t *scale)
     return 0;
 }
 
+/*
+ * collStats of a collection that does not exist: mongod's CmdCollStats
+ * answers ok with the zeros appendCollectionStorageStats fills in before its
+ * NamespaceNotFound, which the command ignores (the $collStats stage fails
+ * with 26 instead).
+ */
+static int
+coll_stats_missing(mf_op_t *op, const char *name, int64_t scale)
+{
+    bson_t empty = BSON_INITIALIZER;
+    char *ns = bson_strdup_printf("%s.%s", op->db, name);
+    BSON_APPEND_UTF8(op->reply, "ns", ns);
+    static const char *const zeros[] = {"size", "count", "numOrphanDocs", "storageSize", "totalSize", "nindexes",
+                                        "totalIndexSize"};
+    for (size_t i = 0; i < sizeof zeros / sizeof zeros[0]; i++)
+        BSON_APPEND_INT32(op->reply, zeros[i], 0);
+    BSON_APPEND_DOCUMENT(op->reply, "indexDetails", &empty);
+    BSON_APPEND_DOCUMENT(op->reply, "indexSizes", &empty);
+    BSON_APPEND_INT32(op->reply, "scaleFactor", (int32_t)scale);
+    bson_free(ns);
+    return 0;
+}
+
 static int
 cmd_coll_stats(mf_op_t *op)
 {
@@ -1448,7 +1471,7 @@ cmd_coll_stats(mf_op_t *op)
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
     if (c == NULL) {
         mf_catalog_unlock(op->eng->cat);
-        return mf_err_set(&op->err, MF_E_NamespaceNotFound, "Collection [%s.%s] not found.", op->db, name);
+        return coll_stats_missing(op, name, scale);
     }
     mf_coll_t *b = mf_ts_buckets_of(op->eng->cat, c);
     if (c->is_view && b == NULL) {
@@ -1670,7 +1693,11 @@ cmd_db_stats(mf_op_t *op)
     if (want_free)
         BSON_APPEND_DOUBLE(op->reply, "totalFreeStorageSize", (double)scale_div(cfree + ifree, scale));
     BSON_APPEND_INT64(op->reply, "scaleFactor", scale);
-    if (statvfs(mf_storage_home(op->eng->st), &vfs) == 0) {
+    if (l.n == 0) {
+        /* A database that does not exist: mongod's CmdDbStats answers zeros, the filesystem's sizes too. */
+        BSON_APPEND_DOUBLE(op->reply, "fsUsedSize", 0.0);
+        BSON_APPEND_DOUBLE(op->reply, "fsTotalSize", 0.0);
+    } else if (statvfs(mf_storage_home(op->eng->st), &vfs) == 0) {
         BSON_APPEND_DOUBLE(op->reply, "fsUsedSize",
                            (double)scale_div((int64_t)((vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize), scale));
         BSON_APPEND_DOUBLE(op->reply, "fsTotalSize", (double)scale_div((int64_t)(vfs.f_blocks * vfs.f_frsize), scale));
@@ -2302,6 +2329,7 @@ const mf_cmd_def_t mf_cmds_coll[] = {
     {"listDatabases", cmd_list_databases, MF_CMD_ADMIN_ONLY, list_databases_fields},
     {"renameCollection", cmd_rename_collection, MF_CMD_ADMIN_ONLY, rename_fields},
     {"collStats", cmd_coll_stats, 0, NULL},
+    {"collstats", cmd_coll_stats, 0, NULL},
     {"dbStats", cmd_db_stats, 0, NULL},
     {"dbstats", cmd_db_stats, 0, NULL},
     {"validate", cmd_validate, 0, NULL},

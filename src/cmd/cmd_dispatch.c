@@ -469,8 +469,9 @@ repl_kind(const mf_cmd_def_t *def, const bson_t *cmd)
                                          "renameCollection", "convertToCapped", "cloneCollectionAsCapped",
                                          "bulkWrite", "createUser", "updateUser", "dropUser",
                                          "dropAllUsersFromDatabase", "grantRolesToUser", "revokeRolesFromUser", NULL};
-    static const char *const reads[] = {"find", "count", "distinct", "listCollections", "listIndexes", "collStats",
-                                        "dbStats", "dataSize", "dbHash", "dbhash", "validate", "explain", NULL};
+    static const char *const reads[] = {"find",     "count",   "distinct", "listCollections", "listIndexes",
+                                        "collStats", "collstats", "dbStats", "dbstats", "dataSize", "dbHash",
+                                        "dbhash",    "validate",  "explain", NULL};
     if (def->flags & MF_CMD_WRITE)
         return MF_REPL_WRITE;
     if (strcmp(def->name, "aggregate") == 0)

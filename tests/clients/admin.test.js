@@ -454,10 +454,29 @@ h.test('$collStats takes what its IDL struct takes: 40415 for another field, 14 
   assert.ok(ok[0].latencyStats.reads.histogram, 'histograms given');
 });
 
-h.test('collStats of a missing collection fails with NamespaceNotFound (26)', async () => {
+// mongod's CmdCollStats ignores the NamespaceNotFound of appendCollectionStorageStats, which
+// has filled in zeros by then (the $collStats stage does fail with 26).
+h.test('collStats of a missing collection answers zeros, as mongod (and under its lowercase alias)', async () => {
   const db = srv.freshDb('collstats2');
   await db.collection('other').insertOne({});
-  await h.expectCode(db.command({ collStats: 'missing' }), 26);
+  const want = { ns: `${db.databaseName}.missing`, size: 0, count: 0, numOrphanDocs: 0, storageSize: 0, totalSize: 0,
+    nindexes: 0, totalIndexSize: 0, indexDetails: {}, indexSizes: {}, scaleFactor: 1, ok: 1 };
+  assert.deepEqual(await db.command({ collStats: 'missing' }), want);
+  assert.deepEqual(await db.command({ collstats: 'missing', scale: 1024 }), { ...want, scaleFactor: 1024 });
+  const nodb = srv.freshDb('collstats_nodb');
+  assert.deepEqual(await nodb.command({ collStats: 'x' }), { ...want, ns: `${nodb.databaseName}.x` });
+  await h.expectCode(db.collection('missing').aggregate([{ $collStats: { storageStats: {} } }]).toArray(), 26);
+  // The alias answers what collStats does for a collection that exists.
+  const a = await db.command({ collStats: 'other' });
+  const b = await db.command({ collstats: 'other' });
+  assert.deepEqual(Object.keys(b), Object.keys(a));
+  assert.equal(b.count, 1);
+  // dbStats of a database that does not exist: zeros, the filesystem's sizes too (mongod's CmdDbStats).
+  const none = await srv.freshDb('dbstats_nodb').command({ dbStats: 1 });
+  assert.equal(none.collections, 0);
+  assert.equal(none.fsUsedSize, 0);
+  assert.equal(none.fsTotalSize, 0);
+  assert.ok((await db.command({ dbStats: 1 })).fsTotalSize > 0);
 });
 
 h.test('validate refuses mongod\'s conflicting options with 72 InvalidOptions (found by helper-66: they were run)', async () => {

@@ -198,7 +198,7 @@ h.test('$collStats queryExecStats: errors as mongod (missing, view, bad spec)', 
   await h.expectCode(db.collection('c').aggregate([{ $collStats: { queryExecStats: 1 } }]).toArray(), 14);
   await h.expectCode(db.command({ collStats: 'c', scale: 'x' }), 14);
   await h.expectCode(db.command({ collStats: 'c', scale: 0 }), 2);
-  await h.expectCode(db.command({ collStats: 'nope' }), 26);
+  assert.equal((await db.command({ collStats: 'nope' })).count, 0); /* the command answers zeros (mongod's CmdCollStats) */
   /* The server is still there. */
   assert.equal((await db.command({ collStats: 'c' })).count, 5);
 });
