@@ -1316,6 +1316,11 @@ mf_cmd_aggregate(mf_op_t *op)
         return mf_err_set(&op->err, MF_E_InvalidNamespace,
                           "{aggregate: 1} is not valid for this pipeline; a collection is required.");
     }
+    if (name != NULL && mf_pipeline_starts_with_documents(pl)) {
+        /* mongod's Pipeline::validateTopLevelPipeline: a stage independent of any collection, on one. */
+        mf_pipeline_free(pl);
+        return mf_err_set(&op->err, MF_E_InvalidNamespace, "'$documents' can only be run with {aggregate: 1}");
+    }
     /* $listLocalSessions runs on {aggregate: 1}, $listSessions on config.system.sessions (as mongod). */
     const char *ls = mf_pipeline_lists_sessions(pl);
     if (ls != NULL && ls[5] == 'L' && name != NULL) {

@@ -3457,6 +3457,12 @@ mf_pipeline_lists_sessions(const mf_pipeline_t *p)
 }
 
 bool
+mf_pipeline_starts_with_documents(const mf_pipeline_t *p)
+{
+    return p != NULL && p->n > 0 && p->stages[0].kind == S_DOCUMENTS;
+}
+
+bool
 mf_pipeline_sorts_by_text_score(const mf_pipeline_t *p)
 {
     for (size_t i = 0; p != NULL && i < p->n; i++)

@@ -266,6 +266,9 @@ bool mf_pipeline_writes(const mf_pipeline_t *p);
  */
 bool mf_pipeline_write_target(const mf_pipeline_t *p, const char **db, const char **coll, const bson_t **merge_spec);
 
+/* mf_pipeline_starts_with_documents: whether p's first stage is $documents (only {aggregate: 1} runs it at the top). */
+bool mf_pipeline_starts_with_documents(const mf_pipeline_t *p);
+
 /* mf_pipeline_sorts_by_text_score: whether a $sort of p (not of its sub-pipelines) has a {$meta: "textScore"} key. */
 bool mf_pipeline_sorts_by_text_score(const mf_pipeline_t *p);
 

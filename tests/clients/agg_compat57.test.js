@@ -71,3 +71,18 @@ h.test('$replaceRoot and $replaceWith errors: codes and wording', async () => {
   await assert.rejects(t.aggregate([{ $replaceRoot: { newRoot: '$nope' } }]).toArray(),
     (e) => e.code === 40228 && /^'newRoot' expression must evaluate to an object, but resulting value was: MISSING/.test(e.message));
 });
+
+// mongod's Pipeline::validateTopLevelPipeline: $documents, independent of any collection,
+// runs only as {aggregate: 1} (found by helper-101: mayfly ran it on any collection).
+h.test('$documents on a collection is refused with 73; on the database and in sub-pipelines it runs', async () => {
+  const db = srv.freshDb('ac58d');
+  await db.collection('c').insertOne({ _id: 1, k: 1 });
+  await h.expectCode(db.collection('c').aggregate([{ $documents: [{ x: 1 }] }]).toArray(), 73,
+    /^'\$documents' can only be run with \{aggregate: 1\}$/);
+  assert.deepEqual(await db.aggregate([{ $documents: [{ x: 1 }] }]).toArray(), [{ x: 1 }]);
+  const joined = await db.collection('c').aggregate([
+    { $lookup: { let: { k: '$k' }, pipeline: [{ $documents: [{ k: 1, v: 'a' }, { k: 2, v: 'b' }] },
+      { $match: { $expr: { $eq: ['$k', '$$k'] } } }], as: 'j' } },
+  ]).toArray();
+  assert.deepEqual(joined, [{ _id: 1, k: 1, j: [{ k: 1, v: 'a' }] }]);
+});

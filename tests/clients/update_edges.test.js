@@ -113,7 +113,7 @@ h.test('$$CLUSTER_TIME on a standalone server is 51144 where it is evaluated', a
   writeError(r, 51144, "Builtin variable '$$CLUSTER_TIME' is not available");
   assert.deepEqual(after, { _id: 1 });
   const db = srv.freshDb('ue_ct_agg');
-  await assert.rejects(db.collection('c').aggregate([{ $documents: [{ a: 1 }] }, { $project: { t: '$$CLUSTER_TIME' } }]).toArray(),
+  await assert.rejects(db.aggregate([{ $documents: [{ a: 1 }] }, { $project: { t: '$$CLUSTER_TIME' } }]).toArray(),
     (e) => e.code === 51144);
   // In a query's $expr too: the query fails, it does not match nothing.
   await db.collection('c').insertOne({ _id: 1, a: 1 });
