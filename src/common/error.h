@@ -375,6 +375,7 @@
     X(16611, Location16611)                                                    \
     X(5733415, Location5733415)                                                \
     X(28680, Location28680)                                                    \
+    X(51080, Location51080)                                                    \
     X(51081, Location51081)                                                    \
     X(51082, Location51082)                                                    \
     X(51083, Location51083)                                                    \

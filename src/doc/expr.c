@@ -2868,27 +2868,40 @@ ev_round(int op, const bson_value_t *a, const bson_value_t *p, ctx_t *c, bson_va
                         &o->value.v_decimal128);
         return 0;
     }
-    double x = as_dbl(a), m = pow(10.0, (double)(place < 0 ? -place : place)), r;
-    bool is_int = a->value_type == BSON_TYPE_INT32 || a->value_type == BSON_TYPE_INT64;
-    if (is_int && place >= 0) {
-        mf_value_copy(o, a);
+    /*
+     * mongod (evaluateRoundOrTrunc): a double is rounded as its 34-digit
+     * decimal is, then converted back; an integer with a negative place is
+     * quantized as a decimal, and becomes a long when the result leaves the
+     * int range (51080 when it leaves the long range).
+     */
+    mf_dec_round_t mode = op == OP_ROUND ? MF_DEC_HALF_EVEN : MF_DEC_TRUNC;
+    bson_decimal128_t d, q;
+    if (a->value_type == BSON_TYPE_DOUBLE) {
+        if (isinf(a->value.v_double)) {
+            mf_value_copy(o, a);
+            return 0;
+        }
+        mf_dec_from_double(a->value.v_double, 34, &d);
+        mf_dec_quantize(&d, (int)place, mode, &q);
+        mf_value_set_double(o, mf_dec_to_double(&q));
         return 0;
     }
     if (place >= 0) {
-        r = op == OP_ROUND ? nearbyint(x * m) / m : trunc(x * m) / m;
-        if (!isfinite(r))
-            r = x;
-    } else {
-        r = op == OP_ROUND ? nearbyint(x / m) * m : trunc(x / m) * m;
+        mf_value_copy(o, a);
+        return 0;
     }
-    if (a->value_type == BSON_TYPE_INT32)
-        mf_value_set_int32(o, (int32_t)r);
-    else if (a->value_type == BSON_TYPE_INT64)
-        mf_value_set_int64(o, (int64_t)r);
-    else if (a->value_type == BSON_TYPE_DECIMAL128)
-        mf_value_set_decimal_from_double(o, r);
+    int64_t in = as_i64(a), out;
+    mf_dec_from_int64(in, &d);
+    mf_dec_quantize(&d, (int)place, mode, &q);
+    if (!mf_dec_to_int64(&q, &out))
+        return mf_err_set(c->err, MF_E_Location51080,
+                          "invalid conversion from Decimal128 result in %s resulting from arguments: [%" PRId64
+                          ", %" PRId64 "]",
+                          name, in, place);
+    if (a->value_type == BSON_TYPE_INT32 && out >= INT32_MIN && out <= INT32_MAX)
+        mf_value_set_int32(o, (int32_t)out);
     else
-        mf_value_set_double(o, r);
+        mf_value_set_int64(o, out);
     return 0;
 }
 

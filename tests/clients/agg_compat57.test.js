@@ -86,3 +86,30 @@ h.test('$documents on a collection is refused with 73; on the database and in su
   ]).toArray();
   assert.deepEqual(joined, [{ _id: 1, k: 1, j: [{ k: 1, v: 'a' }] }]);
 });
+
+// mongod's evaluateRoundOrTrunc: an integer with a negative place is quantized as a
+// decimal; the result becomes a long past the int range and fails with 51080 past the
+// long range (found by helper-101: mayfly wrapped around); a double is rounded as its
+// 34-digit decimal.
+h.test('$round and $trunc with a negative place: int to long, long overflow 51080, doubles via decimal', async () => {
+  const db = srv.freshDb('ac58r');
+  const { Int32, Long, Double } = require('mongodb');
+  const one = async (e) => (await db.aggregate([{ $documents: [{}] }, { $project: { _id: 0, r: e } }],
+    { promoteLongs: false, promoteValues: false }).toArray())[0].r;
+  let r = await one({ $round: [new Int32(2147483647), -1] });
+  assert.ok(r instanceof Long && r.toString() === '2147483650', String(r));
+  r = await one({ $round: [new Int32(-2147483648), -1] });
+  assert.ok(r instanceof Long && r.toString() === '-2147483650', String(r));
+  r = await one({ $round: [new Int32(1250), -2] });
+  assert.ok(r instanceof Int32 && r.value === 1200, String(r)); /* half to even */
+  r = await one({ $trunc: [Long.fromString('9223372036854775807'), -1] });
+  assert.ok(r instanceof Long && r.toString() === '9223372036854775800', String(r));
+  await h.expectCode(db.aggregate([{ $documents: [{}] }, { $project: { r: { $round: [Long.fromString('9223372036854775807'), -1] } } }]).toArray(), 51080,
+    /invalid conversion from Decimal128 result in \$round resulting from arguments: \[9223372036854775807, -1\]/);
+  r = await one({ $round: [new Double(2.675), 2] });
+  assert.equal(r.value, 2.67);
+  r = await one({ $round: [new Double(-1234.5678), -2] });
+  assert.equal(r.value, -1200);
+  r = await one({ $trunc: [new Double(-1234.5678), 1] });
+  assert.equal(r.value, -1234.5);
+});
