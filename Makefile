@@ -17,7 +17,7 @@ CSTD    := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missi
 INCS     = -Iinclude -Isrc $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PREFIX  ?= /usr/local
 VERSION := 8.0.0
-LIBS     = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lstemmer -lwiredtiger -lpcre2-8 -lraft -lssl -lcrypto -lzstd -lz -lsnappy -lhttp_parser -lpthread -lm
+LIBS     = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lstemmer -lwiredtiger -lpcre2-8 -lraft -lssl -lcrypto -lzstd -lz -lsnappy -lhttp_parser -lpthread -lquadmath -lm
 
 BUILD   ?= build
 ifeq ($(BUILD),build-asan)
@@ -95,7 +95,7 @@ $(BUILD)/libmayfly_wt_zstd.so: ext/wt_zstd/wt_zstd.c
 .PHONY: $(BUILD)/mayfly.pc
 $(BUILD)/mayfly.pc:
 	@mkdir -p $(dir $@)
-	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: mayfly\nDescription: embeddable MongoDB-compatible document engine with TTL indexes\nVersion: %s\nRequires: libbson-1.0\nLibs: -L$${libdir} -lmayfly\nLibs.private: -lstemmer -lwiredtiger -lpcre2-8 -lraft -lssl -lcrypto -lzstd -lz -lsnappy -lhttp_parser -luv -licui18n -licuuc -licudata -lpthread -lm\nCflags: -I$${includedir}\n' '$(PREFIX)' '$(VERSION)' > $@
+	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: mayfly\nDescription: embeddable MongoDB-compatible document engine with TTL indexes\nVersion: %s\nRequires: libbson-1.0\nLibs: -L$${libdir} -lmayfly\nLibs.private: -lstemmer -lwiredtiger -lpcre2-8 -lraft -lssl -lcrypto -lzstd -lz -lsnappy -lhttp_parser -luv -licui18n -licuuc -licudata -lpthread -lquadmath -lm\nCflags: -I$${includedir}\n' '$(PREFIX)' '$(VERSION)' > $@
 
 install: $(BUILD)/libmayfly.a $(BUILD)/libmayfly.so $(BUILD)/mayfly.pc $(BUILD)/mayflyd
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin

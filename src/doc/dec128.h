@@ -70,4 +70,30 @@ bool mf_dec_to_int64(const bson_decimal128_t *d, int64_t *out);
 bool mf_dec_is_nan(const bson_decimal128_t *d);
 bool mf_dec_is_zero(const bson_decimal128_t *d);
 
+/*
+ * Functions MongoDB computes in decimal (Decimal128::exponential, logarithm,
+ * squareRoot, power, sin ...), to 34 digits (see dec128.c: in binary128,
+ * rounded once). NaN and infinities follow IEEE; a domain error (the
+ * logarithm of a negative) gives NaN: callers check domains first, as
+ * mongod does.
+ */
+typedef enum mf_dec_fn {
+    MF_DEC_SQRT, MF_DEC_EXP, MF_DEC_LN, MF_DEC_LOG10, MF_DEC_LOG2,
+    MF_DEC_SIN, MF_DEC_COS, MF_DEC_TAN, MF_DEC_ASIN, MF_DEC_ACOS, MF_DEC_ATAN,
+    MF_DEC_SINH, MF_DEC_COSH, MF_DEC_TANH, MF_DEC_ASINH, MF_DEC_ACOSH, MF_DEC_ATANH,
+} mf_dec_fn_t;
+/* mf_dec_math: *out = fn(a). */
+void mf_dec_math(mf_dec_fn_t fn, const bson_decimal128_t *a, bson_decimal128_t *out);
+/* mf_dec_atan2: *out = atan2(y, x). */
+void mf_dec_atan2(const bson_decimal128_t *y, const bson_decimal128_t *x, bson_decimal128_t *out);
+/* mf_dec_log: *out = the logarithm of a in base (log2 and log10 for 2 and 10, else ln a / ln base). */
+void mf_dec_log(const bson_decimal128_t *a, const bson_decimal128_t *base, bson_decimal128_t *out);
+/* mf_dec_pow: *out = base^ex, exact for an integral ex while it fits, with every digit the coefficient has room for (as Decimal128::power). */
+void mf_dec_pow(const bson_decimal128_t *base, const bson_decimal128_t *ex, bson_decimal128_t *out);
+/* mf_dec_angle: a times pi/180 (to_radians) or 180/pi, MongoDB's decimal factors. */
+void mf_dec_angle(bool to_radians, const bson_decimal128_t *a, bson_decimal128_t *out);
+
+/* mf_dec_fmod: *out = a mod b exactly (the remainder of the truncated quotient, a's sign), as Decimal128::modulo; NaN for b zero. */
+void mf_dec_fmod(const bson_decimal128_t *a, const bson_decimal128_t *b, bson_decimal128_t *out);
+
 #endif

@@ -358,30 +358,6 @@ var_name_ok(const char *name, size_t len, bool read, mf_error_t *err)
 
 /* The setters (mf_value_set_*, mf_value_take_bson) are value.h's, shared with agg.c and agg_window.c. */
 
-/*
- * set_real: o becomes x as a decimal when dec (a math result of a decimal
- * argument), else as a double. mongod computes such results ($sqrt, $ln,
- * $pow ... of a decimal) in decimal; mayfly computes them in double, so the
- * decimal is x's shortest 15-digit form ($sqrt of 4 is 2), not the trailing
- * zeros of a double converted as such (mf_value_set_decimal_from_double).
- */
-static void
-set_real(bson_value_t *o, double x, bool dec)
-{
-    if (dec) {
-        char buf[40];
-        if (isnan(x) || isinf(x)) {
-            mf_value_set_decimal_from_double(o, x);
-            return;
-        }
-        snprintf(buf, sizeof buf, "%.15g", x);
-        mf_value_set_type(o, BSON_TYPE_DECIMAL128);
-        bson_decimal128_from_string(buf, &o->value.v_decimal128);
-    } else {
-        mf_value_set_double(o, x);
-    }
-}
-
 static const char *
 tname(const bson_value_t *v)
 {
@@ -2594,8 +2570,16 @@ ev_mod(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
             mf_value_set_int64(o, r);
         return 0;
     }
-    double r = fmod(as_dbl(a), as_dbl(b));
-    set_real(o, r, ra == 3 || rb == 3);
+    if (ra == 3 || rb == 3) {
+        /* In decimal, exact, as mongod's Decimal128::modulo (coerceToDecimal: a double to 15 digits). */
+        bson_decimal128_t da, db;
+        (void)mf_dec_from_value(a, 15, &da);
+        (void)mf_dec_from_value(b, 15, &db);
+        mf_value_set_type(o, BSON_TYPE_DECIMAL128);
+        mf_dec_fmod(&da, &db, &o->value.v_decimal128);
+        return 0;
+    }
+    mf_value_set_double(o, fmod(as_dbl(a), as_dbl(b)));
     return 0;
 }
 
@@ -2681,7 +2665,14 @@ ev_unary_math(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_va
     default:
         break;
     }
-    set_real(o, x, a->value_type == BSON_TYPE_DECIMAL128);
+    if (a->value_type == BSON_TYPE_DECIMAL128 && (op == OP_SQRT || op == OP_EXP || op == OP_LN || op == OP_LOG10)) {
+        /* In decimal, to 34 digits, as mongod's Decimal128::squareRoot, exponential and logarithm. */
+        mf_value_set_type(o, BSON_TYPE_DECIMAL128);
+        mf_dec_math(op == OP_SQRT ? MF_DEC_SQRT : op == OP_EXP ? MF_DEC_EXP : op == OP_LN ? MF_DEC_LN : MF_DEC_LOG10,
+                    &a->value.v_decimal128, &o->value.v_decimal128);
+        return 0;
+    }
+    mf_value_set_double(o, x); /* a decimal argument was answered above */
     return 0;
 }
 
@@ -2725,6 +2716,21 @@ ev_trig(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_value_t 
         mf_value_copy(o, a);
         return 0;
     }
+    if (a->value_type == BSON_TYPE_DECIMAL128) {
+        /* In decimal, to 34 digits, as mongod's Decimal128::sin ... and its kPiOver180 / k180OverPi factors. */
+        static const mf_dec_fn_t fns[] = {[OP_SIN - OP_SIN] = MF_DEC_SIN,     [OP_COS - OP_SIN] = MF_DEC_COS,
+                                          [OP_TAN - OP_SIN] = MF_DEC_TAN,     [OP_ASIN - OP_SIN] = MF_DEC_ASIN,
+                                          [OP_ACOS - OP_SIN] = MF_DEC_ACOS,   [OP_ATAN - OP_SIN] = MF_DEC_ATAN,
+                                          [OP_ASINH - OP_SIN] = MF_DEC_ASINH, [OP_ACOSH - OP_SIN] = MF_DEC_ACOSH,
+                                          [OP_ATANH - OP_SIN] = MF_DEC_ATANH, [OP_SINH - OP_SIN] = MF_DEC_SINH,
+                                          [OP_COSH - OP_SIN] = MF_DEC_COSH,   [OP_TANH - OP_SIN] = MF_DEC_TANH};
+        mf_value_set_type(o, BSON_TYPE_DECIMAL128);
+        if (op == OP_DEGREESTORADIANS || op == OP_RADIANSTODEGREES)
+            mf_dec_angle(op == OP_DEGREESTORADIANS, &a->value.v_decimal128, &o->value.v_decimal128);
+        else
+            mf_dec_math(fns[op - OP_SIN], &a->value.v_decimal128, &o->value.v_decimal128);
+        return 0;
+    }
     switch (op) {
     case OP_SIN: r = sin(x); break;
     case OP_COS: r = cos(x); break;
@@ -2741,7 +2747,7 @@ ev_trig(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_value_t 
     case OP_DEGREESTORADIANS: r = x * (3.141592653589793 / 180.0); break;
     default: r = x * (180.0 / 3.141592653589793); break;
     }
-    set_real(o, r, a->value_type == BSON_TYPE_DECIMAL128);
+    mf_value_set_double(o, r); /* a decimal argument was answered above */
     return 0;
 }
 
@@ -2832,8 +2838,15 @@ ev_atan2(const bson_value_t *y, const bson_value_t *x, ctx_t *c, bson_value_t *o
             return mf_err_set(c->err, i == 0 ? MF_E_Location51044 : MF_E_Location51045,
                               "$atan2 only supports numeric types, not %s", tname(v[i]));
     }
-    double r = atan2(as_dbl(y), as_dbl(x));
-    set_real(o, r, y->value_type == BSON_TYPE_DECIMAL128 || x->value_type == BSON_TYPE_DECIMAL128);
+    if (y->value_type == BSON_TYPE_DECIMAL128 || x->value_type == BSON_TYPE_DECIMAL128) {
+        bson_decimal128_t dy, dx;
+        (void)mf_dec_from_value(y, 15, &dy);
+        (void)mf_dec_from_value(x, 15, &dx);
+        mf_value_set_type(o, BSON_TYPE_DECIMAL128);
+        mf_dec_atan2(&dy, &dx, &o->value.v_decimal128);
+        return 0;
+    }
+    mf_value_set_double(o, atan2(as_dbl(y), as_dbl(x)));
     return 0;
 }
 
@@ -2947,8 +2960,16 @@ ev_pow(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
         }
         return 0;
     }
-    double r = pow(as_dbl(a), as_dbl(b));
-    set_real(o, r, ra == 3 || rb == 3);
+    if (ra == 3 || rb == 3) {
+        /* Either is a decimal: in decimal, as mongod's Decimal128::power (coerceToDecimal: a double to 15 digits). */
+        bson_decimal128_t da, db;
+        (void)mf_dec_from_value(a, 15, &da);
+        (void)mf_dec_from_value(b, 15, &db);
+        mf_value_set_type(o, BSON_TYPE_DECIMAL128);
+        mf_dec_pow(&da, &db, &o->value.v_decimal128);
+        return 0;
+    }
+    mf_value_set_double(o, pow(as_dbl(a), as_dbl(b)));
     return 0;
 }
 
@@ -7249,6 +7270,13 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         } else if (as_dbl(&v[1]) <= 0 || as_dbl(&v[1]) == 1) {
             rc = mf_err_set(c->err, MF_E_Location28759,
                             "$log's base must be a positive number not equal to 1, but is %g", as_dbl(&v[1]));
+        } else if (v[0].value_type == BSON_TYPE_DECIMAL128 || v[1].value_type == BSON_TYPE_DECIMAL128) {
+            /* Either is a decimal: a decimal, as mongod's Decimal128::logarithm(base). */
+            bson_decimal128_t da, db;
+            (void)mf_dec_from_value(&v[0], 15, &da);
+            (void)mf_dec_from_value(&v[1], 15, &db);
+            mf_value_set_type(o, BSON_TYPE_DECIMAL128);
+            mf_dec_log(&da, &db, &o->value.v_decimal128);
         } else {
             mf_value_set_double(o, log(as_dbl(&v[0])) / log(as_dbl(&v[1])));
         }

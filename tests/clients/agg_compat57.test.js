@@ -113,3 +113,40 @@ h.test('$round and $trunc with a negative place: int to long, long overflow 5108
   r = await one({ $trunc: [new Double(-1234.5678), 1] });
   assert.equal(r.value, -1234.5);
 });
+
+// mongod computes these in Decimal128 (Intel's bid128_pow, _exp, _log, _sqrt, _sin ...,
+// fmod exact): 34 digits, where mayfly went through a double and kept 15 (found by
+// helper-101). $pow keeps every digit the coefficient has room for (Decimal128::power
+// adds a zero of the smallest exponent).
+h.test('decimal math keeps 34 digits: $pow, $sqrt, $exp, $ln, $log10, $log, trigonometry, $mod', async () => {
+  const db = srv.freshDb('ac58m');
+  const { Decimal128 } = require('mongodb');
+  const D = (s) => Decimal128.fromString(s);
+  const cases = [
+    [{ $pow: [D('3'), 40] }, '12157665459056928801.00000000000000'],
+    [{ $pow: [D('1.05'), 10] }, '1.628894626777441406250000000000000'],
+    [{ $pow: [2, D('0.5')] }, '1.414213562373095048801688724209698'],
+    [{ $sqrt: D('2') }, '1.414213562373095048801688724209698'],
+    [{ $sqrt: D('4') }, '2'],
+    [{ $exp: D('1') }, '2.718281828459045235360287471352662'],
+    [{ $ln: D('2') }, '0.6931471805599453094172321214581766'],
+    [{ $log10: D('2') }, '0.3010299956639811952137388947244930'],
+    [{ $log: [D('8'), 2] }, '3'],
+    [{ $log: [8, D('2')] }, '3'],
+    [{ $sin: D('1') }, '0.8414709848078965066525023216302990'],
+    [{ $atan2: [D('1'), 1] }, '0.7853981633974483096156608458198757'],
+    [{ $degreesToRadians: D('180') }, '3.141592653589793238462643383279503'],
+    [{ $mod: [D('12345678901234567.89'), 1] }, '0.89'],
+    [{ $mod: [D('-10.5'), D('3')] }, '-1.5'],
+  ];
+  const doc = (await db.aggregate([{ $documents: [{}] },
+    { $project: Object.fromEntries(cases.map((c, i) => [`r${i}`, c[0]])) }]).toArray())[0];
+  cases.forEach(([e, want], i) => {
+    assert.ok(doc[`r${i}`] instanceof Decimal128, JSON.stringify(e));
+    assert.equal(doc[`r${i}`].toString(), want, JSON.stringify(e));
+  });
+  // The domain errors are unchanged.
+  await h.expectCode(db.aggregate([{ $documents: [{ x: D('-1') }] }, { $project: { r: { $sqrt: '$x' } } }]).toArray(), 28714);
+  await h.expectCode(db.aggregate([{ $documents: [{ x: D('0') }] }, { $project: { r: { $ln: '$x' } } }]).toArray(), 28766);
+  await h.expectCode(db.aggregate([{ $documents: [{ x: D('2') }] }, { $project: { r: { $asin: '$x' } } }]).toArray(), 50989);
+});
