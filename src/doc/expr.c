@@ -762,6 +762,14 @@ coerce_str(ctx_t *c, const bson_value_t *v, bson_value_t *o)
     }
     if (date_str_range(c, v, "failed while coercing date to string :: caused by :: ") < 0)
         return -1;
+    if (v->value_type == BSON_TYPE_DOUBLE) {
+        /* Value::coerceToString streams a double: printf's %g, 6 significant digits ($toString does not). */
+        char buf[40];
+        double d = v->value.v_double;
+        snprintf(buf, sizeof buf, isnan(d) ? "nan" : isinf(d) ? (d > 0 ? "inf" : "-inf") : "%g", d);
+        mf_value_set_str(o, buf);
+        return 0;
+    }
     if (!to_string(v, o))
         return mf_err_set(c->err, MF_E_Location16007, "can't convert from BSON type %s to String",
                           tname(v));

@@ -150,3 +150,18 @@ h.test('decimal math keeps 34 digits: $pow, $sqrt, $exp, $ln, $log10, $log, trig
   await h.expectCode(db.aggregate([{ $documents: [{ x: D('0') }] }, { $project: { r: { $ln: '$x' } } }]).toArray(), 28766);
   await h.expectCode(db.aggregate([{ $documents: [{ x: D('2') }] }, { $project: { r: { $asin: '$x' } } }]).toArray(), 50989);
 });
+
+// Value::coerceToString streams a double with printf's %g (StringBuilder), so the string
+// operators that coerce ($toUpper, $toLower, $substrBytes, $substrCP, $strcasecmp) see 6
+// significant digits; $toString / $convert format doubles in full (found by helper-101).
+h.test('string operators coerce a double with %g; $toString keeps every digit', async () => {
+  const db = srv.freshDb('ac58s');
+  const { Double } = require('mongodb');
+  const doc = (await db.aggregate([{ $documents: [{ d: 1.23456789, e: new Double(1234567), f: 0.1, i: 1234567 }] }, {
+    $project: {
+      _id: 0, u: { $toUpper: '$d' }, l: { $toLower: '$e' }, s: { $substrBytes: ['$f', 0, 10] },
+      c: { $strcasecmp: ['$d', '1.23457'] }, i: { $toUpper: '$i' }, t: { $toString: '$d' },
+    },
+  }]).toArray())[0];
+  assert.deepEqual(doc, { u: '1.23457', l: '1.23457e+06', s: '0.1', c: 0, i: '1234567', t: '1.23456789' });
+});
