@@ -62,6 +62,21 @@ is_bool_option(const char *k)
  * normalised to true (and left out when false), in name order so the
  * order they were given in does not matter.
  */
+/*
+ * key_is_id_pattern: whether key is {_id: 1} or {_id: -1}, what mongod's
+ * IndexDescriptor::isIdIndexPattern calls an _id index, whatever its name:
+ * such an index is unique whether or not its spec says so.
+ */
+static bool
+key_is_id_pattern(const bson_t *key)
+{
+    bson_iter_t it;
+    if (bson_count_keys(key) != 1 || !bson_iter_init_find(&it, key, "_id") || !mf_value_is_number(bson_iter_value(&it)))
+        return false;
+    double v = mf_value_as_double(bson_iter_value(&it));
+    return (int)v == 1 || (int)v == -1; /* numberInt(): 1.5 is 1 */
+}
+
 static void
 identity_options(const bson_t *spec, bson_t *out)
 {
@@ -92,7 +107,24 @@ identity_options(const bson_t *spec, bson_t *out)
         keys[pos] = k;
         vals[pos] = *bson_iter_value(&it);
     }
-    for (int i = 0; i < n; i++) {
+    /* An _id index is unique (IndexDescriptor::unique()), so {_id: 1} with unique: true is the _id_ index's twin. */
+    bson_t key;
+    bool add_unique = false;
+    if (bson_iter_init_find(&it, spec, "key") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        const uint8_t *d;
+        uint32_t l;
+        bson_iter_document(&it, &l, &d);
+        add_unique = bson_init_static(&key, d, l) && key_is_id_pattern(&key);
+        for (int i = 0; i < n && add_unique; i++)
+            add_unique = strcmp(keys[i], "unique") != 0;
+    }
+    for (int i = 0; i <= n; i++) {
+        if (add_unique && (i == n || strcmp(keys[i], "unique") > 0)) {
+            BSON_APPEND_BOOL(out, "unique", true); /* in its sorted place */
+            add_unique = false;
+        }
+        if (i == n)
+            break;
         if (is_bool_option(keys[i]))
             BSON_APPEND_BOOL(out, keys[i], true);
         else
@@ -825,6 +857,15 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
                 return mf_err_set(err, MF_E_InvalidIndexSpecificationOption,
                                   "The field '%s' is not valid for an _id index specification. Specification: %s", k, shown);
         }
+    }
+    if (key_is_id_pattern(&key)) {
+        /* IndexCatalogImpl::_isSpecOk: an index on {_id: 1} or {_id: -1}, under any name, is an _id index. */
+        if (bson_iter_init_find(&it, req, "unique") && !bson_iter_as_bool(&it))
+            return mf_err_set(err, MF_E_CannotCreateIndex, "_id index cannot be non-unique");
+        if (has_partial)
+            return mf_err_set(err, MF_E_CannotCreateIndex, "_id index cannot be a partial index");
+        if (sparse)
+            return mf_err_set(err, MF_E_CannotCreateIndex, "_id index cannot be sparse");
     }
     if (hidden && given_name && strcmp(given_name, "_id_") == 0)
         return mf_err_set(err, MF_E_BadValue, "can't hide _id index");

@@ -159,3 +159,25 @@ h.test('wildcard indexes: the wildcardProjection is part of the signature, compa
   assert.deepEqual((await c.find({ 'a.b': 5 }).hint('wc_a').toArray()).map((d) => d._id), [1]);
   assert.deepEqual((await c.find({ z: 5 }).hint('wc_noa').sort({ _id: 1 }).toArray()).map((d) => d._id), [1, 2]);
 });
+
+// IndexCatalogImpl::_isSpecOk: an index whose key is {_id: 1} or {_id: -1} is an _id
+// index under any name, so it cannot be sparse, partial or non-unique (67), and being
+// unique it is the _id_ index's twin (85). Mongoose's own docs use the sparse case:
+// schema.index({_id: 1}, {sparse: true}) emits "_id index cannot be sparse". Found by helper-102.
+h.test('an index on {_id: 1} under another name is an _id index: 67 for sparse, partial, non-unique; 85 as a twin', async () => {
+  const db = srv.freshDb('idrules');
+  await db.collection('c').insertOne({ a: 1 });
+  const create = (spec) => db.command({ createIndexes: 'c', indexes: [spec] });
+  await h.expectCode(create({ key: { _id: 1 }, name: 's', sparse: true }), 67, /^_id index cannot be sparse$/);
+  await h.expectCode(create({ key: { _id: 1 }, name: 'p', partialFilterExpression: { a: 1 } }), 67,
+    /^_id index cannot be a partial index$/);
+  await h.expectCode(create({ key: { _id: 1 }, name: 'n', unique: false }), 67, /^_id index cannot be non-unique$/);
+  await h.expectCode(create({ key: { _id: 1 }, name: '_id_1', unique: true }), 85,
+    /^Index already exists with a different name: _id_$/);
+  await h.expectCode(create({ key: { _id: 1 }, name: 'x' }), 85, /^Index already exists with a different name: _id_$/);
+  // The same spec as the _id index's own is a no-op; a compound or hashed index on _id is an ordinary one.
+  assert.equal((await create({ key: { _id: 1 }, name: '_id_' })).note, 'all indexes already exist');
+  await create({ key: { _id: 1, a: 1 }, name: 'c', sparse: true });
+  await create({ key: { _id: 'hashed' }, name: 'h' });
+  assert.deepEqual((await db.collection('c').indexes()).map((i) => i.name), ['_id_', 'c', 'h']);
+});
