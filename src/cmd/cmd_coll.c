@@ -1993,6 +1993,8 @@ again:
             bson_append_value(norm[i], "collation", -1, bson_iter_value(&dci));
         }
     }
+    for (size_t i = 0; i < nspecs; i++)
+        mf_index_spec_drop_simple_collation(norm[i]);
     /* Conflicts against existing indexes and earlier specs of this request; keep[i] marks specs to build. */
     keep = mf_calloc(nspecs, sizeof(*keep));
     bool wait_for_build = false;

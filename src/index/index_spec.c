@@ -62,6 +62,32 @@ is_bool_option(const char *k)
  * normalised to true (and left out when false), in name order so the
  * order they were given in does not matter.
  */
+/* collation_is_simple: whether v is the simple collation's spec, {locale: "simple"}. */
+static bool
+collation_is_simple(const bson_value_t *v)
+{
+    bson_t c;
+    bson_iter_t it;
+    if (v->value_type != BSON_TYPE_DOCUMENT || !bson_init_static(&c, v->value.v_doc.data, v->value.v_doc.data_len))
+        return false;
+    return bson_count_keys(&c) == 1 && bson_iter_init_find(&it, &c, "locale") && BSON_ITER_HOLDS_UTF8(&it) &&
+           strcmp(bson_iter_utf8(&it, NULL), "simple") == 0;
+}
+
+void
+mf_index_spec_drop_simple_collation(bson_t *spec)
+{
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, spec, "collation") || !collation_is_simple(bson_iter_value(&it)))
+        return;
+    bson_t copy;
+    bson_init(&copy);
+    bson_copy_to_excluding_noinit(spec, &copy, "collation", NULL);
+    bson_reinit(spec);
+    bson_concat(spec, &copy);
+    bson_destroy(&copy);
+}
+
 /*
  * key_is_id_pattern: whether key is {_id: 1} or {_id: -1}, what mongod's
  * IndexDescriptor::isIdIndexPattern calls an _id index, whatever its name:
@@ -98,6 +124,8 @@ identity_options(const bson_t *spec, bson_t *out)
             continue;
         if (is_bool_option(k) && !bson_iter_as_bool(&it))
             continue;
+        if (strcmp(k, "collation") == 0 && collation_is_simple(bson_iter_value(&it)))
+            continue; /* an index stored with {locale: "simple"} (before session 58) is a simple one */
         int pos = n++;
         while (pos > 0 && strcmp(keys[pos - 1], k) > 0) {
             keys[pos] = keys[pos - 1];
@@ -891,7 +919,11 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
                 bson_destroy(&built);
                 return -1;
             }
-            /* An explicit simple collation stays {locale: "simple"}: it overrides a collection default. */
+            /*
+             * An explicit simple collation stays {locale: "simple"} here, so
+             * that createIndexes does not give the index the collection's
+             * default; it then drops it (mf_index_spec_drop_simple_collation).
+             */
             bson_append_document_begin(&built, "collation", -1, &cs);
             mf_collation_append_spec(coll, &cs);
             bson_append_document_end(&built, &cs);
@@ -1241,7 +1273,8 @@ mf_index_spec_listed(const bson_t *spec, bson_t *out)
     bson_iter_t it;
     bson_init(out);
     for (int i = 0; listed_fields[i].name != NULL; i++) {
-        if (bson_iter_init_find(&it, spec, listed_fields[i].name))
+        if (bson_iter_init_find(&it, spec, listed_fields[i].name) &&
+            !(strcmp(listed_fields[i].name, "collation") == 0 && collation_is_simple(bson_iter_value(&it))))
             append_listed(out, listed_fields[i].name, bson_iter_value(&it), listed_fields[i].type);
     }
     /* mayfly's own options (archive, ...) after mongod's, as stored; ns (4.2 and older) is not listed, as mongod. */

@@ -21,6 +21,14 @@
 int mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err) MF_WUR;
 
 /*
+ * mf_index_spec_drop_simple_collation: removes a collation of {locale:
+ * "simple"} from a normalised spec, once the collection's default has been
+ * given to the specs without one: mongod stores a simple index without a
+ * collation (validateIndexSpecCollation), and an index without one is simple.
+ */
+void mf_index_spec_drop_simple_collation(bson_t *spec);
+
+/*
  * mf_index_spec_compare: compares a normalised requested spec with an
  * existing one. Returns 0 when they are unrelated, 1 when the same index
  * already exists, or -1 with err (85 IndexOptionsConflict, 86

@@ -181,3 +181,30 @@ h.test('an index on {_id: 1} under another name is an _id index: 67 for sparse, 
   await create({ key: { _id: 'hashed' }, name: 'h' });
   assert.deepEqual((await db.collection('c').indexes()).map((i) => i.name), ['_id_', 'c', 'h']);
 });
+
+// validateIndexSpecCollation: an explicit simple collation is dropped from the stored spec
+// (an index without one is simple), after the collection's default has gone to the specs
+// that named none; so it lists without a collation and is the same index as one created
+// without it. Found by helper-102.
+h.test('an explicit simple collation is not kept in the index spec, and still overrides a collection default', async () => {
+  const db = srv.freshDb('simplecoll');
+  const plain = db.collection('plain');
+  await plain.insertOne({ h: 'a' });
+  await plain.createIndex({ h: 1 }, { collation: { locale: 'simple' } });
+  const ix = (await plain.indexes()).find((i) => i.name === 'h_1');
+  assert.deepEqual(ix, { v: 2, key: { h: 1 }, name: 'h_1' });
+  assert.equal((await db.command({ createIndexes: 'plain', indexes: [{ key: { h: 1 }, name: 'h_1' }] })).note,
+    'all indexes already exist');
+  await db.createCollection('en', { collation: { locale: 'en', strength: 2 } });
+  const en = db.collection('en');
+  await en.insertMany([{ _id: 1, h: 'a' }, { _id: 2, h: 'A' }]);
+  await en.createIndex({ h: 1 }, { name: 'simple', collation: { locale: 'simple' } });
+  await en.createIndex({ h: 1 }, { name: 'dflt' });
+  const byName = Object.fromEntries((await en.indexes()).map((i) => [i.name, i]));
+  assert.equal(byName.simple.collation, undefined);
+  assert.equal(byName.dflt.collation.locale, 'en');
+  // The simple index answers a simple-collation query; the collection's default one does not.
+  const q = en.find({ h: 'a' }).collation({ locale: 'simple' }).hint('simple');
+  assert.deepEqual((await q.toArray()).map((d) => d._id), [1]);
+  assert.deepEqual((await en.find({ h: 'a' }).hint('dflt').toArray()).map((d) => d._id).sort(), [1, 2]);
+});

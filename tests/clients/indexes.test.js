@@ -83,7 +83,7 @@ h.test('sparse, partialFilterExpression, hidden and collation are stored and sho
   assert.equal(by.s_1.sparse, true);
   assert.deepEqual(by.p_1.partialFilterExpression, { p: { $gt: 5 }, q: { $exists: true } });
   assert.equal(by.h_1.hidden, true);
-  assert.deepEqual(by.k_1.collation, { locale: 'simple' });
+  assert.equal(by.k_1.collation, undefined); /* mongod drops a simple collation from the spec (validateIndexSpecCollation) */
   await c.insertMany([{ s: 1 }, {}, { p: 1 }, { p: 10, q: 1 }]);
   const v = await db.command({ validate: 'c' });
   assert.equal(v.valid, true);
