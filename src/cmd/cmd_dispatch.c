@@ -18,6 +18,7 @@
  */
 #include "common/alloc.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -1301,14 +1302,25 @@ time_limit(mf_op_t *op, int64_t *ms)
         return mf_err_set(&op->err, MF_E_TypeMismatch,
                           "BSON field 'getMore.maxTimeMS' is the wrong type '%s', expected types '[long, int, decimal, double']",
                           mf_type_name(v->value_type));
+    bool agg = strcmp(op->name, "aggregate") == 0;
+    if (!mf_value_is_number(v) && agg && v->value_type != BSON_TYPE_NULL) /* aggregate's IDL field, a safeInt64 */
+        return mf_err_set(&op->err, MF_E_TypeMismatch,
+                          "BSON field 'aggregate.maxTimeMS' is the wrong type '%s', expected types '[long, int, decimal, double']",
+                          mf_type_name(v->value_type));
     if (!mf_value_is_number(v))
         return mf_err_set(&op->err, MF_E_BadValue, "maxTimeMS must be a number");
+    /* parseMaxTimeMS: the value as safeNumberLong gives it (NaN 0, saturated past the long range, truncated). */
     double d = mf_value_as_double(v);
-    if (!(d >= 0) || d > 2147483647.0)
-        return mf_err_set(&op->err, MF_E_BadValue, "%s value for maxTimeMS is out of range", d < 0 ? "negative" : "large");
-    if (d != (double)(int64_t)d)
+    int64_t n = isnan(d) ? 0 : d >= 9223372036854775807.0 ? INT64_MAX : d <= -9223372036854775808.0 ? INT64_MIN
+              : v->value_type == BSON_TYPE_INT64 ? v->value.v_int64 : (int64_t)d;
+    if (agg && (n < 0 || d < 0)) /* its IDL validator, gte: 0, on the value rounded down */
+        return mf_err_set(&op->err, MF_E_Location51024, "BSON field 'maxTimeMS' value must be >= 0, actual value '%" PRId64 "'",
+                          v->value_type == BSON_TYPE_DOUBLE && d > -9223372036854775808.0 ? (int64_t)floor(d) : n);
+    if (n < 0 || n > INT32_MAX)
+        return mf_err_set(&op->err, MF_E_BadValue, "%" PRId64 " value for maxTimeMS is out of range [0, 2147483647]", n);
+    if (d != floor(d))
         return mf_err_set(&op->err, MF_E_BadValue, "maxTimeMS has non-integral value");
-    *ms = (int64_t)d;
+    *ms = n;
     return 0;
 }
 

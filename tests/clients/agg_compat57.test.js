@@ -165,3 +165,23 @@ h.test('string operators coerce a double with %g; $toString keeps every digit', 
   }]).toArray())[0];
   assert.deepEqual(doc, { u: '1.23457', l: '1.23457e+06', s: '0.1', c: 0, i: '1234567', t: '1.23456789' });
 });
+
+// maxTimeMS as mongod 8.0 parses it (parseMaxTimeMS: "<n> value for maxTimeMS is out of
+// range [0, 2147483647]"; aggregate's IDL field refuses a wrong type with 14 and a negative
+// value with 51024). Found by helper-102: mayfly said "negative value ..." with code 2.
+h.test('maxTimeMS errors: the value and the range in the message; aggregate 14 and 51024', async () => {
+  const db = srv.freshDb('ac58t');
+  await db.collection('c').insertOne({});
+  const agg = (m) => db.command({ aggregate: 'c', pipeline: [], cursor: {}, maxTimeMS: m });
+  const find = (m) => db.command({ find: 'c', maxTimeMS: m });
+  await h.expectCode(agg(-1123123), 51024, /^BSON field 'maxTimeMS' value must be >= 0, actual value '-1123123'$/);
+  await h.expectCode(agg(-1.5), 51024, /actual value '-2'$/);
+  await h.expectCode(agg('s'), 14, /^BSON field 'aggregate.maxTimeMS' is the wrong type 'string'/);
+  await h.expectCode(agg(2147483648), 2, /^2147483648 value for maxTimeMS is out of range \[0, 2147483647\]$/);
+  await h.expectCode(find(2147483648), 2, /^2147483648 value for maxTimeMS is out of range \[0, 2147483647\]$/);
+  await h.expectCode(find(-1), 2, /^-1 value for maxTimeMS is out of range \[0, 2147483647\]$/);
+  await h.expectCode(find('s'), 2, /^maxTimeMS must be a number$/);
+  await h.expectCode(find(1.5), 2, /^maxTimeMS has non-integral value$/);
+  assert.equal((await find(1000)).ok, 1);
+  assert.equal((await agg(1000)).ok, 1);
+});
