@@ -685,6 +685,27 @@ create_bounds(mf_op_t *op)
     return 0;
 }
 
+/*
+ * create of a collection that exists with other options: mongod's
+ * checkCollectionOptions names the options it has, its UUID first, as
+ * BSONObj::toString shows them. Returns -1 with op->err (48).
+ */
+static int
+exists_with_other_options(mf_op_t *op, const mf_coll_t *c)
+{
+    char opts[700], uuid[37];
+    const uint8_t *u = c->uuid;
+    snprintf(uuid, sizeof uuid, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2],
+             u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    opts[0] = '\0';
+    if (c->options != NULL && !bson_empty(c->options))
+        mf_fmt_doc(c->options, opts, sizeof opts);
+    /* opts is "{ k: v, ... }" or empty: its fields follow the UUID's. */
+    return mf_err_set(&op->err, MF_E_NamespaceExists,
+                      "namespace %s.%s already exists, but with different options: { uuid: UUID(\"%s\")%s%s", op->db,
+                      c->name, uuid, opts[0] ? ", " : " }", opts[0] ? opts + 2 : "");
+}
+
 static int
 cmd_create(mf_op_t *op)
 {
@@ -819,8 +840,10 @@ cmd_create(mf_op_t *op)
     bson_value_t pl_store;
     if (c != NULL) {
         /* MongoDB 7+: creating an existing collection with the same options succeeds. */
-        if (!bson_equal(c->options, &opts))
+        if (!bson_equal(c->options, &opts) && c->is_view)
             rc = mf_err_set(&op->err, MF_E_NamespaceExists, "Collection %s.%s already exists.", op->db, name);
+        else if (!bson_equal(c->options, &opts))
+            rc = exists_with_other_options(op, c);
     } else if (bson_iter_init_find(&vo, &opts, "viewOn") && BSON_ITER_HOLDS_UTF8(&vo) &&
                mf_cmd_view_graph_check(op, op->db, name, bson_iter_utf8(&vo, NULL), view_pipeline(&opts, &pl_store), &opts) != 0) {
         rc = -1; /* after the existence check, as mongod's order */

@@ -786,3 +786,18 @@ h.test('a collectionless aggregate runs under db.$cmd.aggregate, as mongod: $cur
   assert.equal(mine.length, 1);
   assert.equal(mine[0].ns, 'admin.$cmd.aggregate');
 });
+
+// mongod's checkCollectionOptions: creating a collection that exists with other options
+// names the options it has, its UUID first (found by helper-102: mayfly said
+// "Collection <ns> already exists.").
+h.test('create of an existing collection with other options: 48 naming its options', async () => {
+  const db = srv.freshDb('createdup');
+  await db.createCollection('cap', { capped: true, size: 4096 });
+  await db.createCollection('plain');
+  await h.expectCode(db.createCollection('cap'), 48,
+    new RegExp(`^namespace ${db.databaseName}\\.cap already exists, but with different options: ` +
+      '\\{ uuid: UUID\\("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"\\), capped: true, size: 4096 \\}$'));
+  await h.expectCode(db.createCollection('plain', { capped: true, size: 1000 }), 48,
+    /already exists, but with different options: \{ uuid: UUID\("[0-9a-f-]{36}"\) \}$/);
+  assert.equal((await db.command({ create: 'cap', capped: true, size: 4096 })).ok, 1);
+});
