@@ -4,7 +4,7 @@
  * {_hashBSONElement: <value>, seed: <n>} is mongod's test-only HashCmd
  * (src/mongo/db/commands/hashcmd.cpp): it exists with enableTestCommands
  * and answers {key: <value>, seed: <int>, out: NumberLong}, the
- * BSONElementHasher::hash64 of the value (index/index_hash.c); a seed that
+ * BSONElementHasher::hash64 of the value (doc/hash.c); a seed that
  * is not a number is refused. jstests/core/hashtest*.js and
  * hash_function_invariance pin its outputs.
  *
@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "doc/hash.h"
 #include "doc/value.h"
 #include "index/index.h"
 
@@ -48,7 +49,7 @@ mf_cmd_hash_bson_element(mf_op_t *op)
     bson_value_t v;
     int32_t seed;
     int64_t h;
-    if (hash_args(op, true, &v, &seed) != 0 || mf_index_hash64(&v, seed, &h, &op->err) != 0)
+    if (hash_args(op, true, &v, &seed) != 0 || mf_hash64(&v, seed, &h, &op->err) != 0)
         return -1;
     bson_append_value(op->reply, "key", -1, &v);
     BSON_APPEND_INT32(op->reply, "seed", seed);
@@ -63,7 +64,7 @@ cmd_convert_shard_key_to_hashed(mf_op_t *op)
     bson_value_t v;
     int32_t seed;
     int64_t h;
-    if (hash_args(op, false, &v, &seed) != 0 || mf_index_hash64(&v, 0, &h, &op->err) != 0)
+    if (hash_args(op, false, &v, &seed) != 0 || mf_hash64(&v, 0, &h, &op->err) != 0)
         return -1;
     BSON_APPEND_INT64(op->reply, "out", h);
     return 0;

@@ -55,6 +55,7 @@
  */
 #include "doc/expr.h"
 #include "doc/dec128.h"
+#include "doc/hash.h"
 #include "doc/sum.h"
 #include "doc/match.h"
 #include "common/curop.h"
@@ -110,7 +111,7 @@ enum op_id {
     OP_TSSECOND, OP_TSINCREMENT, OP_TOUUID, OP_RAND, OP_MEDIAN, OP_PERCENTILE, OP_SIGMOID, OP_REGEXMATCH, OP_REGEXFIND, OP_REGEXFINDALL,
     OP_REPLACEONE, OP_REPLACEALL, OP_LET,
     OP_SIN, OP_COS, OP_TAN, OP_ASIN, OP_ACOS, OP_ATAN, OP_ASINH, OP_ACOSH, OP_ATANH, OP_SINH, OP_COSH, OP_TANH,
-    OP_ATAN2, OP_DEGREESTORADIANS, OP_RADIANSTODEGREES, OP_BSONSIZE, OP_BINARYSIZE,
+    OP_ATAN2, OP_DEGREESTORADIANS, OP_RADIANSTODEGREES, OP_BSONSIZE, OP_BINARYSIZE, OP_TOHASHEDINDEXKEY,
     OP_FIRSTN, OP_LASTN, OP_MINN, OP_MAXN,
     OP_LITERAL,
     OP_META, /* {$meta: "textScore"}: the hidden score field of a $text pipeline's document (doc/text.h) */
@@ -201,6 +202,7 @@ static const op_def_t OPS[] = {
     {"$sinh", OP_SINH, A_POS, 1, 1}, {"$cosh", OP_COSH, A_POS, 1, 1}, {"$tanh", OP_TANH, A_POS, 1, 1},
     {"$atan2", OP_ATAN2, A_POS, 2, 2}, {"$degreesToRadians", OP_DEGREESTORADIANS, A_POS, 1, 1},
     {"$radiansToDegrees", OP_RADIANSTODEGREES, A_POS, 1, 1}, {"$bsonSize", OP_BSONSIZE, A_POS, 1, 1},
+    {"$toHashedIndexKey", OP_TOHASHEDINDEXKEY, A_POS, 1, 1},
     {"$binarySize", OP_BINARYSIZE, A_POS, 1, 1},
     {"$firstN", OP_FIRSTN, A_NACC, 0, 0}, {"$lastN", OP_LASTN, A_NACC, 0, 0},
     {"$minN", OP_MINN, A_NACC, 0, 0}, {"$maxN", OP_MAXN, A_NACC, 0, 0},
@@ -7246,6 +7248,17 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_DEGREESTORADIANS:
     case OP_RADIANSTODEGREES: rc = ev_trig(id, e->op->name, &v[0], c, o); break;
     case OP_ATAN2: rc = ev_atan2(&v[0], &v[1], c, o); break;
+    case OP_TOHASHEDINDEXKEY: {
+        /* What a hashed index stores for the value (BSONElementHasher::hash64, seed 0); missing hashes as null. */
+        bson_value_t in = v[0];
+        int64_t h;
+        if (in.value_type == BSON_TYPE_EOD)
+            mf_value_set_null(&in);
+        rc = mf_hash64(&in, 0, &h, c->err);
+        if (rc == 0)
+            mf_value_set_int64(o, h);
+        break;
+    }
     case OP_BSONSIZE:
         if (mf_value_is_nullish(&v[0]))
             mf_value_set_null(o);

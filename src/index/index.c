@@ -18,6 +18,7 @@
  * wildcard index (index_wild.c), one [path, value] key per leaf path.
  */
 #include "common/alloc.h"
+#include "doc/hash.h"
 #include "index/index.h"
 
 #include <stdlib.h>
@@ -690,7 +691,7 @@ mf_index_hashed_component(const bson_value_t *v, const mf_collation_t *coll, bso
     out->value_type = BSON_TYPE_INT64;
     if (coll == NULL || (v->value_type != BSON_TYPE_UTF8 && v->value_type != BSON_TYPE_SYMBOL &&
                          v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY)) {
-        rc = mf_index_hash64(v, 0, &h, err);
+        rc = mf_hash64(v, 0, &h, err);
     } else {
         /* CollationIndexKey::collationAwareIndexKeyAppend, then the hash. */
         bson_t tmp = BSON_INITIALIZER;
@@ -698,7 +699,7 @@ mf_index_hashed_component(const bson_value_t *v, const mf_collation_t *coll, bso
         size_t cap = 0;
         bson_iter_t it;
         append_collated(&tmp, "k", v, coll, &buf, &cap);
-        rc = bson_iter_init_find(&it, &tmp, "k") ? mf_index_hash64(bson_iter_value(&it), 0, &h, err)
+        rc = bson_iter_init_find(&it, &tmp, "k") ? mf_hash64(bson_iter_value(&it), 0, &h, err)
                                                  : mf_err_set(err, MF_E_InternalError, "collated value lost");
         free(buf);
         bson_destroy(&tmp);

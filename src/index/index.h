@@ -57,7 +57,7 @@ typedef struct mf_keypattern {
     /*
      * A hashed index ({a: "hashed"}, or compound with one hashed field
      * anywhere): has_hashed is set and hashed_field is that field's
-     * position. Its key component is the NumberLong mf_index_hash64 of the
+     * position. Its key component is the NumberLong mf_hash64 (doc/hash.h) of the
      * field's value (under the index's collation); the other fields are
      * ordinary. An array anywhere on any of its paths is refused (16766),
      * so such an index is never multikey; a missing field is null (hashed
@@ -188,13 +188,7 @@ bool mf_keyset_contains(const mf_keyset_t *ks, const mf_keystring_t *key);
  */
 bool mf_index_spec_key(const bson_t *spec, bson_t *key);
 
-/*
- * mf_index_hash64: MongoDB's BSONElementHasher::hash64 of v with seed
- * (index_hash.c lays the hash out): what a hashed index stores for v
- * (seed 0), convertShardKeyToHashed and _hashBSONElement answer. Returns 0
- * with *out set, or -1 with err (MD5 unavailable).
- */
-int mf_index_hash64(const bson_value_t *v, int32_t seed, int64_t *out, mf_error_t *err) MF_WUR;
+/* The hash a hashed field's key holds is doc/hash.h's mf_hash64 (seed 0). */
 
 /*
  * mf_index_hashed_component: the value a hashed field's key component holds

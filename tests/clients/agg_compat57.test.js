@@ -185,3 +185,23 @@ h.test('maxTimeMS errors: the value and the range in the message; aggregate 14 a
   assert.equal((await find(1000)).ok, 1);
   assert.equal((await agg(1000)).ok, 1);
 });
+
+// $toHashedIndexKey (MongoDB 7.0+): the NumberLong a hashed index stores for the value; the
+// manual's example hashes "string to hash" to 763543691661428748. Found by helper-101.
+h.test('$toHashedIndexKey gives what a hashed index stores, as the manual shows', async () => {
+  const db = srv.freshDb('ac58h');
+  const { Long } = require('mongodb');
+  const out = await db.aggregate([{ $documents: [{ val: 'string to hash' }, { val: 1 }, { val: 1.0 }, {}] },
+    { $addFields: { h: { $toHashedIndexKey: '$val' } } }], { promoteLongs: false }).toArray();
+  assert.ok(out[0].h instanceof Long && out[0].h.toString() === '763543691661428748', String(out[0].h));
+  assert.equal(out[1].h.toString(), out[2].h.toString()); /* 1 and 1.0 hash alike, as in the index */
+  const nul = await db.aggregate([{ $documents: [{ v: null }] }, { $project: { h: { $toHashedIndexKey: '$v' } } }],
+    { promoteLongs: false }).toArray();
+  assert.equal(out[3].h.toString(), nul[0].h.toString()); /* missing hashes as null */
+  // The same value the index holds: a hashed index finds the document by it.
+  const c = db.collection('c');
+  await c.insertOne({ _id: 1, val: 'string to hash' });
+  await c.createIndex({ val: 'hashed' });
+  const ex = await c.find({ val: 'string to hash' }).explain();
+  assert.match(JSON.stringify(ex.queryPlanner.winningPlan), /763543691661428748/);
+});

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "doc/hash.h"
 #include "index/index.h"
 
 /* Generates doc_json's keys for pattern_json and renders them as "[v0, v1] ..." sorted by key bytes. */
@@ -468,7 +469,7 @@ Test(index_keys, a_known_value_gives_the_key_of_its_document)
 
 /* ---------- hashed indexes (index_hash.c) ---------- */
 
-/* mf_index_hash64 of the value of doc_json's field "v" with seed. */
+/* mf_hash64 of the value of doc_json's field "v" with seed. */
 static int64_t
 hash_of(const char *doc_json, int32_t seed)
 {
@@ -478,7 +479,7 @@ hash_of(const char *doc_json, int32_t seed)
     mf_error_t err = {0};
     int64_t h = 0;
     cr_assert(doc != NULL && bson_iter_init_find(&it, doc, "v"), "bad test JSON %s", doc_json);
-    cr_assert_eq(mf_index_hash64(bson_iter_value(&it), seed, &h, &err), 0, "hash: %s", err.msg);
+    cr_assert_eq(mf_hash64(bson_iter_value(&it), seed, &h, &err), 0, "hash: %s", err.msg);
     bson_destroy(doc);
     return h;
 }

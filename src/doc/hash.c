@@ -1,5 +1,5 @@
 /*
- * index_hash.c: the hash of a hashed index's field, MongoDB's
+ * hash.c: the hash of a hashed index's field and of $toHashedIndexKey, MongoDB's
  * BSONElementHasher::hash64 (src/mongo/db/hasher.cpp), bit for bit, so that
  * keys, explain's bounds and convertShardKeyToHashed show mongod's values.
  *
@@ -33,7 +33,7 @@
 
 #include "doc/dec128.h"
 #include "doc/value.h"
-#include "index/index.h"
+#include "doc/hash.h"
 
 /* BSONElement::safeNumberLongForHash for a number v. */
 static int64_t
@@ -147,7 +147,7 @@ hash_elements(EVP_MD_CTX *md, const uint8_t *data, uint32_t len)
 }
 
 int
-mf_index_hash64(const bson_value_t *v, int32_t seed, int64_t *out, mf_error_t *err)
+mf_hash64(const bson_value_t *v, int32_t seed, int64_t *out, mf_error_t *err)
 {
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     unsigned char d[EVP_MAX_MD_SIZE];
