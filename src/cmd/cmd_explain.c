@@ -188,6 +188,41 @@ typedef struct explain_write {
  * aggregation stages after the leading $match; w (NULL for a read) the
  * update or delete explained.
  */
+/*
+ * serverParameters, as mongod 8.0's explain lists them: the query limits
+ * that shape a plan, mayfly's values where it has the parameter, mongod's
+ * defaults for the ones it does not (its own engine is neither SBE nor
+ * mongos, so those two show their defaults).
+ */
+static void
+append_server_parameters(mf_op_t *op)
+{
+    static const char *const ours[] = {"internalLookupStageIntermediateDocumentMaxSizeBytes",
+                                       "internalDocumentSourceGroupMaxMemoryBytes",
+                                       "internalQueryMaxBlockingSortMemoryUsageBytes", NULL};
+    bson_t sp;
+    BSON_APPEND_DOCUMENT_BEGIN(op->reply, "serverParameters", &sp);
+    BSON_APPEND_INT32(&sp, "internalQueryFacetBufferSizeBytes", 104857600);
+    BSON_APPEND_INT32(&sp, "internalQueryFacetMaxOutputDocSizeBytes", 104857600);
+    for (int i = 0; ours[i] != NULL; i++) {
+        int64_t v = mf_param_get(op->eng->params, ours[i]);
+        if (v >= INT32_MIN && v <= INT32_MAX)
+            BSON_APPEND_INT32(&sp, ours[i], (int32_t)v);
+        else
+            BSON_APPEND_INT64(&sp, ours[i], v);
+    }
+    BSON_APPEND_INT32(&sp, "internalQueryProhibitBlockingMergeOnMongoS", 0);
+    BSON_APPEND_INT32(&sp, "internalQueryMaxAddToSetBytes", 104857600);
+    int64_t w = mf_param_get(op->eng->params, "internalDocumentSourceSetWindowFieldsMaxMemoryBytes");
+    if (w >= INT32_MIN && w <= INT32_MAX)
+        BSON_APPEND_INT32(&sp, "internalDocumentSourceSetWindowFieldsMaxMemoryBytes", (int32_t)w);
+    else
+        BSON_APPEND_INT64(&sp, "internalDocumentSourceSetWindowFieldsMaxMemoryBytes", w);
+    BSON_APPEND_UTF8(&sp, "internalQueryFrameworkControl", "trySbeRestricted");
+    BSON_APPEND_INT32(&sp, "internalQueryPlannerIgnoreIndexWithCollationForRegex", 1);
+    bson_append_document_end(op->reply, &sp);
+}
+
 static int
 run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t limit_one, const char *verbosity,
             const bson_t *inner, const bson_t *stages, const explain_write_t *w)
@@ -240,6 +275,7 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
     snprintf(ns, sizeof(ns), "%s.%s", op->db, coll);
     bson_init(&empty);
 
+    BSON_APPEND_UTF8(op->reply, "explainVersion", "1"); /* first, as mongod 8.0 writes it */
     BSON_APPEND_DOCUMENT_BEGIN(op->reply, "queryPlanner", &qp);
     BSON_APPEND_UTF8(&qp, "namespace", ns);
     BSON_APPEND_DOCUMENT(&qp, "parsedQuery", req->filter ? req->filter : &empty);
@@ -330,7 +366,7 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
     BSON_APPEND_UTF8(&si, "version", MF_VERSION);
     BSON_APPEND_UTF8(&si, "gitVersion", "mayfly");
     bson_append_document_end(op->reply, &si);
-    BSON_APPEND_UTF8(op->reply, "explainVersion", "1");
+    append_server_parameters(op);
     bson_destroy(&empty);
     mf_plan_free(p);
     return 0;

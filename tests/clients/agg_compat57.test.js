@@ -205,3 +205,19 @@ h.test('$toHashedIndexKey gives what a hashed index stores, as the manual shows'
   const ex = await c.find({ val: 'string to hash' }).explain();
   assert.match(JSON.stringify(ex.queryPlanner.winningPlan), /763543691661428748/);
 });
+
+// mongod 8.0's explain: explainVersion first, serverParameters after serverInfo (found by
+// helper-102: mayfly put explainVersion last and had no serverParameters).
+h.test('explain: explainVersion first, serverParameters after serverInfo', async () => {
+  const db = srv.freshDb('ac58x');
+  const c = db.collection('c');
+  await c.insertOne({ a: 1 });
+  for (const ex of [await c.find({ a: 1 }).explain(), await c.find({ a: 1 }).explain('executionStats'),
+    await c.aggregate([{ $match: { a: 1 } }, { $project: { a: 1 } }]).explain()]) {
+    const keys = Object.keys(ex);
+    assert.equal(keys[0], 'explainVersion', keys.join());
+    assert.deepEqual(keys.slice(-3), ['serverInfo', 'serverParameters', 'ok'], keys.join());
+    assert.equal(ex.serverParameters.internalQueryMaxBlockingSortMemoryUsageBytes, 104857600);
+    assert.equal(ex.serverParameters.internalQueryFrameworkControl, 'trySbeRestricted');
+  }
+});
