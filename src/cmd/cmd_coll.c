@@ -686,6 +686,32 @@ create_bounds(mf_op_t *op)
 }
 
 /*
+ * id_collation_ok: whether an index spec on {_id: +-1} has the collection's
+ * default collation, as mongod's IndexCatalogImpl::_isSpecOk requires of an
+ * _id index (both absent: simple).
+ */
+static bool
+id_collation_ok(mf_op_t *op, const mf_coll_t *c, const bson_t *spec)
+{
+    bson_iter_t it;
+    mf_collation_t *a = NULL, *b = NULL;
+    mf_error_t e;
+    bool ok = true;
+    mf_err_clear(&e);
+    if (bson_iter_init_find(&it, spec, "collation") && mf_collation_from_value(bson_iter_value(&it), &a, &e) != 0)
+        ok = false;
+    if (ok && c->options != NULL && bson_iter_init_find(&it, c->options, "collation") &&
+        mf_collation_from_value(bson_iter_value(&it), &b, &e) != 0)
+        ok = false;
+    if (ok)
+        ok = mf_collation_equal(a, b);
+    mf_collation_free(a);
+    mf_collation_free(b);
+    (void)op;
+    return ok;
+}
+
+/*
  * create of a collection that exists with other options: mongod's
  * checkCollectionOptions names the options it has, its UUID first, as
  * BSONObj::toString shows them. Returns -1 with op->err (48).
@@ -2016,8 +2042,13 @@ again:
             bson_append_value(norm[i], "collation", -1, bson_iter_value(&dci));
         }
     }
-    for (size_t i = 0; i < nspecs; i++)
+    for (size_t i = 0; i < nspecs && rc == 0; i++) {
         mf_index_spec_drop_simple_collation(norm[i]);
+        if (mf_index_spec_is_id_pattern(norm[i]) && !id_collation_ok(op, c, norm[i]))
+            rc = mf_err_set(&op->err, MF_E_CannotCreateIndex, "_id index must have the collection default collation");
+    }
+    if (rc != 0)
+        goto out_unlock;
     /* Conflicts against existing indexes and earlier specs of this request; keep[i] marks specs to build. */
     keep = mf_calloc(nspecs, sizeof(*keep));
     bool wait_for_build = false;

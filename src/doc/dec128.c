@@ -240,10 +240,24 @@ mf_dec_to_int64(const bson_decimal128_t *d, int64_t *out)
  * libquadmath, accurate to about 1e-34 relative) and rounded once to 34
  * digits by libgcc's correctly rounded conversions, so a result agrees with
  * the exact one in its 33 leading digits and nearly always in all 34 (a
- * double, 53 bits, kept 15). Integral powers are computed exactly in decimal
- * while they fit 34 digits (below). An exact result of the other functions
- * (sqrt(4), exp(0)) comes back in its shortest form, as Intel's.
+ * double, 53 bits, kept 15).
+ *
+ * binary128 spans 1E-4965 to 1E+4932, decimal128 1E-6176 to 1E+6144, so
+ * the power of ten is taken out first where it matters (dec_split): a
+ * square root or logarithm works on the coefficient's leading digits and
+ * adds the exponent back (sqrt(m 10^2k) = sqrt(m) 10^k, ln(m 10^k) = ln m +
+ * k ln 10), and an exponential or power whose result leaves binary128's
+ * range is formed as 10^f times 10^n from its base-10 logarithm (a few of
+ * its last digits are lost then, as n takes them from the logarithm).
+ *
+ * Exactness: an integral power is computed by squaring in decimal, kept when
+ * no product was rounded (the inexact flag, which libgcc's decimal routines
+ * raise through fenv); a square root that is exact takes the exponent IEEE
+ * 754 prefers, half the argument's (sqrt(100) is 10, sqrt(4.00) is 2.0);
+ * another exact result drops its fraction's trailing zeros (log10(1000) is
+ * 3).
  */
+#include <fenv.h>
 #include <quadmath.h>
 
 /* The decimal's digits: coefficient and unbiased exponent; false for NaN, infinity or a non-canonical encoding. */
@@ -258,6 +272,14 @@ dec_parts(const bson_decimal128_t *d, unsigned __int128 *coef, int *exp)
     return *coef < ten34;
 }
 
+/* dec_make: the decimal (-1)^neg coef 10^exp, coef below 10^34 and exp within the encoding's range. */
+static void
+dec_make(bool neg, unsigned __int128 coef, int exp, bson_decimal128_t *out)
+{
+    out->low = (uint64_t)coef;
+    out->high = (neg ? 1ULL << 63 : 0) | ((uint64_t)(exp + DEC_BIAS) << 49) | (uint64_t)(coef >> 64);
+}
+
 static int
 coef_digits(unsigned __int128 c)
 {
@@ -268,34 +290,69 @@ coef_digits(unsigned __int128 c)
 }
 
 /*
- * shortest_if_exact: d with its trailing zeros dropped when at most 25
- * significant digits remain: a result that short was exact (a rounded
- * one has 34 digits, ending in nine or more zeros once in 10^9).
+ * drop_fraction_zeros: an exact result's fraction zeros dropped (never past
+ * exponent 0: 2.000 becomes 2, 10 stays 10). A result is taken as exact when
+ * at most 25 significant digits remain: a rounded one has 34, ending in nine
+ * or more zeros once in 10^9, and keeps them.
  */
 static void
-shortest_if_exact(bson_decimal128_t *d)
+drop_fraction_zeros(bson_decimal128_t *d)
 {
-    unsigned __int128 coef;
-    int exp;
+    unsigned __int128 coef, c;
+    int exp, e;
     if (!dec_parts(d, &coef, &exp))
         return;
     bool neg = (d->high >> 63) != 0;
     if (coef == 0) {
-        exp = 0;
-    } else {
-        unsigned __int128 c = coef;
-        int e = exp;
-        while (c % 10 == 0 && e < DEC_MAX_EXP) {
-            c /= 10;
-            e++;
-        }
-        if (coef_digits(c) > 25)
-            return;
-        coef = c;
-        exp = e;
+        dec_make(neg, 0, exp < 0 ? 0 : exp, d);
+        return;
     }
-    d->low = (uint64_t)coef;
-    d->high = (neg ? 1ULL << 63 : 0) | ((uint64_t)(exp + DEC_BIAS) << 49) | (uint64_t)(coef >> 64);
+    for (c = coef, e = exp; c % 10 == 0; e++)
+        c /= 10;
+    if (coef_digits(c) > 25)
+        return;
+    while (exp < 0 && coef % 10 == 0) {
+        coef /= 10;
+        exp++;
+    }
+    dec_make(neg, coef, exp, d);
+}
+
+/*
+ * dec_split: a finite non-zero |d| as m 10^k with m in [1, 10) (even_k: k
+ * even, m in [1, 100)); m is exact in binary128's range. False for zero,
+ * NaN or infinity.
+ */
+static bool
+dec_split(const bson_decimal128_t *d, bool even_k, __float128 *m, int *k)
+{
+    unsigned __int128 coef;
+    int exp;
+    if (!dec_parts(d, &coef, &exp) || coef == 0)
+        return false;
+    int digits = coef_digits(coef);
+    *k = exp + digits - 1;
+    if (even_k && (*k % 2) != 0)
+        (*k)--;
+    bson_decimal128_t scaled;
+    dec_make(false, coef, exp - *k, &scaled); /* exp - k is within [-digits - 1, 0]: no overflow */
+    *m = (__float128)load(&scaled);
+    return true;
+}
+
+/* times_pow10: d 10^n in decimal, exact unless it leaves the range (then an infinity, or zero when tiny). */
+static void
+times_pow10(bson_decimal128_t *d, int n)
+{
+    _Decimal128 x = load(d);
+    while (n != 0) {
+        int step = n > 6000 ? 6000 : n < -6000 ? -6000 : n;
+        bson_decimal128_t p;
+        dec_make(false, 1, step, &p);
+        x *= load(&p);
+        n -= step;
+    }
+    store(x, d);
 }
 
 static __float128
@@ -304,38 +361,165 @@ to_q(const bson_decimal128_t *d)
     return (__float128)load(d);
 }
 
+static void
+from_q(__float128 q, bson_decimal128_t *out)
+{
+    store((_Decimal128)q, out);
+}
+
+/* exp10_q: 10^e for an exponent beyond binary128's range: 10^frac(e) in binary128, times 10^floor(e) in decimal. */
+static void
+exp10_q(__float128 e, bool neg, bson_decimal128_t *out)
+{
+    __float128 n = floorq(e);
+    if (n > 7000)
+        n = 7000; /* past the decimal range either way */
+    else if (n < -7000)
+        n = -7000;
+    from_q(expq((e - n) * M_LN10q), out);
+    if (neg)
+        out->high |= 1ULL << 63;
+    times_pow10(out, (int)n);
+}
+
+/*
+ * near_one: d - 1 when d is within a half of 1, exact in decimal (so that
+ * ln(1.0000000000000000000000001) keeps its digits: in binary128, 1 + 1e-25
+ * keeps only 9 of the 1e-25), for log1p; false otherwise.
+ */
+static bool
+near_one(const bson_decimal128_t *d, __float128 *dm1)
+{
+    _Decimal128 x = load(d), t = x - 1.DL;
+    if (!(t > -0.5DL && t < 0.5DL))
+        return false;
+    *dm1 = (__float128)t;
+    return true;
+}
+
+/* ln_q: ln |d| for a finite non-zero d, in binary128, whatever its exponent. */
+static __float128
+ln_q(const bson_decimal128_t *d)
+{
+    __float128 m, t;
+    int k;
+    if ((d->high >> 63) == 0 && near_one(d, &t))
+        return log1pq(t);
+    if (!dec_split(d, false, &m, &k))
+        return logq(fabsq(to_q(d)));
+    return logq(m) + (__float128)k * M_LN10q;
+}
+
+/* mul_exact: a * b, true when the product was not rounded. */
+static bool
+mul_exact(_Decimal128 a, _Decimal128 b, _Decimal128 *r)
+{
+    volatile _Decimal128 va = a, vb = b, vr;
+    feclearexcept(FE_INEXACT | FE_OVERFLOW | FE_UNDERFLOW);
+    vr = va * vb;
+    *r = vr;
+    return !fetestexcept(FE_INEXACT | FE_OVERFLOW | FE_UNDERFLOW);
+}
+
+/* sqrt_exact: a square root r of x that squares back to x exactly, put at the exponent IEEE prefers (floor(e/2)). */
+static void
+sqrt_exact(const bson_decimal128_t *x, bson_decimal128_t *r)
+{
+    unsigned __int128 cx, cr;
+    int ex, er;
+    _Decimal128 sq;
+    drop_fraction_zeros(r);
+    if (!dec_parts(x, &cx, &ex) || !dec_parts(r, &cr, &er) || !mul_exact(load(r), load(r), &sq) || sq != load(x))
+        return;
+    /* The shortest form first, then as many zeros as reach the preferred exponent. */
+    while (cr != 0 && cr % 10 == 0) {
+        cr /= 10;
+        er++;
+    }
+    int want = ex >= 0 ? ex / 2 : -((-ex + 1) / 2);
+    const unsigned __int128 ten33 = (unsigned __int128)1000000000000000ULL * 1000000000000000000ULL;
+    while (er > want && cr < ten33) {
+        cr *= 10;
+        er--;
+    }
+    dec_make(false, cr, er, r);
+}
+
 void
 mf_dec_math(mf_dec_fn_t fn, const bson_decimal128_t *a, bson_decimal128_t *out)
 {
-    __float128 x = to_q(a), r;
+    __float128 x = to_q(a), m, r;
+    int k, ea;
+    unsigned __int128 ca;
+    /* Below 1E-20 (to 1E-6176, past binary128's range), sin x = x to 34 digits, and so on. */
+    bool tiny = dec_parts(a, &ca, &ea) && ca != 0 && ea + coef_digits(ca) - 1 < -20;
     switch (fn) {
-    case MF_DEC_SQRT: r = sqrtq(x); break;
-    case MF_DEC_EXP: r = expq(x); break;
-    case MF_DEC_LN: r = logq(x); break;
-    case MF_DEC_LOG10: r = log10q(x); break;
-    case MF_DEC_LOG2: r = log2q(x); break;
-    case MF_DEC_SIN: r = sinq(x); break;
-    case MF_DEC_COS: r = cosq(x); break;
-    case MF_DEC_TAN: r = tanq(x); break;
-    case MF_DEC_ASIN: r = asinq(x); break;
+    case MF_DEC_SQRT:
+        if (dec_split(a, true, &m, &k) && (a->high >> 63) == 0) {
+            from_q(sqrtq(m), out);
+            times_pow10(out, k / 2);
+            sqrt_exact(a, out);
+            return;
+        }
+        r = sqrtq(x);
+        break;
+    case MF_DEC_LN:
+    case MF_DEC_LOG10:
+    case MF_DEC_LOG2:
+        if ((a->high >> 63) == 0 && near_one(a, &m)) {
+            r = log1pq(m); /* ln 1 is 0 exactly, and 1 + tiny keeps its digits */
+            r = fn == MF_DEC_LN ? r : fn == MF_DEC_LOG10 ? r / M_LN10q : r / M_LN2q;
+        } else if (dec_split(a, false, &m, &k) && (a->high >> 63) == 0) {
+            r = fn == MF_DEC_LN ? logq(m) + (__float128)k * M_LN10q
+                : fn == MF_DEC_LOG10 ? log10q(m) + (__float128)k
+                                     : log2q(m) + (__float128)k * (M_LN10q / M_LN2q);
+        } else {
+            r = fn == MF_DEC_LN ? logq(x) : fn == MF_DEC_LOG10 ? log10q(x) : log2q(x);
+        }
+        break;
+    case MF_DEC_EXP:
+        r = expq(x);
+        if (isinfq(r) || (r < FLT128_MIN && !isinfq(x))) {
+            exp10_q(x / M_LN10q, false, out); /* beyond binary128's range, within decimal128's */
+            return;
+        }
+        break;
+    case MF_DEC_SIN: r = tiny ? x : sinq(x); break;
+    case MF_DEC_COS: r = tiny ? 1 : cosq(x); break;
+    case MF_DEC_TAN: r = tiny ? x : tanq(x); break;
+    case MF_DEC_ASIN: r = tiny ? x : asinq(x); break;
     case MF_DEC_ACOS: r = acosq(x); break;
-    case MF_DEC_ATAN: r = atanq(x); break;
-    case MF_DEC_SINH: r = sinhq(x); break;
-    case MF_DEC_COSH: r = coshq(x); break;
-    case MF_DEC_TANH: r = tanhq(x); break;
-    case MF_DEC_ASINH: r = asinhq(x); break;
+    case MF_DEC_ATAN: r = tiny ? x : atanq(x); break;
+    case MF_DEC_SINH: r = tiny ? x : sinhq(x); break;
+    case MF_DEC_COSH: r = tiny ? 1 : coshq(x); break;
+    case MF_DEC_TANH: r = tiny ? x : tanhq(x); break;
+    case MF_DEC_ASINH: r = tiny ? x : asinhq(x); break;
     case MF_DEC_ACOSH: r = acoshq(x); break;
-    default: r = atanhq(x); break;
+    default: r = tiny ? x : atanhq(x); break;
     }
-    store((_Decimal128)r, out);
-    shortest_if_exact(out);
+    if (tiny && fn != MF_DEC_COS && fn != MF_DEC_COSH && fn != MF_DEC_ACOS && fn != MF_DEC_ACOSH && fn != MF_DEC_SQRT &&
+        fn != MF_DEC_EXP && fn != MF_DEC_LN && fn != MF_DEC_LOG10 && fn != MF_DEC_LOG2) {
+        *out = *a; /* the argument itself, every digit of it */
+        return;
+    }
+    from_q(r, out);
+    drop_fraction_zeros(out);
 }
 
 void
 mf_dec_atan2(const bson_decimal128_t *y, const bson_decimal128_t *x, bson_decimal128_t *out)
 {
-    store((_Decimal128)atan2q(to_q(y), to_q(x)), out);
-    shortest_if_exact(out);
+    /* The same power of ten out of both, so that neither leaves binary128's range. */
+    bson_decimal128_t sy = *y, sx = *x;
+    unsigned __int128 c;
+    int ey, ex, k = 0;
+    if (dec_parts(y, &c, &ey) && c != 0 && dec_parts(x, &c, &ex) && c != 0) {
+        k = ey > ex ? ey : ex;
+        times_pow10(&sy, -k);
+        times_pow10(&sx, -k);
+    }
+    from_q(atan2q(to_q(&sy), to_q(&sx)), out);
+    drop_fraction_zeros(out);
 }
 
 void
@@ -347,37 +531,23 @@ mf_dec_log(const bson_decimal128_t *a, const bson_decimal128_t *base, bson_decim
     } else if (b == 10.DL) {
         mf_dec_math(MF_DEC_LOG10, a, out);
     } else {
-        store((_Decimal128)(logq(to_q(a)) / logq(to_q(base))), out);
-        shortest_if_exact(out);
+        from_q(ln_q(a) / ln_q(base), out);
+        drop_fraction_zeros(out);
     }
 }
 
-/*
- * pow_exact: base^n by squaring in decimal, true when every product was
- * exact (fewer than 34 digits: a rounded product has 34), so the result is
- * the exact power, as Intel's pow gives it.
- */
+/* pow_exact: base^n by squaring in decimal, true when no product was rounded (so it is the exact power). */
 static bool
 pow_exact(_Decimal128 base, uint64_t n, _Decimal128 *res)
 {
     _Decimal128 r = 1.DL, b = base;
-    bson_decimal128_t t;
-    unsigned __int128 coef;
-    int exp;
-
     for (;;) {
-        if (n & 1) {
-            r *= b;
-            store(r, &t);
-            if (!dec_parts(&t, &coef, &exp) || coef_digits(coef) >= 34)
-                return false;
-        }
+        if ((n & 1) && !mul_exact(r, b, &r))
+            return false;
         n >>= 1;
         if (n == 0)
             break;
-        b *= b;
-        store(b, &t);
-        if (!dec_parts(&t, &coef, &exp) || coef_digits(coef) >= 34)
+        if (!mul_exact(b, b, &b))
             return false;
     }
     *res = r;
@@ -388,10 +558,9 @@ void
 mf_dec_pow(const bson_decimal128_t *base, const bson_decimal128_t *ex, bson_decimal128_t *out)
 {
     _Decimal128 b = load(base), e = load(ex), r;
-    bool done = false;
+    bool done = false, integral = e == e && e - e == 0.DL && (_Decimal128)(long long)e == e;
     /* An integral exponent up to 2^16 with a finite base: exact while the power fits. */
-    if (b == b && b - b == 0.DL && e == e && e - e == 0.DL && e >= -65536.DL && e <= 65536.DL &&
-        (_Decimal128)(long long)e == e) {
+    if (b == b && b - b == 0.DL && integral && e >= -65536.DL && e <= 65536.DL) {
         long long n = (long long)e;
         if (pow_exact(b, (uint64_t)(n < 0 ? -n : n), &r)) {
             if (n < 0)
@@ -399,8 +568,29 @@ mf_dec_pow(const bson_decimal128_t *base, const bson_decimal128_t *ex, bson_deci
             done = true;
         }
     }
-    if (!done)
-        r = (_Decimal128)powq(to_q(base), to_q(ex));
+    if (!done) {
+        __float128 qb = to_q(base), qe = to_q(ex), q = powq(qb, qe);
+        unsigned __int128 c;
+        int eb;
+        bool in_range = qb != 0 && !isinfq(qb) && fabsq(qb) >= FLT128_MIN;
+        bool zero_base = dec_parts(base, &c, &eb) && c == 0;
+        if (!zero_base && b == b && b - b == 0.DL && e == e && e - e == 0.DL &&
+            (!in_range || isinfq(q) || (q != 0 && fabsq(q) < FLT128_MIN) || q == 0)) {
+            /* The power leaves binary128's range (or its base does): from its base-10 logarithm. */
+            bool neg = (base->high >> 63) != 0;
+            if (neg && !integral) {
+                r = (b - b) / 0.DL; /* NaN, as a negative base to a fraction */
+            } else {
+                bson_decimal128_t t;
+                __float128 l10 = ln_q(base) / M_LN10q;
+                bool odd = neg && fmodq(fabsq(qe), 2) == 1;
+                exp10_q(qe * l10, odd, &t);
+                r = load(&t);
+            }
+        } else {
+            r = (_Decimal128)q;
+        }
+    }
     /*
      * MongoDB's Decimal128::power adds zero at the smallest exponent to the
      * result, which gives it every digit the coefficient has room for (3^40
@@ -483,6 +673,5 @@ mf_dec_fmod(const bson_decimal128_t *a, const bson_decimal128_t *b, bson_decimal
         }
         r = larger ? ca : ca % m;
     }
-    out->low = (uint64_t)r;
-    out->high = (a->high & (1ULL << 63)) | ((uint64_t)(e + DEC_BIAS) << 49) | (uint64_t)(r >> 64);
+    dec_make((a->high >> 63) != 0, r, e, out);
 }

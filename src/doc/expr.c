@@ -433,6 +433,37 @@ truthy(const bson_value_t *v)
 /* Numbers                                                                  */
 /* ------------------------------------------------------------------------ */
 
+/*
+ * num_sign: -1, 0 or 1 for a number's sign, 2 for NaN; a decimal compared
+ * as a decimal (1E-400 is not zero, as it is as a double), as mongod's
+ * Decimal128 checks do.
+ */
+static int
+num_sign(const bson_value_t *v)
+{
+    if (v->value_type == BSON_TYPE_DECIMAL128) {
+        bson_decimal128_t zero;
+        if (mf_dec_is_nan(&v->value.v_decimal128))
+            return 2;
+        mf_dec_from_int64(0, &zero);
+        return mf_dec_cmp(&v->value.v_decimal128, &zero);
+    }
+    double d = as_dbl(v);
+    return isnan(d) ? 2 : d < 0 ? -1 : d > 0 ? 1 : 0;
+}
+
+/* log_base_is_one: whether $log's base is 1, compared in decimal when either operand is one (as mongod). */
+static bool
+log_base_is_one(const bson_value_t *x, const bson_value_t *base)
+{
+    if (x->value_type != BSON_TYPE_DECIMAL128 && base->value_type != BSON_TYPE_DECIMAL128)
+        return as_dbl(base) == 1;
+    bson_decimal128_t b, one;
+    (void)mf_dec_from_value(base, 15, &b);
+    mf_dec_from_int64(1, &one);
+    return mf_dec_cmp(&b, &one) == 0;
+}
+
 /* num_rank: 0 int32, 1 int64, 2 double, 3 decimal. */
 static int
 num_rank(const bson_value_t *v)
@@ -2537,7 +2568,7 @@ ev_divide(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *
     if (!mf_value_is_number(a) || !mf_value_is_number(b))
         return mf_err_set(c->err, MF_E_TypeMismatch, "$divide only supports numeric types, not %s and %s", tname(a),
                           tname(b));
-    if (as_dbl(b) == 0)
+    if (num_sign(b) == 0)
         return mf_err_set(c->err, MF_E_BadValue, "can't $divide by zero");
     if (a->value_type == BSON_TYPE_DECIMAL128 || b->value_type == BSON_TYPE_DECIMAL128) {
         bson_decimal128_t x, y;
@@ -2563,7 +2594,7 @@ ev_mod(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
     if (!mf_value_is_number(a) || !mf_value_is_number(b))
         return mf_err_set(c->err, MF_E_Location16611, "$mod only supports numeric types, not %s and %s", tname(a),
                           tname(b));
-    if (as_dbl(b) == 0)
+    if (num_sign(b) == 0)
         return mf_err_set(c->err,
                           a->value_type == BSON_TYPE_DECIMAL128 || b->value_type == BSON_TYPE_DECIMAL128
                               ? MF_E_Location5733415
@@ -2655,7 +2686,7 @@ ev_unary_math(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_va
         x = op == OP_CEIL ? ceil(x) : floor(x);
         break;
     case OP_SQRT:
-        if (x < 0)
+        if (num_sign(a) == -1)
             return mf_err_set(c->err, MF_E_Location28714, "$sqrt's argument must be greater than or equal to 0");
         x = sqrt(x);
         break;
@@ -2663,12 +2694,12 @@ ev_unary_math(int op, const char *name, const bson_value_t *a, ctx_t *c, bson_va
         x = exp(x);
         break;
     case OP_LN:
-        if (x <= 0)
+        if (num_sign(a) == -1 || num_sign(a) == 0)
             return mf_err_set(c->err, MF_E_Location28766, "$ln's argument must be a positive number, but is %g", x);
         x = log(x);
         break;
     case OP_LOG10:
-        if (x <= 0)
+        if (num_sign(a) == -1 || num_sign(a) == 0)
             return mf_err_set(c->err, MF_E_Location28761, "$log10's argument must be a positive number, but is %g", x);
         x = log10(x);
         break;
@@ -2939,7 +2970,7 @@ ev_pow(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
         return mf_err_set(c->err, MF_E_Location28762, "$pow's base must be numeric, not %s", tname(a));
     if (!mf_value_is_number(b))
         return mf_err_set(c->err, MF_E_Location28763, "$pow's exponent must be numeric, not %s", tname(b));
-    if (as_dbl(a) == 0 && as_dbl(b) < 0)
+    if (num_sign(a) == 0 && num_sign(b) == -1)
         return mf_err_set(c->err, MF_E_Location28764, "$pow cannot take a base of 0 and a negative exponent");
     int ra = num_rank(a), rb = num_rank(b);
     if (ra <= 1 && rb <= 1) {
@@ -7285,10 +7316,10 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             rc = mf_err_set(c->err, MF_E_Location28756, "$log's argument must be numeric, not %s", tname(&v[0]));
         } else if (!mf_value_is_number(&v[1])) {
             rc = mf_err_set(c->err, MF_E_Location28757, "$log's base must be numeric, not %s", tname(&v[1]));
-        } else if (as_dbl(&v[0]) <= 0) {
+        } else if (num_sign(&v[0]) == -1 || num_sign(&v[0]) == 0) {
             rc = mf_err_set(c->err, MF_E_Location28758, "$log's argument must be a positive number, but is %g",
                             as_dbl(&v[0]));
-        } else if (as_dbl(&v[1]) <= 0 || as_dbl(&v[1]) == 1) {
+        } else if (num_sign(&v[1]) == -1 || num_sign(&v[1]) == 0 || log_base_is_one(&v[0], &v[1])) {
             rc = mf_err_set(c->err, MF_E_Location28759,
                             "$log's base must be a positive number not equal to 1, but is %g", as_dbl(&v[1]));
         } else if (v[0].value_type == BSON_TYPE_DECIMAL128 || v[1].value_type == BSON_TYPE_DECIMAL128) {
@@ -7586,6 +7617,14 @@ ev(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         case VAR_ROOT:
         case VAR_CURRENT:
             base = &c->rootv;
+            if (e->npath == 0 && c->root != NULL && bson_has_field(c->root, MF_TEXT_SCORE_FIELD)) {
+                /* The whole document: the text score is metadata, not one of its fields. */
+                bson_t copy;
+                bson_init(&copy);
+                bson_copy_to_excluding_noinit(c->root, &copy, MF_TEXT_SCORE_FIELD, NULL);
+                mf_value_take_bson(o, &copy, false);
+                return 0;
+            }
             break;
         case VAR_NOW:
             /*

@@ -103,6 +103,13 @@ key_is_id_pattern(const bson_t *key)
     return (int)v == 1 || (int)v == -1; /* numberInt(): 1.5 is 1 */
 }
 
+bool
+mf_index_spec_is_id_pattern(const bson_t *spec)
+{
+    bson_t key;
+    return mf_index_spec_key(spec, &key) && key_is_id_pattern(&key);
+}
+
 static void
 identity_options(const bson_t *spec, bson_t *out)
 {

@@ -28,6 +28,9 @@ int mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err) MF_
  */
 void mf_index_spec_drop_simple_collation(bson_t *spec);
 
+/* mf_index_spec_is_id_pattern: whether spec's key is {_id: 1} or {_id: -1}, an _id index whatever its name. */
+bool mf_index_spec_is_id_pattern(const bson_t *spec);
+
 /*
  * mf_index_spec_compare: compares a normalised requested spec with an
  * existing one. Returns 0 when they are unrelated, 1 when the same index

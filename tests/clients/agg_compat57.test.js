@@ -52,6 +52,13 @@ h.test('the text score passes through $replaceRoot and $replaceWith', async () =
     // The hidden score never reaches the client.
     assert.ok(sorted.every((d) => Object.keys(d).every((f) => !f.startsWith('$'))), JSON.stringify(sorted));
   }
+  // The score is metadata, never a field: $$ROOT does not show it, before or after the new root (helper-103).
+  for (const pre of [[], [{ $replaceWith: '$sub' }]]) {
+    const seen = await t.aggregate([m, ...pre, { $project: { _id: 0, n: { $objectToArray: '$$ROOT' } } }]).toArray();
+    assert.ok(seen.every((d) => d.n.every((kv) => !kv.k.startsWith('$'))), JSON.stringify(seen));
+    const sized = await t.aggregate([m, ...pre, { $match: { $expr: { $eq: [{ $size: { $objectToArray: '$$ROOT' } }, pre.length ? 1 : 3] } } }]).toArray();
+    assert.equal(sized.length, 3, JSON.stringify(pre));
+  }
   // Twice in a row, and through $$ROOT.
   const twice = await t.aggregate([m, { $replaceWith: '$$ROOT' }, { $replaceWith: '$sub' },
     { $project: { _id: 0, k: 1, s: { $meta: 'textScore' } } }]).toArray();
@@ -220,4 +227,27 @@ h.test('explain: explainVersion first, serverParameters after serverInfo', async
     assert.equal(ex.serverParameters.internalQueryMaxBlockingSortMemoryUsageBytes, 104857600);
     assert.equal(ex.serverParameters.internalQueryFrameworkControl, 'trySbeRestricted');
   }
+});
+
+// Decimal domains are checked in decimal, as mongod's Decimal128 checks: 1E-400 is not zero
+// (a double made it one), and a base of 1 + 1e-25 is not 1 (found by helper-103).
+h.test('decimal arguments are checked and computed past the double range', async () => {
+  const db = srv.freshDb('ac58d2');
+  const { Decimal128 } = require('mongodb');
+  const D = (s) => Decimal128.fromString(s);
+  const cases = [
+    [{ $log10: D('1E-400') }, '-400'],
+    [{ $ln: D('1E+5000') }, '11512.92546497022842008995727342182'],
+    [{ $sqrt: D('1E+6000') }, '1E+3000'],
+    [{ $sqrt: D('100') }, '10'],
+    [{ $sqrt: D('4.00') }, '2.0'],
+    [{ $divide: [1, D('1E-400')] }, '1E+400'],
+    [{ $mod: [7, D('1E-400')] }, '0E-400'],
+    [{ $pow: [D('10'), 4000] }, '1.000000000000000000000000000000000E+4000'],
+    [{ $ln: D('1.0000000000000000000000001') }, '9.999999999999999999999999500000000E-26'],
+  ];
+  const doc = (await db.aggregate([{ $documents: [{}] },
+    { $project: Object.fromEntries(cases.map((c, i) => [`r${i}`, c[0]])) }]).toArray())[0];
+  cases.forEach(([e, want], i) => assert.equal(doc[`r${i}`].toString(), want, JSON.stringify(e)));
+  await h.expectCode(db.aggregate([{ $documents: [{ x: D('-1E-400') }] }, { $project: { r: { $sqrt: '$x' } } }]).toArray(), 28714);
 });

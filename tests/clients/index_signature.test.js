@@ -208,3 +208,18 @@ h.test('an explicit simple collation is not kept in the index spec, and still ov
   assert.deepEqual((await q.toArray()).map((d) => d._id), [1]);
   assert.deepEqual((await en.find({ h: 'a' }).hint('dflt').toArray()).map((d) => d._id).sort(), [1, 2]);
 });
+
+// _isSpecOk's last _id rule: an index on {_id: +-1} must have the collection's default
+// collation (found by helper-103).
+h.test('an index on {_id: -1} needs the collection default collation (67)', async () => {
+  const db = srv.freshDb('idcoll');
+  await db.collection('c').insertOne({});
+  await h.expectCode(db.command({ createIndexes: 'c', indexes: [{ key: { _id: -1 }, name: 'y', collation: { locale: 'fr' } }] }),
+    67, /^_id index must have the collection default collation$/);
+  await db.command({ createIndexes: 'c', indexes: [{ key: { _id: -1 }, name: 'z' }] });
+  await db.createCollection('fr', { collation: { locale: 'fr' } });
+  await db.command({ createIndexes: 'fr', indexes: [{ key: { _id: -1 }, name: 'd' }] });
+  await h.expectCode(db.command({ createIndexes: 'fr', indexes: [{ key: { _id: -1 }, name: 's', collation: { locale: 'simple' } }] }),
+    67, /^_id index must have the collection default collation$/);
+  assert.deepEqual((await db.collection('fr').indexes()).map((i) => i.name), ['_id_', 'd']);
+});

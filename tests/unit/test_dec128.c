@@ -56,6 +56,38 @@ Test(dec128, exact_results_come_back_short)
     math1(MF_DEC_COS, "0", "1");
 }
 
+/* sqrt's exact results take the exponent IEEE 754 prefers, half the argument's. */
+Test(dec128, exact_square_roots_take_the_preferred_exponent)
+{
+    math1(MF_DEC_SQRT, "100", "10");
+    math1(MF_DEC_SQRT, "4.00", "2.0");
+    math1(MF_DEC_SQRT, "2.25", "1.5");
+    math1(MF_DEC_SQRT, "1E+4", "1E+2");
+    math1(MF_DEC_LOG10, "1E+10", "10");
+}
+
+/* Past binary128's range (1E+-4932) and within decimal128's (1E+-6144). */
+Test(dec128, the_whole_decimal_range)
+{
+    math1(MF_DEC_SQRT, "1E+6000", "1E+3000");
+    math1(MF_DEC_SQRT, "1E-6000", "1E-3000");
+    math1(MF_DEC_LN, "1E+5000", "11512.92546497022842008995727342182");
+    math1(MF_DEC_LOG10, "1E-6000", "-6000");
+    math1(MF_DEC_SIN, "1E-5000", "1E-5000");
+    bson_decimal128_t x = dec("12000"), r;
+    mf_dec_math(MF_DEC_EXP, &x, &r);
+    char s[BSON_DECIMAL128_STRING];
+    bson_decimal128_to_string(&r, s);
+    /* exp(12000) = 3.4180848472105536146824695515473740986...E+5211: past binary128's range a few last digits go. */
+    cr_assert(strncmp(s, "3.4180848472105536146824695515", 30) == 0 && strstr(s, "E+5211") != NULL, "exp(12000) = %s", s);
+    bson_decimal128_t big = dec("1E+5000"), b100 = dec("1E+100");
+    mf_dec_log(&big, &b100, &r);
+    expect_str(&r, "50", "log 1E+5000 base 1E+100");
+    bson_decimal128_t y = dec("1E+5000"), x2 = dec("2E+5000");
+    mf_dec_atan2(&y, &x2, &r);
+    expect_str(&r, "0.4636476090008061162142562314612144", "atan2");
+}
+
 Test(dec128, special_values_follow_ieee)
 {
     math1(MF_DEC_SQRT, "NaN", "NaN");
@@ -83,6 +115,17 @@ Test(dec128, pow_is_exact_while_it_fits_and_widened)
     pow2("7", "0", "1.000000000000000000000000000000000");
     /* Past 34 digits: rounded once, from binary128 (3^80 = 147808829414345923316083210206383297601). */
     pow2("3", "80", "1.478088294143459233160832102063833E+38");
+    /* Exact products of 34 digits and more (powers of ten) are exact still. */
+    pow2("10", "4000", "1.000000000000000000000000000000000E+4000");
+    pow2("10", "4933", "1.000000000000000000000000000000000E+4933");
+    pow2("1E+3000", "2", "1.000000000000000000000000000000000E+6000");
+    /* Past binary128's range with a fractional exponent: from the logarithm. */
+    bson_decimal128_t b = dec("1E+3000"), e = dec("1.5"), r;
+    mf_dec_pow(&b, &e, &r);
+    char s[BSON_DECIMAL128_STRING];
+    bson_decimal128_to_string(&r, s);
+    cr_assert(strncmp(s, "1.0000000000000000000000000", 27) == 0 || strncmp(s, "9.9999999999999999999999999", 27) == 0, "%s", s);
+    cr_assert(strstr(s, "E+4500") != NULL || strstr(s, "E+4499") != NULL, "%s", s);
 }
 
 static void
