@@ -941,6 +941,59 @@ append_repl(mf_op_t *op, bson_t *r)
  * {<section>: 0}) plus mayfly's own (archive, metrics.ttl, heldRequests).
  * Takes no collection lock: it runs on the fast lane.
  */
+
+/* Counts for serverStatus' catalogStats, as mongod 8.0 keeps them. */
+typedef struct catalog_counts {
+    int32_t collections, capped, clustered, timeseries, views, internal_colls, internal_views;
+    const char *view_db; /* the last database seen holding a view (collections come in namespace order) */
+} catalog_counts_t;
+
+static void
+count_coll(void *arg, mf_coll_t *c)
+{
+    catalog_counts_t *n = arg;
+    /* Internal: the admin, local and config databases, and system.* collections (buckets, views, profile...). */
+    bool internal = strcmp(c->db, "admin") == 0 || strcmp(c->db, "local") == 0 || strcmp(c->db, "config") == 0 ||
+                    strncmp(c->name, "system.", 7) == 0;
+    if (c->is_view && (n->view_db == NULL || strcmp(n->view_db, c->db) != 0)) {
+        n->internal_colls++; /* mongod keeps a database's views in its system.views collection */
+        n->view_db = c->db;
+    }
+    if (c->is_view && c->is_timeseries)
+        n->timeseries++;
+    else if (c->is_view)
+        internal ? n->internal_views++ : n->views++;
+    else if (internal)
+        n->internal_colls++;
+    else {
+        n->collections++;
+        n->capped += c->capped;
+        n->clustered += c->clustered;
+    }
+}
+
+/* catalogStats: the catalog's collections by kind (one pass under the catalog's shared lock). */
+static void
+append_catalog_stats(mf_engine_t *e, bson_t *r)
+{
+    catalog_counts_t n = {0};
+    bson_t sub;
+    mf_catalog_rdlock(e->cat);
+    mf_catalog_coll_list(e->cat, NULL, count_coll, &n);
+    mf_catalog_unlock(e->cat);
+    BSON_APPEND_DOCUMENT_BEGIN(r, "catalogStats", &sub);
+    BSON_APPEND_INT32(&sub, "collections", n.collections);
+    BSON_APPEND_INT32(&sub, "capped", n.capped);
+    BSON_APPEND_INT32(&sub, "clustered", n.clustered);
+    BSON_APPEND_INT32(&sub, "timeseries", n.timeseries);
+    BSON_APPEND_INT32(&sub, "views", n.views);
+    BSON_APPEND_INT32(&sub, "internalCollections", n.internal_colls);
+    BSON_APPEND_INT32(&sub, "internalViews", n.internal_views);
+    BSON_APPEND_INT32(&sub, "csfle", 0);
+    BSON_APPEND_INT32(&sub, "queryableEncryption", 0);
+    bson_append_document_end(r, &sub);
+}
+
 static int
 cmd_server_status(mf_op_t *op)
 {
@@ -1045,11 +1098,20 @@ cmd_server_status(mf_op_t *op)
     if (e->repl != NULL && section_on(op, "repl"))
         append_repl(op, r);
 
+    if (section_on(op, "catalogStats"))
+        append_catalog_stats(e, r);
     if (section_on(op, "storageEngine")) {
+        /* mongod 8.0's fields and order; mayfly drops tables at once (no pending idents) and has no backup cursor. */
         BSON_APPEND_DOCUMENT_BEGIN(r, "storageEngine", &sub);
         BSON_APPEND_UTF8(&sub, "name", e->in_memory ? "inMemory" : "wiredTiger");
         BSON_APPEND_BOOL(&sub, "supportsCommittedReads", true);
+        BSON_APPEND_TIMESTAMP(&sub, "oldestRequiredTimestampForCrashRecovery", 0, 0);
+        BSON_APPEND_BOOL(&sub, "supportsPendingDrops", true);
+        BSON_APPEND_INT64(&sub, "dropPendingIdents", 0);
+        BSON_APPEND_BOOL(&sub, "supportsSnapshotReadConcern", true);
+        BSON_APPEND_BOOL(&sub, "readOnly", false);
         BSON_APPEND_BOOL(&sub, "persistent", !e->in_memory);
+        BSON_APPEND_BOOL(&sub, "backupCursorOpen", false);
         bson_append_document_end(r, &sub);
     }
     if (section_on(op, "transactions"))

@@ -801,3 +801,25 @@ h.test('create of an existing collection with other options: 48 naming its optio
     /already exists, but with different options: \{ uuid: UUID\("[0-9a-f-]{36}"\) \}$/);
   assert.equal((await db.command({ create: 'cap', capped: true, size: 4096 })).ok, 1);
 });
+
+// serverStatus' catalogStats (mongod 8.0) and storageEngine's fields (found by helper-102:
+// monitoring tools read them).
+h.test('serverStatus: catalogStats counts collections by kind; storageEngine has mongod 8.0 fields', async () => {
+  const before = (await srv.client.db('admin').command({ serverStatus: 1 })).catalogStats;
+  const db = srv.freshDb('catstats');
+  await db.createCollection('plain');
+  await db.createCollection('cap', { capped: true, size: 4096 });
+  await db.createCollection('v', { viewOn: 'plain', pipeline: [] });
+  await db.createCollection('ts', { timeseries: { timeField: 't' } });
+  const s = await srv.client.db('admin').command({ serverStatus: 1 });
+  const c = s.catalogStats;
+  assert.equal(c.collections - before.collections, 2);
+  assert.equal(c.capped - before.capped, 1);
+  assert.equal(c.views - before.views, 1);
+  assert.equal(c.timeseries - before.timeseries, 1);
+  assert.equal(c.internalCollections - before.internalCollections, 2); /* system.buckets.ts, system.views */
+  assert.deepEqual(Object.keys(s.storageEngine), ['name', 'supportsCommittedReads', 'oldestRequiredTimestampForCrashRecovery',
+    'supportsPendingDrops', 'dropPendingIdents', 'supportsSnapshotReadConcern', 'readOnly', 'persistent', 'backupCursorOpen']);
+  const off = await srv.client.db('admin').command({ serverStatus: 1, catalogStats: 0 });
+  assert.equal(off.catalogStats, undefined);
+});
