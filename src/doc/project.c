@@ -88,8 +88,40 @@ typedef struct {
     bool add_fields; /* $addFields / $set: every value is an expression (or a sub-document of them) */
     unsigned metas;  /* the $meta kinds named so far (1 << MF_PROJ_META_*) */
     bool expr_score; /* a find expression reads {$meta: "textScore"} */
+    int depth;       /* path components above the object being parsed (its parents' dotted keys) */
     mf_error_t *err;
 } pctx_t;
+
+/*
+ * mongod's FieldPath: at most 200 components (BSONDepth::getMaxAllowableDepth),
+ * else 15 Overflow "FieldPath is too long". Counted from the projection's root
+ * through nested sub-projections, it also bounds the tree this parser builds
+ * (one node a component) and the recursion that applies it: a key of
+ * 200,000 components overflowed the worker's stack.
+ */
+#define PATH_MAX_COMPONENTS 200
+
+static int
+path_components(const char *key)
+{
+    int n = 1;
+    for (; *key; key++)
+        n += *key == '.';
+    return n;
+}
+
+/* parse_sub: parses a sub-projection under key, one level deeper by key's components. */
+static int parse_obj(pctx_t *c, const bson_t *spec, pnode_t *parent, bool is_root);
+
+static int
+parse_sub(pctx_t *c, const char *key, const bson_t *sub, pnode_t *inner)
+{
+    int saved = c->depth;
+    c->depth += path_components(key);
+    int rc = parse_obj(c, sub, inner, false);
+    c->depth = saved;
+    return rc;
+}
 
 static void
 pnode_free(pnode_t *n)
@@ -325,6 +357,9 @@ parse_element(pctx_t *c, const char *key, const bson_value_t *v, pnode_t *parent
     ssize_t pos = positional_at(key);
     bool is_id = is_root && strcmp(key, "_id") == 0;
 
+    if (c->depth + path_components(key) > PATH_MAX_COMPONENTS)
+        return mf_err_set(c->err, MF_E_Overflow, "FieldPath is too long");
+
     if (c->agg && pos >= 0)
         return mf_err_set(c->err, MF_E_Location31324, "Cannot use positional projection in aggregation projection");
     if (c->add_fields) {
@@ -337,7 +372,7 @@ parse_element(pctx_t *c, const char *key, const bson_value_t *v, pnode_t *parent
                 pnode_t *inner = pnode_new(P_INNER);
                 if (add_at_path(parent, key, inner, c->err) < 0)
                     return -1;
-                return parse_obj(c, &sub, inner, false);
+                return parse_sub(c, key, &sub, inner);
             }
         }
         mf_expr_t *e = mf_expr_parse(v, c->err);
@@ -440,7 +475,7 @@ parse_element(pctx_t *c, const char *key, const bson_value_t *v, pnode_t *parent
             if (add_at_path(parent, key, inner, c->err) < 0)
                 return -1;
             node = inner;
-            return parse_obj(c, &sub, node, false);
+            return parse_sub(c, key, &sub, node);
         }
     }
     if (is_flag_type(v->value_type)) {

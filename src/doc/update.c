@@ -2268,6 +2268,18 @@ walk(actx_t *c, const mod_t *m, const path_t *p, size_t i, node_t *cur, const ch
     char buf[24];
     const char *key = cp->name;
 
+    /*
+     * No document nests deeper than a stored one may (MF_MAX_STORED_DEPTH):
+     * a path going further can only create what the write refuses, or find
+     * nothing. Stopped here, so that a path of 200,000 components does not
+     * recurse 200,000 levels (it overflowed the worker's stack).
+     */
+    if (i >= MF_MAX_STORED_DEPTH) {
+        if (!op_creates(m->op) || (m->op == OP_SETONINSERT && !c->is_insert))
+            return 0;
+        return mf_err_set(c->err, MF_E_Overflow, "Document exceeds maximum nesting depth of %d", MF_MAX_STORED_DEPTH);
+    }
+
     if (cp->kind == C_ALL || cp->kind == C_FILTER) {
         if (!cur->is_array) {
             char *s = node_fmt(cur);
@@ -2780,6 +2792,17 @@ seed_add(seed_t *s, const char *path, const bson_value_t *v, mf_error_t *err)
                               "cannot infer query fields to set, both paths '%s' and '%s' are matched", path,
                               s->paths[i]);
     }
+    /*
+     * A path of more components than a stored document may nest could only
+     * build a seed the write refuses (mf_check_doc_for_storage); refused
+     * here, before one node per component (and the recursion that writes
+     * them out) is made for a path of a million dots.
+     */
+    size_t depth = 1;
+    for (const char *q = path; *q; q++)
+        depth += *q == '.';
+    if (depth > MF_MAX_STORED_DEPTH)
+        return mf_err_set(err, MF_E_Overflow, "Document exceeds maximum nesting depth of %d", MF_MAX_STORED_DEPTH);
     s->paths = mf_realloc(s->paths, (s->n + 1) * sizeof(char *));
     s->paths[s->n++] = mf_strdup(path);
 
