@@ -294,6 +294,10 @@ parse_path(mf_update_t *u, const char *path, path_t *out, mf_error_t *err)
     if (*path == '\0')
         return mf_err_set(err, MF_E_EmptyFieldName, "An empty update path is not valid.");
     out->path = mf_strdup(path);
+    size_t ncomps = 1;
+    for (const char *q = path; *q; q++)
+        ncomps += *q == '.';
+    out->comps = mf_malloc(ncomps * sizeof(comp_t)); /* once: growing it a component at a time was quadratic */
     for (;;) {
         const char *dot = strchr(p, '.');
         size_t len = dot ? (size_t)(dot - p) : strlen(p);
@@ -313,7 +317,6 @@ parse_path(mf_update_t *u, const char *path, path_t *out, mf_error_t *err)
         } else if (len > 3 && c.name[0] == '$' && c.name[1] == '[' && c.name[len - 1] == ']') {
             c.kind = C_FILTER;
         }
-        out->comps = mf_realloc(out->comps, (out->n + 1) * sizeof(comp_t));
         out->comps[out->n++] = c;
         if (!dot)
             break;
