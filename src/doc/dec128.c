@@ -371,6 +371,10 @@ from_q(__float128 q, bson_decimal128_t *out)
 static void
 exp10_q(__float128 e, bool neg, bson_decimal128_t *out)
 {
+    if (isnanq(e)) {
+        from_q(e, out);
+        return;
+    }
     __float128 n = floorq(e);
     if (n > 7000)
         n = 7000; /* past the decimal range either way */
@@ -536,6 +540,32 @@ mf_dec_log(const bson_decimal128_t *a, const bson_decimal128_t *base, bson_decim
     }
 }
 
+/*
+ * dec_integral: whether d is a finite integer, and *odd whether it is odd,
+ * read from its digits (a decimal past 2^63 has no long to cast to: from
+ * 10^34 on every decimal is an even integer).
+ */
+static bool
+dec_integral(const bson_decimal128_t *d, bool *odd)
+{
+    unsigned __int128 coef;
+    int exp;
+    bson_decimal128_t q;
+    *odd = false;
+    if (!dec_parts(d, &coef, &exp))
+        return false;
+    if (exp > 0 || coef == 0)
+        return true; /* a multiple of 10 */
+    mf_dec_quantize(d, 0, MF_DEC_TRUNC, &q);
+    if (load(&q) != load(d))
+        return false;
+    unsigned __int128 qc;
+    int qe;
+    if (dec_parts(&q, &qc, &qe) && qe == 0)
+        *odd = (qc & 1) != 0;
+    return true;
+}
+
 /* pow_exact: base^n by squaring in decimal, true when no product was rounded (so it is the exact power). */
 static bool
 pow_exact(_Decimal128 base, uint64_t n, _Decimal128 *res)
@@ -558,7 +588,7 @@ void
 mf_dec_pow(const bson_decimal128_t *base, const bson_decimal128_t *ex, bson_decimal128_t *out)
 {
     _Decimal128 b = load(base), e = load(ex), r;
-    bool done = false, integral = e == e && e - e == 0.DL && (_Decimal128)(long long)e == e;
+    bool done = false, odd = false, integral = dec_integral(ex, &odd);
     /* An integral exponent up to 2^16 with a finite base: exact while the power fits. */
     if (b == b && b - b == 0.DL && integral && e >= -65536.DL && e <= 65536.DL) {
         long long n = (long long)e;
@@ -583,8 +613,7 @@ mf_dec_pow(const bson_decimal128_t *base, const bson_decimal128_t *ex, bson_deci
             } else {
                 bson_decimal128_t t;
                 __float128 l10 = ln_q(base) / M_LN10q;
-                bool odd = neg && fmodq(fabsq(qe), 2) == 1;
-                exp10_q(qe * l10, odd, &t);
+                exp10_q(qe * l10, neg && odd, &t);
                 r = load(&t);
             }
         } else {

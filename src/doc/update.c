@@ -2125,12 +2125,17 @@ ident_cmp(const comp_t *a, const comp_t *b)
 static int
 dyn_visit(actx_t *c, const path_t **ps, size_t np, size_t i, const bson_value_t *v, const char *where)
 {
-    const path_t **grp = mf_malloc(np * sizeof(*grp)), **sub = mf_malloc(np * sizeof(*sub));
+    const path_t **grp, **sub;
     char *next = NULL;
     char buf[24];
     bson_iter_t it;
     int rc = 0;
 
+    /* Past the deepest nesting a stored document has, nothing is there to conflict: walk reports the path. */
+    if (i >= MF_MAX_STORED_DEPTH)
+        return 0;
+    grp = mf_malloc(np * sizeof(*grp));
+    sub = mf_malloc(np * sizeof(*sub));
     if (!comp_is_array(&ps[0]->comps[i])) {
         /* An object node: each child once; "$" merged into the field the query matched. */
         size_t npos = group_of(ps, np, i, "$", sub);

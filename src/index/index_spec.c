@@ -100,6 +100,8 @@ key_is_id_pattern(const bson_t *key)
     if (bson_count_keys(key) != 1 || !bson_iter_init_find(&it, key, "_id") || !mf_value_is_number(bson_iter_value(&it)))
         return false;
     double v = mf_value_as_double(bson_iter_value(&it));
+    if (!(v > -2 && v < 2))
+        return false; /* also NaN, and values no int holds */
     return (int)v == 1 || (int)v == -1; /* numberInt(): 1.5 is 1 */
 }
 

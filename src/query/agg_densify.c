@@ -477,7 +477,7 @@ desugar_fill(const bson_value_t *v, bson_t *stages, mf_error_t *err)
         const bson_value_t *method = NULL, *value = NULL;
         bson_iter_t oi;
         unsigned oseen = 0;
-        char path[1024];
+        char *path = NULL;
         if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
             mf_err_set(err, MF_E_Location6050200, "Each fill output specification must be an object with exactly one field");
             goto err_destroy;
@@ -499,16 +499,18 @@ desugar_fill(const bson_value_t *v, bson_t *stages, mf_error_t *err)
             mv[i] = *bson_iter_value(&oi);
             *(i == 0 ? &method : &value) = &mv[i];
         }
-        snprintf(path, sizeof path, "$%s", f);
+        path = bson_strdup_printf("$%s", f); /* the whole name: a fixed buffer cut a long one (and lost its data) */
         if (method != NULL) {
             const char *m = method->value.v_utf8.str;
             bson_t fn;
             if (value != NULL) {
+                bson_free(path);
                 mf_err_set(err, MF_E_Location6050201,
                            "Each fill output specification must have exactly one of 'method' or 'value' fields, not both");
                 goto err_destroy;
             }
             if (strcmp(m, "locf") != 0 && strcmp(m, "linear") != 0) {
+                bson_free(path);
                 mf_err_set(err, MF_E_Location6050202, "Method must be either locf or linear");
                 goto err_destroy;
             }
@@ -526,6 +528,7 @@ desugar_fill(const bson_value_t *v, bson_t *stages, mf_error_t *err)
             bson_append_array_end(&e, &args);
             bson_append_document_end(&add, &e);
         }
+        bson_free(path);
     }
     if (part_by != NULL && part_fields != NULL) {
         mf_err_set(err, MF_E_Location6050204,
@@ -550,9 +553,9 @@ desugar_fill(const bson_value_t *v, bson_t *stages, mf_error_t *err)
             BSON_APPEND_DOCUMENT_BEGIN(&w, "partitionBy", &pb);
             bson_iter_init_from_data(&ai, part_fields->value.v_doc.data, part_fields->value.v_doc.data_len);
             while (bson_iter_next(&ai)) {
-                char path[1024];
-                snprintf(path, sizeof path, "$%s", bson_iter_utf8(&ai, NULL));
+                char *path = bson_strdup_printf("$%s", bson_iter_utf8(&ai, NULL));
                 BSON_APPEND_UTF8(&pb, bson_iter_utf8(&ai, NULL), path);
+                bson_free(path);
             }
             bson_append_document_end(&w, &pb);
         }

@@ -839,6 +839,14 @@ mf_window_new(const bson_value_t *v, mf_error_t *err)
             mf_err_set(err, MF_E_Location40352, "FieldPath cannot be constructed with empty string");
             goto err_free;
         }
+        size_t ncomp = 1;
+        for (const char *c = k; *c; c++)
+            ncomp += *c == '.';
+        if (ncomp > 200) {
+            /* mongod's FieldPath limit (BSONDepth::getMaxAllowableDepth); the output is set one level a component. */
+            mf_err_set(err, MF_E_Overflow, "FieldPath is too long");
+            goto err_free;
+        }
         /* FieldPath rules for each component of the output path. */
         for (const char *c = k; c != NULL; c = strchr(c, '.') ? strchr(c, '.') + 1 : NULL) {
             if (*c == '.' || *c == '\0') {

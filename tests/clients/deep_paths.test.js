@@ -46,6 +46,11 @@ h.test('every command taking a 200,000-component path answers and the server car
     partialIndex: () => c.createIndex({ z: 1 }, { name: 'pz', partialFilterExpression: { [deep]: 1 } }),
     validator: () => db.command({ collMod: 'c', validator: { [deep]: { $exists: false } } }),
     setWindowFields: () => c.aggregate([{ $setWindowFields: { sortBy: { [deep]: 1 }, output: { r: { $rank: {} } } } }]).toArray(),
+    // helper-104: these three recursed once a component too (the update's conflict check, $setWindowFields' output).
+    allElements: () => c.updateOne({ _id: 1 }, { $set: { [`x.$[].${deep}`]: 1 } }),
+    positional: () => c.updateOne({ _id: 1, 'x.a': 1 }, { $set: { [`x.$.${deep}`]: 1 } }),
+    windowOutput: () => c.aggregate([{ $setWindowFields: { sortBy: { _id: 1 }, output: { [deep]: { $sum: 1 } } } }]).toArray(),
+    fillOutput: () => c.aggregate([{ $fill: { sortBy: { _id: 1 }, output: { [deep]: { method: 'locf' } } } }]).toArray(),
   };
   const answered = {};
   for (const [name, op] of Object.entries(ops)) {
@@ -62,6 +67,19 @@ h.test('every command taking a 200,000-component path answers and the server car
   for (const name of ['projectionInclude', 'project', 'addFields', 'unset', 'pipelineUpdate']) assert.equal(answered[name], 15, name);
   for (const name of ['set', 'inc', 'upsert', 'findAndModify']) assert.equal(answered[name], 15, name);
   assert.equal(answered.setOnExisting, 28); /* a.a is a number: the path cannot be created below it (as mongod) */
+  for (const name of ['windowOutput', 'fillOutput']) assert.equal(answered[name], 15, name); /* FieldPath is too long */
   // Nothing was written.
   assert.deepEqual(await c.find({}, { projection: { _id: 1 } }).sort({ _id: 1 }).toArray(), [{ _id: 1 }, { _id: 2 }]);
+});
+
+// $fill took a field path into a fixed 1,024-byte buffer: a longer name was cut, and the
+// fill wrote null over the documents' values (found by helper-104).
+h.test('$fill on a field name past 1,024 bytes fills it', async () => {
+  const c = srv.freshDb('longfill').collection('c');
+  const L = 'x'.repeat(1100);
+  await c.insertMany([{ _id: 1, [L]: 5 }, { _id: 2 }]);
+  const out = await c.aggregate([{ $fill: { sortBy: { _id: 1 }, output: { [L]: { method: 'locf' } } } }]).toArray();
+  assert.deepEqual(out.map((d) => d[L]), [5, 5]);
+  const byValue = await c.aggregate([{ $fill: { output: { [L]: { value: 7 } } } }, { $sort: { _id: 1 } }]).toArray();
+  assert.deepEqual(byValue.map((d) => d[L]), [5, 7]);
 });

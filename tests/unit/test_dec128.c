@@ -119,6 +119,11 @@ Test(dec128, pow_is_exact_while_it_fits_and_widened)
     pow2("10", "4000", "1.000000000000000000000000000000000E+4000");
     pow2("10", "4933", "1.000000000000000000000000000000000E+4933");
     pow2("1E+3000", "2", "1.000000000000000000000000000000000E+6000");
+    /* A negative base to an integral exponent past 2^63: IEEE's signs (helper-104: they gave NaN). */
+    pow2("-2", "1E+20", "Infinity");
+    pow2("-2", "10000000000000000001", "-Infinity");
+    pow2("-0.5", "1E+20", "0E-6176");
+    pow2("-2", "0.5", "NaN");
     /* Past binary128's range with a fractional exponent: from the logarithm. */
     bson_decimal128_t b = dec("1E+3000"), e = dec("1.5"), r;
     mf_dec_pow(&b, &e, &r);
