@@ -21,6 +21,7 @@
 #define MF_MAX_MESSAGE_SIZE 48000000        /* maxMessageSizeBytes */
 #define MF_MAX_WRITE_BATCH 100000           /* maxWriteBatchSize */
 #define MF_MAX_STORED_DEPTH 180             /* nesting a stored document may have (MongoDB: 200 - 20; 15 beyond) */
+#define MF_MAX_FIELD_PATH_COMPONENTS 200    /* a field path's components (mongod's FieldPath: 15 "FieldPath is too long") */
 #define MF_MAX_REGEX_LENGTH 32764           /* $regex pattern bytes (MongoDB: 51091 beyond) */
 #define MF_MAX_PIPELINE_STAGES 1000        /* stages in one pipeline (MongoDB's internalPipelineLengthLimit; 7749501 beyond) */
 #define MF_MAX_ACCUMULATOR_BYTES (100 * 1024 * 1024) /* one $push/$addToSet array (MongoDB: 146 beyond) */

@@ -217,6 +217,15 @@ mf_path_walk_leaves(const bson_t *doc, const char *path, mf_path_leaf_fn visit, 
 /* The '$'-prefixed components FieldPath accepts: DBRef's, and the metadata fields mongod itself writes. */
 static const char *const dollar_ok[] = {"$id", "$ref", "$db", "$sortKey", "$recordId", "$searchSortValues", "$searchScore"};
 
+size_t
+mf_path_components(const char *path)
+{
+    size_t n = 1;
+    for (; *path; path++)
+        n += *path == '.';
+    return n;
+}
+
 int
 mf_field_path_check(const char *path, mf_error_t *err)
 {

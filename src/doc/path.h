@@ -70,4 +70,12 @@ bool mf_path_get(const bson_t *doc, const char *path, bson_value_t *out);
  */
 int mf_field_path_check(const char *path, mf_error_t *err);
 
+/*
+ * mf_path_components: how many components a dotted path has (its dots plus
+ * one). The code that applies a path spends a level of recursion or a node
+ * on each, so callers bound it (MF_MAX_FIELD_PATH_COMPONENTS,
+ * MF_MAX_STORED_DEPTH) before they build anything.
+ */
+size_t mf_path_components(const char *path);
+
 #endif /* MF_PATH_H */

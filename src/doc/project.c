@@ -46,6 +46,7 @@
 
 #include "doc/expr.h"
 #include "doc/path.h"
+#include "common/limits.h"
 #include "doc/text.h"
 #include "doc/value.h"
 
@@ -93,22 +94,13 @@ typedef struct {
 } pctx_t;
 
 /*
- * mongod's FieldPath: at most 200 components (BSONDepth::getMaxAllowableDepth),
- * else 15 Overflow "FieldPath is too long". Counted from the projection's root
- * through nested sub-projections, it also bounds the tree this parser builds
- * (one node a component) and the recursion that applies it: a key of
- * 200,000 components overflowed the worker's stack.
+ * mongod's FieldPath: at most MF_MAX_FIELD_PATH_COMPONENTS (200,
+ * BSONDepth::getMaxAllowableDepth), else 15 Overflow "FieldPath is too
+ * long". Counted from the projection's root through nested sub-projections,
+ * it also bounds the tree this parser builds (one node a component) and the
+ * recursion that applies it: a key of 200,000 components overflowed the
+ * worker's stack.
  */
-#define PATH_MAX_COMPONENTS 200
-
-static int
-path_components(const char *key)
-{
-    int n = 1;
-    for (; *key; key++)
-        n += *key == '.';
-    return n;
-}
 
 /* parse_sub: parses a sub-projection under key, one level deeper by key's components. */
 static int parse_obj(pctx_t *c, const bson_t *spec, pnode_t *parent, bool is_root);
@@ -117,7 +109,7 @@ static int
 parse_sub(pctx_t *c, const char *key, const bson_t *sub, pnode_t *inner)
 {
     int saved = c->depth;
-    c->depth += path_components(key);
+    c->depth += (int)mf_path_components(key);
     int rc = parse_obj(c, sub, inner, false);
     c->depth = saved;
     return rc;
@@ -357,7 +349,7 @@ parse_element(pctx_t *c, const char *key, const bson_value_t *v, pnode_t *parent
     ssize_t pos = positional_at(key);
     bool is_id = is_root && strcmp(key, "_id") == 0;
 
-    if (c->depth + path_components(key) > PATH_MAX_COMPONENTS)
+    if ((size_t)c->depth + mf_path_components(key) > MF_MAX_FIELD_PATH_COMPONENTS)
         return mf_err_set(c->err, MF_E_Overflow, "FieldPath is too long");
 
     if (c->agg && pos >= 0)

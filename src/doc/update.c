@@ -36,6 +36,7 @@
 #include "doc/dec128.h"
 #include "common/fmt.h"
 #include "common/limits.h"
+#include "doc/path.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -294,10 +295,7 @@ parse_path(mf_update_t *u, const char *path, path_t *out, mf_error_t *err)
     if (*path == '\0')
         return mf_err_set(err, MF_E_EmptyFieldName, "An empty update path is not valid.");
     out->path = mf_strdup(path);
-    size_t ncomps = 1;
-    for (const char *q = path; *q; q++)
-        ncomps += *q == '.';
-    out->comps = mf_malloc(ncomps * sizeof(comp_t)); /* once: growing it a component at a time was quadratic */
+    out->comps = mf_malloc(mf_path_components(path) * sizeof(comp_t)); /* once: growing it a component at a time was quadratic */
     for (;;) {
         const char *dot = strchr(p, '.');
         size_t len = dot ? (size_t)(dot - p) : strlen(p);
@@ -2806,10 +2804,7 @@ seed_add(seed_t *s, const char *path, const bson_value_t *v, mf_error_t *err)
      * here, before one node per component (and the recursion that writes
      * them out) is made for a path of a million dots.
      */
-    size_t depth = 1;
-    for (const char *q = path; *q; q++)
-        depth += *q == '.';
-    if (depth > MF_MAX_STORED_DEPTH)
+    if (mf_path_components(path) > MF_MAX_STORED_DEPTH)
         return mf_err_set(err, MF_E_Overflow, "Document exceeds maximum nesting depth of %d", MF_MAX_STORED_DEPTH);
     s->paths = mf_realloc(s->paths, (s->n + 1) * sizeof(char *));
     s->paths[s->n++] = mf_strdup(path);

@@ -69,6 +69,7 @@
 
 #include "common/alloc.h"
 #include "common/limits.h"
+#include "doc/path.h"
 #include "doc/check.h"
 #include "doc/expr.h"
 #include "doc/sort.h"
@@ -839,10 +840,7 @@ mf_window_new(const bson_value_t *v, mf_error_t *err)
             mf_err_set(err, MF_E_Location40352, "FieldPath cannot be constructed with empty string");
             goto err_free;
         }
-        size_t ncomp = 1;
-        for (const char *c = k; *c; c++)
-            ncomp += *c == '.';
-        if (ncomp > 200) {
+        if (mf_path_components(k) > MF_MAX_FIELD_PATH_COMPONENTS) {
             /* mongod's FieldPath limit (BSONDepth::getMaxAllowableDepth); the output is set one level a component. */
             mf_err_set(err, MF_E_Overflow, "FieldPath is too long");
             goto err_free;
