@@ -452,6 +452,22 @@ num_sign(const bson_value_t *v)
     return isnan(d) ? 2 : d < 0 ? -1 : d > 0 ? 1 : 0;
 }
 
+/*
+ * dec_binary: o = fn(a, b) in decimal, for the operators mongod computes in
+ * Decimal128 when either operand is one ($mod, $pow, $log, $atan2): each
+ * operand coerced as coerceToDecimal does (a double to 15 digits).
+ */
+static void
+dec_binary(void (*fn)(const bson_decimal128_t *, const bson_decimal128_t *, bson_decimal128_t *),
+           const bson_value_t *a, const bson_value_t *b, bson_value_t *o)
+{
+    bson_decimal128_t da, db;
+    (void)mf_dec_from_value(a, 15, &da);
+    (void)mf_dec_from_value(b, 15, &db);
+    mf_value_set_type(o, BSON_TYPE_DECIMAL128);
+    fn(&da, &db, &o->value.v_decimal128);
+}
+
 /* log_base_is_one: whether $log's base is 1, compared in decimal when either operand is one (as mongod). */
 static bool
 log_base_is_one(const bson_value_t *x, const bson_value_t *base)
@@ -2612,12 +2628,7 @@ ev_mod(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
         return 0;
     }
     if (ra == 3 || rb == 3) {
-        /* In decimal, exact, as mongod's Decimal128::modulo (coerceToDecimal: a double to 15 digits). */
-        bson_decimal128_t da, db;
-        (void)mf_dec_from_value(a, 15, &da);
-        (void)mf_dec_from_value(b, 15, &db);
-        mf_value_set_type(o, BSON_TYPE_DECIMAL128);
-        mf_dec_fmod(&da, &db, &o->value.v_decimal128);
+        dec_binary(mf_dec_fmod, a, b, o); /* exact, as mongod's Decimal128::modulo */
         return 0;
     }
     mf_value_set_double(o, fmod(as_dbl(a), as_dbl(b)));
@@ -2880,11 +2891,7 @@ ev_atan2(const bson_value_t *y, const bson_value_t *x, ctx_t *c, bson_value_t *o
                               "$atan2 only supports numeric types, not %s", tname(v[i]));
     }
     if (y->value_type == BSON_TYPE_DECIMAL128 || x->value_type == BSON_TYPE_DECIMAL128) {
-        bson_decimal128_t dy, dx;
-        (void)mf_dec_from_value(y, 15, &dy);
-        (void)mf_dec_from_value(x, 15, &dx);
-        mf_value_set_type(o, BSON_TYPE_DECIMAL128);
-        mf_dec_atan2(&dy, &dx, &o->value.v_decimal128);
+        dec_binary(mf_dec_atan2, y, x, o);
         return 0;
     }
     mf_value_set_double(o, atan2(as_dbl(y), as_dbl(x)));
@@ -3002,12 +3009,7 @@ ev_pow(const bson_value_t *a, const bson_value_t *b, ctx_t *c, bson_value_t *o)
         return 0;
     }
     if (ra == 3 || rb == 3) {
-        /* Either is a decimal: in decimal, as mongod's Decimal128::power (coerceToDecimal: a double to 15 digits). */
-        bson_decimal128_t da, db;
-        (void)mf_dec_from_value(a, 15, &da);
-        (void)mf_dec_from_value(b, 15, &db);
-        mf_value_set_type(o, BSON_TYPE_DECIMAL128);
-        mf_dec_pow(&da, &db, &o->value.v_decimal128);
+        dec_binary(mf_dec_pow, a, b, o); /* as mongod's Decimal128::power */
         return 0;
     }
     mf_value_set_double(o, pow(as_dbl(a), as_dbl(b)));
@@ -7323,12 +7325,7 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             rc = mf_err_set(c->err, MF_E_Location28759,
                             "$log's base must be a positive number not equal to 1, but is %g", as_dbl(&v[1]));
         } else if (v[0].value_type == BSON_TYPE_DECIMAL128 || v[1].value_type == BSON_TYPE_DECIMAL128) {
-            /* Either is a decimal: a decimal, as mongod's Decimal128::logarithm(base). */
-            bson_decimal128_t da, db;
-            (void)mf_dec_from_value(&v[0], 15, &da);
-            (void)mf_dec_from_value(&v[1], 15, &db);
-            mf_value_set_type(o, BSON_TYPE_DECIMAL128);
-            mf_dec_log(&da, &db, &o->value.v_decimal128);
+            dec_binary(mf_dec_log, &v[0], &v[1], o); /* as mongod's Decimal128::logarithm(base) */
         } else {
             mf_value_set_double(o, log(as_dbl(&v[0])) / log(as_dbl(&v[1])));
         }
