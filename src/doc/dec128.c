@@ -127,6 +127,35 @@ mf_dec_from_value(const bson_value_t *v, int double_digits, bson_decimal128_t *o
 #define DEC_BIAS 6176
 #define DEC_MAX_EXP 6111
 
+/* The decimal's digits: coefficient and unbiased exponent; false for NaN, infinity or a non-canonical encoding. */
+static bool
+dec_parts(const bson_decimal128_t *d, unsigned __int128 *coef, int *exp)
+{
+    const unsigned __int128 ten34 = (unsigned __int128)10000000000000000ULL * 1000000000000000000ULL;
+    if (((d->high >> 61) & 3) == 3)
+        return false;
+    *coef = ((unsigned __int128)(d->high & 0x1FFFFFFFFFFFFULL) << 64) | d->low;
+    *exp = (int)((d->high >> 49) & 0x3FFF) - DEC_BIAS;
+    return *coef < ten34;
+}
+
+/* dec_make: the decimal (-1)^neg coef 10^exp, coef below 10^34 and exp within the encoding's range. */
+static void
+dec_make(bool neg, unsigned __int128 coef, int exp, bson_decimal128_t *out)
+{
+    out->low = (uint64_t)coef;
+    out->high = (neg ? 1ULL << 63 : 0) | ((uint64_t)(exp + DEC_BIAS) << 49) | (uint64_t)(coef >> 64);
+}
+
+static int
+coef_digits(unsigned __int128 c)
+{
+    int n = 1;
+    for (; c >= 10; c /= 10)
+        n++;
+    return n;
+}
+
 void
 mf_dec_quantize(const bson_decimal128_t *d, int place, mf_dec_round_t mode, bson_decimal128_t *out)
 {
@@ -183,8 +212,7 @@ mf_dec_quantize(const bson_decimal128_t *d, int place, mf_dec_round_t mode, bson
             return;
         exp = q;
     }
-    out->low = (uint64_t)coef;
-    out->high = (neg ? 1ULL << 63 : 0) | ((uint64_t)(exp + DEC_BIAS) << 49) | (uint64_t)(coef >> 64);
+    dec_make(neg, coef, exp, out);
 }
 
 void
@@ -259,35 +287,6 @@ mf_dec_to_int64(const bson_decimal128_t *d, int64_t *out)
  */
 #include <fenv.h>
 #include <quadmath.h>
-
-/* The decimal's digits: coefficient and unbiased exponent; false for NaN, infinity or a non-canonical encoding. */
-static bool
-dec_parts(const bson_decimal128_t *d, unsigned __int128 *coef, int *exp)
-{
-    const unsigned __int128 ten34 = (unsigned __int128)10000000000000000ULL * 1000000000000000000ULL;
-    if (((d->high >> 61) & 3) == 3)
-        return false;
-    *coef = ((unsigned __int128)(d->high & 0x1FFFFFFFFFFFFULL) << 64) | d->low;
-    *exp = (int)((d->high >> 49) & 0x3FFF) - DEC_BIAS;
-    return *coef < ten34;
-}
-
-/* dec_make: the decimal (-1)^neg coef 10^exp, coef below 10^34 and exp within the encoding's range. */
-static void
-dec_make(bool neg, unsigned __int128 coef, int exp, bson_decimal128_t *out)
-{
-    out->low = (uint64_t)coef;
-    out->high = (neg ? 1ULL << 63 : 0) | ((uint64_t)(exp + DEC_BIAS) << 49) | (uint64_t)(coef >> 64);
-}
-
-static int
-coef_digits(unsigned __int128 c)
-{
-    int n = 1;
-    for (; c >= 10; c /= 10)
-        n++;
-    return n;
-}
 
 /*
  * drop_fraction_zeros: an exact result's fraction zeros dropped (never past
@@ -455,8 +454,13 @@ mf_dec_math(mf_dec_fn_t fn, const bson_decimal128_t *a, bson_decimal128_t *out)
     __float128 x = to_q(a), m, r;
     int k, ea;
     unsigned __int128 ca;
-    /* Below 1E-20 (to 1E-6176, past binary128's range), sin x = x to 34 digits, and so on. */
-    bool tiny = dec_parts(a, &ca, &ea) && ca != 0 && ea + coef_digits(ca) - 1 < -20;
+    bool odd_at_zero = fn == MF_DEC_SIN || fn == MF_DEC_TAN || fn == MF_DEC_ASIN || fn == MF_DEC_ATAN ||
+                       fn == MF_DEC_SINH || fn == MF_DEC_TANH || fn == MF_DEC_ASINH || fn == MF_DEC_ATANH;
+    if (odd_at_zero && dec_parts(a, &ca, &ea) && ca != 0 && ea + coef_digits(ca) - 1 < -20) {
+        /* Below 1E-20 (to 1E-6176, past binary128's range) sin x = x to 34 digits, and so on: the argument itself. */
+        *out = *a;
+        return;
+    }
     switch (fn) {
     case MF_DEC_SQRT:
         if (dec_split(a, true, &m, &k) && (a->high >> 63) == 0) {
@@ -468,18 +472,17 @@ mf_dec_math(mf_dec_fn_t fn, const bson_decimal128_t *a, bson_decimal128_t *out)
         r = sqrtq(x);
         break;
     case MF_DEC_LN:
+        r = (a->high >> 63) == 0 ? ln_q(a) : logq(x);
+        break;
     case MF_DEC_LOG10:
     case MF_DEC_LOG2:
-        if ((a->high >> 63) == 0 && near_one(a, &m)) {
-            r = log1pq(m); /* ln 1 is 0 exactly, and 1 + tiny keeps its digits */
-            r = fn == MF_DEC_LN ? r : fn == MF_DEC_LOG10 ? r / M_LN10q : r / M_LN2q;
-        } else if (dec_split(a, false, &m, &k) && (a->high >> 63) == 0) {
-            r = fn == MF_DEC_LN ? logq(m) + (__float128)k * M_LN10q
-                : fn == MF_DEC_LOG10 ? log10q(m) + (__float128)k
-                                     : log2q(m) + (__float128)k * (M_LN10q / M_LN2q);
-        } else {
-            r = fn == MF_DEC_LN ? logq(x) : fn == MF_DEC_LOG10 ? log10q(x) : log2q(x);
-        }
+        /* As ln_q, but on the split coefficient in the base itself, so that log10(1000) comes out 3 exactly. */
+        if ((a->high >> 63) == 0 && near_one(a, &m))
+            r = log1pq(m) / (fn == MF_DEC_LOG10 ? M_LN10q : M_LN2q);
+        else if (dec_split(a, false, &m, &k) && (a->high >> 63) == 0)
+            r = fn == MF_DEC_LOG10 ? log10q(m) + (__float128)k : log2q(m) + (__float128)k * (M_LN10q / M_LN2q);
+        else
+            r = fn == MF_DEC_LOG10 ? log10q(x) : log2q(x);
         break;
     case MF_DEC_EXP:
         r = expq(x);
@@ -488,23 +491,18 @@ mf_dec_math(mf_dec_fn_t fn, const bson_decimal128_t *a, bson_decimal128_t *out)
             return;
         }
         break;
-    case MF_DEC_SIN: r = tiny ? x : sinq(x); break;
-    case MF_DEC_COS: r = tiny ? 1 : cosq(x); break;
-    case MF_DEC_TAN: r = tiny ? x : tanq(x); break;
-    case MF_DEC_ASIN: r = tiny ? x : asinq(x); break;
+    case MF_DEC_SIN: r = sinq(x); break;
+    case MF_DEC_COS: r = cosq(x); break;
+    case MF_DEC_TAN: r = tanq(x); break;
+    case MF_DEC_ASIN: r = asinq(x); break;
     case MF_DEC_ACOS: r = acosq(x); break;
-    case MF_DEC_ATAN: r = tiny ? x : atanq(x); break;
-    case MF_DEC_SINH: r = tiny ? x : sinhq(x); break;
-    case MF_DEC_COSH: r = tiny ? 1 : coshq(x); break;
-    case MF_DEC_TANH: r = tiny ? x : tanhq(x); break;
-    case MF_DEC_ASINH: r = tiny ? x : asinhq(x); break;
+    case MF_DEC_ATAN: r = atanq(x); break;
+    case MF_DEC_SINH: r = sinhq(x); break;
+    case MF_DEC_COSH: r = coshq(x); break;
+    case MF_DEC_TANH: r = tanhq(x); break;
+    case MF_DEC_ASINH: r = asinhq(x); break;
     case MF_DEC_ACOSH: r = acoshq(x); break;
-    default: r = tiny ? x : atanhq(x); break;
-    }
-    if (tiny && fn != MF_DEC_COS && fn != MF_DEC_COSH && fn != MF_DEC_ACOS && fn != MF_DEC_ACOSH && fn != MF_DEC_SQRT &&
-        fn != MF_DEC_EXP && fn != MF_DEC_LN && fn != MF_DEC_LOG10 && fn != MF_DEC_LOG2) {
-        *out = *a; /* the argument itself, every digit of it */
-        return;
+    default: r = atanhq(x); break;
     }
     from_q(r, out);
     drop_fraction_zeros(out);
