@@ -691,7 +691,7 @@ create_bounds(mf_op_t *op)
  * _id index (both absent: simple).
  */
 static bool
-id_collation_ok(mf_op_t *op, const mf_coll_t *c, const bson_t *spec)
+id_collation_ok(const mf_coll_t *c, const bson_t *spec)
 {
     bson_iter_t it;
     mf_collation_t *a = NULL, *b = NULL;
@@ -707,7 +707,6 @@ id_collation_ok(mf_op_t *op, const mf_coll_t *c, const bson_t *spec)
         ok = mf_collation_equal(a, b);
     mf_collation_free(a);
     mf_collation_free(b);
-    (void)op;
     return ok;
 }
 
@@ -2044,7 +2043,7 @@ again:
     }
     for (size_t i = 0; i < nspecs && rc == 0; i++) {
         mf_index_spec_drop_simple_collation(norm[i]);
-        if (mf_index_spec_is_id_pattern(norm[i]) && !id_collation_ok(op, c, norm[i]))
+        if (mf_index_spec_is_id_pattern(norm[i]) && !id_collation_ok(c, norm[i]))
             rc = mf_err_set(&op->err, MF_E_CannotCreateIndex, "_id index must have the collection default collation");
     }
     if (rc != 0)

@@ -197,27 +197,30 @@ typedef struct explain_write {
 static void
 append_server_parameters(mf_op_t *op)
 {
-    static const char *const ours[] = {"internalLookupStageIntermediateDocumentMaxSizeBytes",
-                                       "internalDocumentSourceGroupMaxMemoryBytes",
-                                       "internalQueryMaxBlockingSortMemoryUsageBytes", NULL};
+    /* In mongod's order; "ours" marks a parameter mayfly keeps, whose value it shows. */
+    static const struct {
+        const char *name;
+        int32_t fixed;
+        bool ours;
+    } params[] = {
+        {"internalQueryFacetBufferSizeBytes", 104857600, false},
+        {"internalQueryFacetMaxOutputDocSizeBytes", 104857600, false},
+        {"internalLookupStageIntermediateDocumentMaxSizeBytes", 0, true},
+        {"internalDocumentSourceGroupMaxMemoryBytes", 0, true},
+        {"internalQueryMaxBlockingSortMemoryUsageBytes", 0, true},
+        {"internalQueryProhibitBlockingMergeOnMongoS", 0, false},
+        {"internalQueryMaxAddToSetBytes", 104857600, false},
+        {"internalDocumentSourceSetWindowFieldsMaxMemoryBytes", 0, true},
+    };
     bson_t sp;
     BSON_APPEND_DOCUMENT_BEGIN(op->reply, "serverParameters", &sp);
-    BSON_APPEND_INT32(&sp, "internalQueryFacetBufferSizeBytes", 104857600);
-    BSON_APPEND_INT32(&sp, "internalQueryFacetMaxOutputDocSizeBytes", 104857600);
-    for (int i = 0; ours[i] != NULL; i++) {
-        int64_t v = mf_param_get(op->eng->params, ours[i]);
+    for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) {
+        int64_t v = params[i].ours ? mf_param_get(op->eng->params, params[i].name) : params[i].fixed;
         if (v >= INT32_MIN && v <= INT32_MAX)
-            BSON_APPEND_INT32(&sp, ours[i], (int32_t)v);
+            BSON_APPEND_INT32(&sp, params[i].name, (int32_t)v);
         else
-            BSON_APPEND_INT64(&sp, ours[i], v);
+            BSON_APPEND_INT64(&sp, params[i].name, v);
     }
-    BSON_APPEND_INT32(&sp, "internalQueryProhibitBlockingMergeOnMongoS", 0);
-    BSON_APPEND_INT32(&sp, "internalQueryMaxAddToSetBytes", 104857600);
-    int64_t w = mf_param_get(op->eng->params, "internalDocumentSourceSetWindowFieldsMaxMemoryBytes");
-    if (w >= INT32_MIN && w <= INT32_MAX)
-        BSON_APPEND_INT32(&sp, "internalDocumentSourceSetWindowFieldsMaxMemoryBytes", (int32_t)w);
-    else
-        BSON_APPEND_INT64(&sp, "internalDocumentSourceSetWindowFieldsMaxMemoryBytes", w);
     BSON_APPEND_UTF8(&sp, "internalQueryFrameworkControl", "trySbeRestricted");
     BSON_APPEND_INT32(&sp, "internalQueryPlannerIgnoreIndexWithCollationForRegex", 1);
     bson_append_document_end(op->reply, &sp);
