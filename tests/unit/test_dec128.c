@@ -35,6 +35,16 @@ math1(mf_dec_fn_t fn, const char *a, const char *want)
     expect_str(&r, want, a);
 }
 
+/* The two-operand functions (mf_dec_pow, mf_dec_fmod, mf_dec_log, mf_dec_atan2) share a signature. */
+static void
+math2(void (*fn)(const bson_decimal128_t *, const bson_decimal128_t *, bson_decimal128_t *), const char *a,
+      const char *b, const char *want)
+{
+    bson_decimal128_t x = dec(a), y = dec(b), r;
+    fn(&x, &y, &r);
+    expect_str(&r, want, a);
+}
+
 /* Reference values: the exact constants rounded half to even to 34 digits. */
 Test(dec128, functions_have_34_digits)
 {
@@ -80,12 +90,8 @@ Test(dec128, the_whole_decimal_range)
     bson_decimal128_to_string(&r, s);
     /* exp(12000) = 3.4180848472105536146824695515473740986...E+5211: past binary128's range a few last digits go. */
     cr_assert(strncmp(s, "3.4180848472105536146824695515", 30) == 0 && strstr(s, "E+5211") != NULL, "exp(12000) = %s", s);
-    bson_decimal128_t big = dec("1E+5000"), b100 = dec("1E+100");
-    mf_dec_log(&big, &b100, &r);
-    expect_str(&r, "50", "log 1E+5000 base 1E+100");
-    bson_decimal128_t y = dec("1E+5000"), x2 = dec("2E+5000");
-    mf_dec_atan2(&y, &x2, &r);
-    expect_str(&r, "0.4636476090008061162142562314612144", "atan2");
+    math2(mf_dec_log, "1E+5000", "1E+100", "50");
+    math2(mf_dec_atan2, "1E+5000", "2E+5000", "0.4636476090008061162142562314612144");
 }
 
 Test(dec128, special_values_follow_ieee)
@@ -96,34 +102,27 @@ Test(dec128, special_values_follow_ieee)
     math1(MF_DEC_LN, "-1", "NaN");
 }
 
-static void
-pow2(const char *a, const char *b, const char *want)
-{
-    bson_decimal128_t x = dec(a), y = dec(b), r;
-    mf_dec_pow(&x, &y, &r);
-    expect_str(&r, want, a);
-}
 
 /* Decimal128::power adds a zero of the smallest exponent: every digit the coefficient has room for. */
 Test(dec128, pow_is_exact_while_it_fits_and_widened)
 {
-    pow2("3", "40", "12157665459056928801.00000000000000");
-    pow2("1.05", "10", "1.628894626777441406250000000000000");
-    pow2("2", "-2", "0.2500000000000000000000000000000000");
-    pow2("-2", "3", "-8.000000000000000000000000000000000");
-    pow2("2", "0.5", "1.414213562373095048801688724209698");
-    pow2("7", "0", "1.000000000000000000000000000000000");
+    math2(mf_dec_pow, "3", "40", "12157665459056928801.00000000000000");
+    math2(mf_dec_pow, "1.05", "10", "1.628894626777441406250000000000000");
+    math2(mf_dec_pow, "2", "-2", "0.2500000000000000000000000000000000");
+    math2(mf_dec_pow, "-2", "3", "-8.000000000000000000000000000000000");
+    math2(mf_dec_pow, "2", "0.5", "1.414213562373095048801688724209698");
+    math2(mf_dec_pow, "7", "0", "1.000000000000000000000000000000000");
     /* Past 34 digits: rounded once, from binary128 (3^80 = 147808829414345923316083210206383297601). */
-    pow2("3", "80", "1.478088294143459233160832102063833E+38");
+    math2(mf_dec_pow, "3", "80", "1.478088294143459233160832102063833E+38");
     /* Exact products of 34 digits and more (powers of ten) are exact still. */
-    pow2("10", "4000", "1.000000000000000000000000000000000E+4000");
-    pow2("10", "4933", "1.000000000000000000000000000000000E+4933");
-    pow2("1E+3000", "2", "1.000000000000000000000000000000000E+6000");
+    math2(mf_dec_pow, "10", "4000", "1.000000000000000000000000000000000E+4000");
+    math2(mf_dec_pow, "10", "4933", "1.000000000000000000000000000000000E+4933");
+    math2(mf_dec_pow, "1E+3000", "2", "1.000000000000000000000000000000000E+6000");
     /* A negative base to an integral exponent past 2^63: IEEE's signs (helper-104: they gave NaN). */
-    pow2("-2", "1E+20", "Infinity");
-    pow2("-2", "10000000000000000001", "-Infinity");
-    pow2("-0.5", "1E+20", "0E-6176");
-    pow2("-2", "0.5", "NaN");
+    math2(mf_dec_pow, "-2", "1E+20", "Infinity");
+    math2(mf_dec_pow, "-2", "10000000000000000001", "-Infinity");
+    math2(mf_dec_pow, "-0.5", "1E+20", "0E-6176");
+    math2(mf_dec_pow, "-2", "0.5", "NaN");
     /* Past binary128's range with a fractional exponent: from the logarithm. */
     bson_decimal128_t b = dec("1E+3000"), e = dec("1.5"), r;
     mf_dec_pow(&b, &e, &r);
@@ -133,26 +132,18 @@ Test(dec128, pow_is_exact_while_it_fits_and_widened)
     cr_assert(strstr(s, "E+4500") != NULL || strstr(s, "E+4499") != NULL, "%s", s);
 }
 
-static void
-fmod_str(const char *a, const char *b, const char *want)
-{
-    bson_decimal128_t x = dec(a), y = dec(b), r;
-    mf_dec_fmod(&x, &y, &r);
-    expect_str(&r, want, a);
-}
-
 Test(dec128, fmod_is_exact)
 {
-    fmod_str("12345678901234567.89", "1", "0.89");
-    fmod_str("10.5", "3", "1.5");
-    fmod_str("-10.5", "3", "-1.5");
-    fmod_str("10", "0.3", "0.1");
-    fmod_str("7", "1E+30", "7");
-    fmod_str("1E-30", "7", "1E-30");
-    fmod_str("1E+6000", "97", "96"); /* 10^6000 mod 97: 10 has order 96 mod 97, 6000 mod 96 = 48, 10^48 = -1 */
-    fmod_str("5", "0", "NaN");
-    fmod_str("Infinity", "2", "NaN");
-    fmod_str("5", "Infinity", "5");
+    math2(mf_dec_fmod, "12345678901234567.89", "1", "0.89");
+    math2(mf_dec_fmod, "10.5", "3", "1.5");
+    math2(mf_dec_fmod, "-10.5", "3", "-1.5");
+    math2(mf_dec_fmod, "10", "0.3", "0.1");
+    math2(mf_dec_fmod, "7", "1E+30", "7");
+    math2(mf_dec_fmod, "1E-30", "7", "1E-30");
+    math2(mf_dec_fmod, "1E+6000", "97", "96"); /* 10^6000 mod 97: 10 has order 96 mod 97, 6000 mod 96 = 48, 10^48 = -1 */
+    math2(mf_dec_fmod, "5", "0", "NaN");
+    math2(mf_dec_fmod, "Infinity", "2", "NaN");
+    math2(mf_dec_fmod, "5", "Infinity", "5");
 }
 
 /* Random operands with small exponents, against the remainder in 128-bit integers. */
@@ -184,14 +175,9 @@ Test(dec128, fmod_matches_integer_arithmetic)
 
 Test(dec128, log_in_a_base)
 {
-    bson_decimal128_t r, x = dec("8"), two = dec("2"), hundred = dec("100"), ten = dec("10"), e81 = dec("81"),
-                         three = dec("3");
-    mf_dec_log(&x, &two, &r);
-    expect_str(&r, "3", "log2 8");
-    mf_dec_log(&hundred, &ten, &r);
-    expect_str(&r, "2", "log10 100");
-    mf_dec_log(&e81, &three, &r);
-    expect_str(&r, "4", "log3 81");
+    math2(mf_dec_log, "8", "2", "3");
+    math2(mf_dec_log, "100", "10", "2");
+    math2(mf_dec_log, "81", "3", "4");
 }
 
 Test(dec128, angles_use_mongods_pi)
