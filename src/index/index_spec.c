@@ -145,16 +145,9 @@ identity_options(const bson_t *spec, bson_t *out)
         vals[pos] = *bson_iter_value(&it);
     }
     /* An _id index is unique (IndexDescriptor::unique()), so {_id: 1} with unique: true is the _id_ index's twin. */
-    bson_t key;
-    bool add_unique = false;
-    if (bson_iter_init_find(&it, spec, "key") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-        const uint8_t *d;
-        uint32_t l;
-        bson_iter_document(&it, &l, &d);
-        add_unique = bson_init_static(&key, d, l) && key_is_id_pattern(&key);
-        for (int i = 0; i < n && add_unique; i++)
-            add_unique = strcmp(keys[i], "unique") != 0;
-    }
+    bool add_unique = mf_index_spec_is_id_pattern(spec);
+    for (int i = 0; i < n && add_unique; i++)
+        add_unique = strcmp(keys[i], "unique") != 0;
     for (int i = 0; i <= n; i++) {
         if (add_unique && (i == n || strcmp(keys[i], "unique") > 0)) {
             BSON_APPEND_BOOL(out, "unique", true); /* in its sorted place */
