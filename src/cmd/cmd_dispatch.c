@@ -1298,15 +1298,12 @@ time_limit(mf_op_t *op, int64_t *ms)
     if (!mf_op_find(op, "maxTimeMS", &it))
         return 0;
     const bson_value_t *v = bson_iter_value(&it);
-    if (!mf_value_is_number(v) && strcmp(op->name, "getMore") == 0) /* getMore's own field, a safeInt64 */
-        return mf_err_set(&op->err, MF_E_TypeMismatch,
-                          "BSON field 'getMore.maxTimeMS' is the wrong type '%s', expected types '[long, int, decimal, double']",
-                          mf_type_name(v->value_type));
     bool agg = strcmp(op->name, "aggregate") == 0;
-    if (!mf_value_is_number(v) && agg && v->value_type != BSON_TYPE_NULL) /* aggregate's IDL field, a safeInt64 */
+    /* getMore's own field and aggregate's IDL one (null aside) are safeInt64s: a wrong type is 14. */
+    if (!mf_value_is_number(v) && (strcmp(op->name, "getMore") == 0 || (agg && v->value_type != BSON_TYPE_NULL)))
         return mf_err_set(&op->err, MF_E_TypeMismatch,
-                          "BSON field 'aggregate.maxTimeMS' is the wrong type '%s', expected types '[long, int, decimal, double']",
-                          mf_type_name(v->value_type));
+                          "BSON field '%s.maxTimeMS' is the wrong type '%s', expected types '[long, int, decimal, double']",
+                          op->name, mf_type_name(v->value_type));
     if (!mf_value_is_number(v))
         return mf_err_set(&op->err, MF_E_BadValue, "maxTimeMS must be a number");
     /* parseMaxTimeMS: the value as safeNumberLong gives it (NaN 0, saturated past the long range, truncated). */
