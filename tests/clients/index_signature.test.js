@@ -223,3 +223,31 @@ h.test('an index on {_id: -1} needs the collection default collation (67)', asyn
     67, /^_id index must have the collection default collation$/);
   assert.deepEqual((await db.collection('fr').indexes()).map((i) => i.name), ['_id_', 'd']);
 });
+
+// The stored spec of an explicitly simple index has no collation: after a restart it must
+// still load as simple, not take the collection's default (the default goes only to specs
+// at creation, as mongod's validateIndexSpecCollation does).
+h.test('an explicitly simple index on a collection with a default collation stays simple across kill -9 and a clean restart', { timeout: 90000 }, async () => {
+  const dbName = srv.freshDb('simplerestart').databaseName;
+  let db = srv.client.db(dbName);
+  await db.createCollection('en', { collation: { locale: 'en', strength: 2 } });
+  await db.collection('en').insertMany([{ _id: 1, h: 'a' }, { _id: 2, h: 'A' }], { writeConcern: { w: 1, j: true } });
+  await db.collection('en').createIndex({ h: 1 }, { name: 'simple', collation: { locale: 'simple' } });
+  await db.collection('en').createIndex({ h: 1 }, { name: 'dflt' });
+  for (const how of [{ kill9: true }, {}]) {
+    await srv.server.restart(how);
+    await srv.reconnect();
+    db = srv.client.db(dbName);
+    const en = db.collection('en');
+    const byName = Object.fromEntries((await en.indexes()).map((i) => [i.name, i]));
+    assert.equal(byName.simple.collation, undefined, JSON.stringify(how));
+    assert.equal(byName.dflt.collation.locale, 'en', JSON.stringify(how));
+    const simple = await en.find({ h: 'a' }).collation({ locale: 'simple' }).hint('simple').toArray();
+    assert.deepEqual(simple.map((d) => d._id), [1], JSON.stringify(how));
+    // Loaded as simple, the index bounds the simple-collation query to its one key ('A' sorts apart from 'a').
+    const ex = await en.find({ h: 'a' }).collation({ locale: 'simple' }).hint('simple').explain('executionStats');
+    assert.equal(ex.executionStats.totalKeysExamined, 1, JSON.stringify(how));
+    const dflt = await en.find({ h: 'a' }).hint('dflt').toArray();
+    assert.deepEqual(dflt.map((d) => d._id).sort(), [1, 2], JSON.stringify(how));
+  }
+});
