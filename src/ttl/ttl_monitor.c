@@ -259,6 +259,7 @@ struct mf_ttl_monitor {
     _Atomic int64_t deleted, passes, subpasses;
     _Atomic int64_t invalid_skips; /* serverStatus metrics.ttl.invalidTTLIndexSkips (collect_targets) */
     _Atomic int64_t visits; /* TTL indexes visited by passes, summed (serverStatus metrics.ttl.indexVisits) */
+    _Atomic int64_t sweeps; /* passes over every TTL index begun, whole or sliced (metrics.ttl.sweeps) */
     _Atomic int64_t deadline_reads; /* TTL index deadlines read from their indexes (metrics.ttl.deadlineReads) */
     /* Committed batches, those whose records went in ranges, and the records that did (query/batch.h). */
     _Atomic int64_t batches, range_batches, range_records;
@@ -1982,8 +1983,10 @@ run_pass(mf_ttl_monitor_t *m, mf_sess_t *s, bool all, bool sliced)
         m->last_full_ms = mf_mono_ms();
         all = true;
     }
-    if (all) /* a pass over every index, as mongod's periodic one: each invalid TTL index is skipped once */
+    if (all) { /* a pass over every index, as mongod's periodic one: each invalid TTL index is skipped once */
+        atomic_fetch_add(&m->sweeps, 1);
         atomic_fetch_add(&m->invalid_skips, targets_get(m)->invalid);
+    }
     if (all && sliced) {
         m->sweep_left = INT_MAX; /* every index: bounded by the list's length below */
         all = false;
@@ -2754,6 +2757,7 @@ mf_ttl_status_append(mf_ttl_monitor_t *m, bson_t *doc)
     BSON_APPEND_INT64(doc, "subPasses", atomic_load(&m->subpasses));
     BSON_APPEND_INT64(doc, "invalidTTLIndexSkips", atomic_load(&m->invalid_skips));
     BSON_APPEND_INT64(doc, "indexVisits", atomic_load(&m->visits));
+    BSON_APPEND_INT64(doc, "sweeps", atomic_load(&m->sweeps));
     BSON_APPEND_INT64(doc, "deadlineReads", atomic_load(&m->deadline_reads));
 
     pthread_mutex_lock(&m->lat_mu);
