@@ -166,6 +166,9 @@ agg_adapter_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_deta
 /* Views nest at most this deep (165 ViewDepthLimitExceeded beyond), as in MongoDB. */
 #define MF_VIEW_DEPTH_MAX 20
 
+/* What mongod's aggregate adds to an error its plan executor throws (run_aggregate.cpp), not to parsing's or planning's. */
+#define EXEC_ERROR_AGG "PlanExecutor error during aggregation"
+
 static void env_set_streams(mf_agg_env_t *env);
 
 /* env_set_limits: the server parameters stages read while they run ($densify's generation caps). */
@@ -922,7 +925,7 @@ agg_write_stream(mf_op_t *op, const char *name, mf_pipeline_t **plp, const bson_
         env.pull = agg_pull;
         env.pull_count = agg_pull_count;
         env_set_streams(&env);
-    env.source_indexes = agg_source_indexes;
+        env.source_indexes = agg_source_indexes;
         env.ctx = &x->sc;
         x->sc.op = op;
         mf_docvec_init(&batch);
@@ -945,11 +948,14 @@ agg_write_stream(mf_op_t *op, const char *name, mf_pipeline_t **plp, const bson_
             rc = mf_agg_writer_append(wr, &batch, &op->err);
         mf_docvec_destroy(&batch);
         if (rc != 0)
-            goto out;
+            goto out_exec;
     }
     rc = mf_agg_writer_commit(wr, &op->err);
     if (rc == 0)
         *wrote = true;
+out_exec:
+    if (rc != 0)
+        mf_err_context(&op->err, EXEC_ERROR_AGG);
 out:
     mf_agg_writer_free(wr);
     mf_cursor_free(holder);
@@ -1036,14 +1042,28 @@ agg_write_destroy(agg_write_t *w)
         bson_destroy(w->merge_spec);
 }
 
-/* agg_write_perform: performs a recorded $out / $merge. No catalog lock is held on entry. */
+/*
+ * agg_write_perform: performs a recorded $out / $merge. No catalog lock is
+ * held on entry. What fails once the writer has begun (the target checked)
+ * is an error of the running pipeline, as mongod's DocumentSourceOut /
+ * DocumentSourceMerge report it from the plan executor.
+ */
 static int
 agg_write_perform(mf_op_t *op, agg_write_t *w)
 {
     if (!w->pending)
         return 0;
-    return mf_agg_write(op->eng->cat, op->sess, mf_crud_want_durable(op), !mf_crud_bypass_validation(op), w->db,
-                        w->coll, &w->docs, w->merge_spec, &op->err);
+    mf_agg_writer_t *wr = mf_agg_writer_begin(op->eng->cat, op->sess, mf_crud_want_durable(op),
+                                              !mf_crud_bypass_validation(op), w->db, w->coll, w->merge_spec, &op->err);
+    if (wr == NULL)
+        return -1;
+    int rc = mf_agg_writer_append(wr, &w->docs, &op->err);
+    if (rc == 0)
+        rc = mf_agg_writer_commit(wr, &op->err);
+    mf_agg_writer_free(wr);
+    if (rc != 0)
+        mf_err_context(&op->err, EXEC_ERROR_AGG);
+    return rc;
 }
 
 
@@ -1384,6 +1404,8 @@ mf_cmd_aggregate(mf_op_t *op)
         rc = agg_stream_start(op, name, &pl, pv, hint, allow_disk, false, cur, &streaming);
     if (rc == 0 && (streaming || wrote)) {
         rc = mf_crud_cursor_fill(op, cur, batch, &arr, &exhausted); /* the first batch, under the same lock */
+        if (rc != 0)
+            mf_err_context(&op->err, EXEC_ERROR_AGG);
     } else if (rc == 0) {
         rc = mf_pipeline_run(pl, &env, name, &cur->docs, &op->err);
     }

@@ -397,7 +397,7 @@ emit(mf_op_t *op, cs_state_t *st, bson_t *ev)
     /* As mongod: an event past the internal BSON limit (a near-16 MB document and its metadata) fails the stream. */
     if (ev->len > MF_MAX_BSON_INTERNAL_SIZE) {
         int rc = mf_err_set(&op->err, MF_E_BSONObjectTooLarge,
-                            "Executor error during getMore :: caused by :: BSONObj size: %u (0x%X) is invalid. Size "
+                            "BSONObj size: %u (0x%X) is invalid. Size "
                             "must be between 0 and %d(16MB)", ev->len, ev->len, MF_MAX_BSON_INTERNAL_SIZE);
         bson_destroy(ev);
         return rc;

@@ -310,10 +310,10 @@ scan_killed(mf_op_t *op, const mf_cursor_t *cur)
     mf_coll_t *now = mf_catalog_coll_find_uuid(op->eng->cat, cur->coll_uuid);
     if (now != NULL)
         return mf_err_set(&op->err, MF_E_QueryPlanKilled,
-                          "Executor error during getMore :: caused by :: collection renamed from '%s.%s' to '%s'. UUID %s",
+                          "collection renamed from '%s.%s' to '%s'. UUID %s",
                           cur->db, cur->coll, now->ns, uuid);
     return mf_err_set(&op->err, MF_E_QueryPlanKilled,
-                      "Executor error during getMore :: caused by :: collection dropped. UUID %s", uuid);
+                      "collection dropped. UUID %s", uuid);
 }
 
 /* mf_crud_cursor_fill's work. */
@@ -692,6 +692,7 @@ mf_cmd_find(mf_op_t *op)
     mf_projection_t *p = NULL;
     mf_sort_t *srt = NULL;
     int rc = -1;
+    bool running = false; /* the plan is built: what fails now is an executor error */
 
     if (mf_op_coll_name(op, &name) != 0 || mf_op_check_types(op, op->name, op->cmd, find_types, false, true) != 0)
         return -1;
@@ -869,6 +870,7 @@ mf_cmd_find(mf_op_t *op)
         if (mf_plan_build(c, &req, &plan, &op->err) != 0)
             goto out_unlock;
         plan->tailable = tailable;
+        running = true;
     }
     /* A record id or sort key in the projection ({$meta: ...}) is the plan's, as showRecordId's. */
     bool plan_results = minmax || return_key || show_rid ||
@@ -972,6 +974,9 @@ fill:
     }
     rc = 0;
 out_unlock:
+    /* What failed once the plan ran, rather than in parsing or planning, is mongod's executor error. */
+    if (rc != 0 && running)
+        mf_err_context(&op->err, "Executor error during find command");
     mf_catalog_unlock(op->eng->cat);
 out:
     if (cur)
@@ -1103,6 +1108,7 @@ mf_cmd_get_more(mf_op_t *op)
     mf_collation_set_current(saved);
     mf_collation_free(cc);
     if (r != 0) {
+        mf_err_context(&op->err, "Executor error during getMore");
         bson_destroy(&arr);
         mf_cursors_release(op->eng->cursors, cur);
         return -1;

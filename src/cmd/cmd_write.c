@@ -394,8 +394,12 @@ mf_cmd_find_and_modify(mf_op_t *op)
     f.fields = has_fields ? &fields : NULL;
 
     if (mf_write_find_and_modify(op->eng->cat, op->sess, mf_crud_want_durable(op), !mf_crud_bypass_validation(op),
-                                 op->db, name, &f, &res, &op->err) != 0)
+                                 op->db, name, &f, &res, &op->err) != 0) {
+        /* As mongod's find_and_modify.cpp adds to what its plan executor throws (a duplicate key, a failed update). */
+        if (res.exec_failed)
+            mf_err_context(&op->err, "Plan executor error during findAndModify");
         return -1;
+    }
     BSON_APPEND_DOCUMENT_BEGIN(op->reply, "lastErrorObject", &le);
     BSON_APPEND_INT32(&le, "n", res.n);
     if (!f.remove)

@@ -520,18 +520,3 @@ mf_agg_writer_free(mf_agg_writer_t *wr)
     free(wr);
 }
 
-int
-mf_agg_write(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db, const char *coll,
-             mf_docvec_t *docs, const bson_t *merge_spec, mf_error_t *err)
-{
-    if (check_docs(docs, err) != 0)
-        return -1;
-    mf_agg_writer_t *wr = mf_agg_writer_begin(cat, s, durable, validate, db, coll, merge_spec, err);
-    if (wr == NULL)
-        return -1;
-    int rc = mf_agg_writer_append(wr, docs, err);
-    if (rc == 0)
-        rc = mf_agg_writer_commit(wr, err);
-    mf_agg_writer_free(wr);
-    return rc;
-}

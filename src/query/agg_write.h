@@ -12,24 +12,20 @@
 #include "common/error.h"
 #include "storage/storage.h"
 
-/*
- * mf_agg_write: writes docs (a pipeline's output) to db.coll: $out when
- * merge_spec is NULL (the target's contents replaced atomically), else
- * $merge with merge_spec ({on, whenMatched, whenNotMatched}). Commits with
- * sync when durable. With validate (the command's bypassDocumentValidation
- * unset), every document written must pass the target's validator ($out:
- * the one it keeps), as mongod: 121 DocumentValidationFailure fails the
- * stage ($out writes nothing). Takes catalog lock sessions itself: call
- * with none held. Returns 0, or -1 with err.
- */
-int mf_agg_write(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db, const char *coll,
-                 mf_docvec_t *docs, const bson_t *merge_spec, mf_error_t *err) MF_WUR;
-
 /* Collections named so are $out's work in progress: dropped at start-up (a crash left them). */
 #define MF_AGG_OUT_TMP_PREFIX "tmp.agg_out."
 
 /*
- * A writer lets a pipeline stream its output: begin, append batches, commit,
+ * A writer puts a pipeline's output into db.coll: $out when merge_spec is
+ * NULL (the target's contents replaced atomically at commit), else $merge
+ * with merge_spec ({on, whenMatched, whenNotMatched}). Commits with sync
+ * when durable. With validate (the command's bypassDocumentValidation
+ * unset), every document written must pass the target's validator ($out:
+ * the one it keeps), as mongod: 121 DocumentValidationFailure fails the
+ * stage ($out writes nothing). begin checks the target (mongod's parse-time
+ * checks: a view, a missing unique index for $merge's on fields).
+ *
+ * It lets a pipeline stream its output: begin, append batches, commit,
  * free (free without commit undoes an $out: the target is untouched). Each
  * call takes catalog lock sessions itself: call with none held. append
  * checks every document for storage first (a failure writes nothing of that

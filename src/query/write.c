@@ -1034,6 +1034,7 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool val
     mf_coll_t *c = NULL;
     mf_plan_t *plan = NULL;
     int rc = -1;
+    bool running = false; /* the plan runs: what fails now is an executor error (see exec_failed) */
 
     memset(res, 0, sizeof *res);
     if ((m = mf_matcher_new(f->query, err)) == NULL)
@@ -1070,6 +1071,7 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool val
             mf_plan_free(plan);
             if (mf_plan_build(c, &req, &plan, err) != 0)
                 goto out_unlock;
+            running = true;
             if (srt && !plan->sort_provided) {
                 sorted_first_ctx_t sf = {srt, NULL, 0};
                 if (mf_exec_run(s, c, plan, m, sorted_first_visit, &sf, err) != 0)
@@ -1194,6 +1196,7 @@ out:
         bson_value_destroy(&res->upserted_id);
         res->upserted = false;
     }
+    res->exec_failed = rc != 0 && running;
     mf_matcher_free(m);
     if (srt)
         mf_sort_free(srt);

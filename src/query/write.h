@@ -134,6 +134,7 @@ typedef struct mf_write_fam_result {
     bson_value_t upserted_id; /* when upserted: a copy the caller destroys (bson_value_destroy) */
     bool has_value;           /* value holds the document to return; else the reply's value is null */
     bson_t value;             /* when has_value: the projected old or new image, the caller destroys it */
+    bool exec_failed;         /* on error: it arose while the plan ran (mongod's executor), not parsing or planning */
 } mf_write_fam_result_t;
 
 /*
@@ -143,7 +144,9 @@ typedef struct mf_write_fam_result {
  * f->upsert, creating the collection when missing), retrying when the
  * document changed or conflicted meanwhile. Commits with sync when durable;
  * validate applies the collection's validator. Returns 0 with res filled, or
- * -1 with err (res then holds nothing to free).
+ * -1 with err (res then holds nothing to free but exec_failed: the error
+ * came from finding, updating, removing, upserting or projecting, which
+ * findAndModify reports as mongod's executor errors).
  */
 int mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db,
                              const char *coll, const mf_write_fam_t *f, mf_write_fam_result_t *res,

@@ -555,12 +555,13 @@ h.test('$addToSet over 200,000 distinct values is a hash set, not a scan per val
 /*
  * Documents a pipeline or a projection builds past 16 MiB + 16 KiB (mongod's
  * BSONObjMaxInternalSize, 16793600) fail with 10334 BSONObjectTooLarge when
- * they leave the pipeline, worded as mongod's BSONObj size check; inside the
+ * they leave the pipeline, worded as mongod's BSONObj size check (with the
+ * context mongod's aggregate and find add to what their executor throws); inside the
  * pipeline they may be larger. A cursor batch holds at most 16 MiB (its
  * first document always goes in), so no reply comes near maxMessageSizeBytes.
  */
 const MB = 1024 * 1024;
-const TOO_LARGE = (size, first) => new RegExp(`^BSONObj size: ${size === undefined ? '\\d+ \\(0x[0-9A-F]+\\)' : `${size} \\(0x${size.toString(16).toUpperCase()}\\)`}` +
+const TOO_LARGE = (size, first, during = 'PlanExecutor error during aggregation') => new RegExp(`^${during} :: caused by :: BSONObj size: ${size === undefined ? '\\d+ \\(0x[0-9A-F]+\\)' : `${size} \\(0x${size.toString(16).toUpperCase()}\\)`}` +
   ` is invalid\\. Size must be between 0 and 16793600\\(16MB\\) First element: ${first}$`);
 
 h.test('pipeline output over 16 MiB + 16 KiB is 10334 BSONObjectTooLarge from $group, $lookup, $project, $addFields, $replaceRoot, $facet; larger documents inside the pipeline are fine', { timeout: 120000 }, async () => {
@@ -618,11 +619,12 @@ h.test('find: a projection building a document over 16 MiB + 16 KiB is 10334 (fi
   const s = 'y'.repeat(4 * MB);
   await c.insertMany([{ _id: 1, b: 'small' }, { _id: 2, b: s }]);
   const projection = { x1: '$b', x2: '$b', x3: '$b', x4: '$b', x5: '$b' };
-  await assert.rejects(c.find({ _id: 2 }, { projection }).toArray(), (e) => e.code === 10334 && TOO_LARGE(undefined, '_id: 2').test(e.message));
+  await assert.rejects(c.find({ _id: 2 }, { projection }).toArray(), (e) => e.code === 10334 && TOO_LARGE(undefined, '_id: 2', 'Executor error during find command').test(e.message));
   // The oversize document comes second: the first batch (1 document) is fine, the getMore fails.
   const r = await db.command({ find: 'c', sort: { _id: 1 }, projection, batchSize: 1 });
   assert.equal(r.cursor.firstBatch.length, 1);
-  await assert.rejects(db.command({ getMore: h.cursorId(r.cursor.id), collection: 'c' }), (e) => e.code === 10334);
+  await assert.rejects(db.command({ getMore: h.cursorId(r.cursor.id), collection: 'c' }),
+    (e) => e.code === 10334 && TOO_LARGE(undefined, '_id: 2', 'Executor error during getMore').test(e.message));
   await stillServing();
 });
 
