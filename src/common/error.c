@@ -19,6 +19,7 @@ mf_err_vset(mf_error_t *err, int code, const char *fmt, va_list ap)
         return -1;
     err->code = code;
     err->info_len = 0;
+    err->planning = false;
     int n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
     if (n >= (int)sizeof(err->msg)) /* cut: not inside a character, as the reply's errmsg must be valid UTF-8 */
         (void)mf_utf8_cut_tail(err->msg, sizeof(err->msg) - 1);
@@ -52,6 +53,15 @@ mf_err_clear(mf_error_t *err)
     err->code = 0;
     err->msg[0] = '\0';
     err->info_len = 0;
+    err->planning = false;
+}
+
+int
+mf_err_planning(mf_error_t *err)
+{
+    if (err != NULL)
+        err->planning = true;
+    return -1;
 }
 
 void
@@ -66,6 +76,8 @@ mf_err_set_info(mf_error_t *err, const uint8_t *doc, uint32_t len)
 int
 mf_err_context(mf_error_t *err, const char *context)
 {
+    if (err->planning)
+        return -1;
     char msg[sizeof(err->msg)];
     uint8_t info[sizeof(err->info)];
     uint32_t info_len = err->info_len;

@@ -754,6 +754,12 @@ typedef struct mf_error {
      */
     uint32_t info_len;
     uint8_t info[1024];
+    /*
+     * Set (mf_err_planning) on an error mongod raises while it builds a plan,
+     * before its executor runs, when mayfly meets it later (a pipeline's stage
+     * prepared at its first document): mf_err_context leaves its message bare.
+     */
+    bool planning;
 } mf_error_t;
 
 /*
@@ -772,9 +778,13 @@ void mf_err_set_info(mf_error_t *err, const uint8_t *doc, uint32_t len);
 
 /*
  * mf_err_context: mongod's Status::withContext: err's message becomes
- * "<context> :: caused by :: <message>", its code and info kept. Returns -1.
+ * "<context> :: caused by :: <message>", its code and info kept (unchanged
+ * for a planning error, see mf_error_t.planning). Returns -1.
  */
 int mf_err_context(mf_error_t *err, const char *context);
+
+/* mf_err_planning: marks err as a planning error (see mf_error_t.planning); returns -1. */
+int mf_err_planning(mf_error_t *err);
 
 /* mf_err_clear: reset err to "no error". */
 void mf_err_clear(mf_error_t *err);

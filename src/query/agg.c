@@ -5412,8 +5412,10 @@ geonear_fill(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, mf_error_t 
     if (env != NULL && env->source_indexes != NULL &&
         env->source_indexes(env->ctx, tls_geo_source, &specs, ns, sizeof ns, err) != 0)
         goto out;
-    if (mf_geonear_prepare(s->geonear, &specs, ns, &run, err) != 0)
+    if (mf_geonear_prepare(s->geonear, &specs, ns, &run, err) != 0) {
+        mf_err_planning(err); /* mongod chooses $geoNear's index when it plans the pipeline */
         goto out;
+    }
     for (size_t j = i + 1; j < st->n; j++) {
         if (st->nodes[j].s->kind == S_SKIP) {
             skip += st->nodes[j].s->n;

@@ -96,7 +96,7 @@ h.test('$subtract of a Date and a number past int64 or NaN is 15 Overflow "date 
   const c = srv.freshDb('c56ovf').collection('c');
   await c.insertOne({ _id: 1, d: at(10), m: at(-1) });
   const run = (e) => c.aggregate([{ $project: { _id: 0, r: e } }]).toArray();
-  const OVF = /^date overflow$/;
+  const OVF = /^PlanExecutor error during aggregation :: caused by :: date overflow$/;
   await h.expectCode(run({ $subtract: ['$d', { $toLong: '-9223372036854775808' }] }), 15, OVF);
   await h.expectCode(run({ $subtract: ['$d', new Double(-9223372036854775808)] }), 15, OVF);
   await h.expectCode(run({ $subtract: ['$d', Decimal128.fromString('-9223372036854775808')] }), 15, OVF);

@@ -74,9 +74,9 @@ h.test('$replaceRoot and $replaceWith errors: codes and wording', async () => {
   await h.expectCode(t.aggregate([{ $replaceRoot: 5 }]).toArray(), 40229);
   await h.expectCode(t.aggregate([{ $replaceRoot: { newRoot: '$s' } }]).toArray(), 40228);
   await assert.rejects(t.aggregate([{ $replaceWith: '$s' }]).toArray(),
-    (e) => e.code === 40228 && /^'replacement document' must evaluate to an object/.test(e.message));
+    (e) => e.code === 40228 && /^PlanExecutor error during aggregation :: caused by :: 'replacement document' must evaluate to an object/.test(e.message));
   await assert.rejects(t.aggregate([{ $replaceRoot: { newRoot: '$nope' } }]).toArray(),
-    (e) => e.code === 40228 && /^'newRoot' expression must evaluate to an object, but resulting value was: MISSING/.test(e.message));
+    (e) => e.code === 40228 && /^PlanExecutor error during aggregation :: caused by :: 'newRoot' expression must evaluate to an object, but resulting value was: MISSING/.test(e.message));
 });
 
 // mongod's Pipeline::validateTopLevelPipeline: $documents, independent of any collection,

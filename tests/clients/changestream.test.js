@@ -375,7 +375,7 @@ R.test('changeStreamPreAndPostImages: fullDocumentBeforeChange and fullDocument 
     await plain.deleteOne({ _id: 2 });
     await assert.rejects(next(r), (err) => {
       assert.equal(err.code, 47, err.message);
-      assert.match(err.message, /^Change stream was configured to require a pre-image for all update, delete and replace events, but the pre-image was not found for event: /);
+      assert.match(err.message, /^Executor error during getMore :: caused by :: Change stream was configured to require a pre-image for all update, delete and replace events, but the pre-image was not found for event: /);
       return true;
     });
   } finally {

@@ -36,13 +36,25 @@ const DOC = {
 };
 
 let coll = null;
+const EXEC_CONTEXT = 'PlanExecutor error during aggregation :: caused by :: ';
+/*
+ * expr's value over DOC. A conversion that fails on the document fails while
+ * the pipeline runs, with the context mongod's aggregate adds (checked here
+ * and taken off, so the cases' regexes read the conversion's own message).
+ */
 async function evalExpr(expr) {
   if (!coll) {
     coll = srv.freshDb('convbin').collection('c');
     await coll.insertOne(DOC);
   }
-  const [r] = await coll.aggregate([{ $project: { _id: 0, r: expr } }]).toArray();
-  return r.r;
+  try {
+    const [r] = await coll.aggregate([{ $project: { _id: 0, r: expr } }]).toArray();
+    return r.r;
+  } catch (e) {
+    if (e.code === 241 && e.message.startsWith(EXEC_CONTEXT))
+      throw Object.assign(new Error(e.message.slice(EXEC_CONTEXT.length)), { code: e.code, codeName: e.codeName });
+    throw e;
+  }
 }
 
 /* assertBin: v is a Binary of the subtype holding the bytes (a Buffer or base64 text). */

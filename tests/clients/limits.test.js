@@ -697,7 +697,7 @@ h.test('a $lookup whose joined documents total past the limit answers 4568 with 
     await h.expectCode(admin.command({ setParameter: 1, internalLookupStageIntermediateDocumentMaxSizeBytes: 1000 }), 2);
     const join = { $lookup: { from: 'big', pipeline: [], as: 'all' } };
     await assert.rejects(db.collection('one').aggregate([join]).toArray(), (e) => e.code === 4568 &&
-      e.message === "Total size of documents in big matching pipeline's $lookup stage exceeds 16777216 bytes");
+      e.message === "PlanExecutor error during aggregation :: caused by :: Total size of documents in big matching pipeline's $lookup stage exceeds 16777216 bytes");
     // Under the limit the join is whole: 15 documents of 1 MiB, projected down after the stage.
     const r = await db.collection('one').aggregate([{ $lookup: { from: 'big', pipeline: [{ $match: { _id: { $lt: 15 } } }], as: 'all' } },
       { $project: { n: { $size: '$all' } } }]).toArray();
@@ -707,7 +707,7 @@ h.test('a $lookup whose joined documents total past the limit answers 4568 with 
     await small.insertMany(Array.from({ length: 20 }, (_, i) => ({ _id: i, pad: 'p'.repeat(100) })));
     const t0 = Date.now();
     await assert.rejects(small.aggregate(nestedLookup(6, 'small', [])).toArray(), (e) => e.code === 4568 &&
-      /^Total size of documents in small matching pipeline's \$lookup stage exceeds 16777216 bytes$/.test(e.message));
+      /^PlanExecutor error during aggregation :: caused by :: Total size of documents in small matching pipeline's \$lookup stage exceeds 16777216 bytes$/.test(e.message));
     console.log(`# six nested $lookups of 20 documents refused after ${Date.now() - t0} ms`);
   } finally {
     await admin.command({ setParameter: 1, internalLookupStageIntermediateDocumentMaxSizeBytes: 104857600 });

@@ -100,8 +100,9 @@ h.test('an upsert whose new document has a regex _id is 53; an insert of one sta
   assert.deepEqual(await upsert({ _id: /a/ }), want53);
   assert.deepEqual(await upsert({ _id: /a/, y: 1 }), want53);
   assert.deepEqual(await upsert([{ $set: { _id: { $literal: /a/ } } }]), want53);
+  // findAndModify's upsert runs in its plan executor: mongod's context comes first.
   await h.expectCode(c.findOneAndUpdate({ x: 1 }, { $set: { _id: /a/ } }, { upsert: true }), 53,
-    /^The '_id' value cannot be of type regex$/);
+    /^Plan executor error during findAndModify :: caused by :: The '_id' value cannot be of type regex$/);
   assert.equal(await c.countDocuments(), 0);
   // A plain insert: fixDocumentForInsert's words.
   await h.expectCode(c.insertOne({ _id: /a/ }), 2, /^can't use a regex for _id$/);

@@ -103,11 +103,11 @@ h.test('$merge whenMatched: "fail" answers mongod\'s duplicate key error with $m
   await src.insertMany([{ _id: 1, k: 'b' }, { _id: 2, k: 'a' }]);
   const e1 = await src.aggregate([{ $match: { _id: 1 } }, { $merge: { into: 't', whenMatched: 'fail' } }]).toArray().then(() => null, (e) => e);
   assert.equal(e1.code, 11000);
-  assert.equal(e1.errmsg, `$merge failed due to a DuplicateKey error :: caused by :: E11000 duplicate key error collection: ${db.databaseName}.t index: _id_ dup key: { _id: 1 }`);
+  assert.equal(e1.errmsg, `PlanExecutor error during aggregation :: caused by :: $merge failed due to a DuplicateKey error :: caused by :: E11000 duplicate key error collection: ${db.databaseName}.t index: _id_ dup key: { _id: 1 }`);
   assert.deepEqual([e1.errorResponse.keyPattern, e1.errorResponse.keyValue], [{ _id: 1 }, { _id: 1 }]);
   const e2 = await src.aggregate([{ $match: { _id: 2 } }, { $project: { _id: 0 } }, { $merge: { into: 't', on: 'k', whenMatched: 'fail' } }]).toArray().then(() => null, (e) => e);
   assert.equal(e2.code, 11000);
-  assert.match(e2.errmsg, /^\$merge failed due to a DuplicateKey error :: caused by :: E11000 duplicate key error collection: \S+\.t index: k_1 dup key: \{ k: "a" \}$/);
+  assert.match(e2.errmsg, /^PlanExecutor error during aggregation :: caused by :: \$merge failed due to a DuplicateKey error :: caused by :: E11000 duplicate key error collection: \S+\.t index: k_1 dup key: \{ k: "a" \}$/);
   assert.deepEqual(await db.collection('t').find().toArray(), [{ _id: 1, k: 'a' }], 'nothing written');
 });
 
