@@ -18,6 +18,7 @@
 #include "catalog/coll_write.h"
 #include "common/alloc.h"
 #include "common/curop.h"
+#include "common/fmt.h"
 #include "common/log.h"
 #include "doc/match.h"
 #include "index/index.h"
@@ -187,7 +188,7 @@ mf_catalog_validate(mf_catalog_t *cat, mf_sess_t *s, mf_coll_t *c, bson_t *repor
         if (c->indexes[i]->building)
             continue;
         bool ok = actual[i] == expected[i];
-        BSON_APPEND_INT64(&kpi, c->indexes[i]->name, actual[i]);
+        mf_append_number(&kpi, c->indexes[i]->name, actual[i]);
         BSON_APPEND_DOCUMENT_BEGIN(&details, c->indexes[i]->name, &d);
         BSON_APPEND_BOOL(&d, "valid", ok);
         bson_append_document_end(&details, &d);
@@ -208,12 +209,13 @@ mf_catalog_validate(mf_catalog_t *cat, mf_sess_t *s, mf_coll_t *c, bson_t *repor
         BSON_APPEND_UTF8(&errors, key, "corrupt records found");
     }
     bool valid = nerrors == 0;
+    /* Counts as mongod's appendNumber writes them: an int while it fits (scripts add to them). */
     bson_t empty = BSON_INITIALIZER;
     BSON_APPEND_UTF8(report, "ns", c->ns);
     bson_append_binary(report, "uuid", 4, BSON_SUBTYPE_UUID, c->uuid, 16);
-    BSON_APPEND_INT64(report, "nInvalidDocuments", corrupt);
-    BSON_APPEND_INT64(report, "nNonCompliantDocuments", 0);
-    BSON_APPEND_INT64(report, "nrecords", nrecords);
+    mf_append_number(report, "nInvalidDocuments", corrupt);
+    mf_append_number(report, "nNonCompliantDocuments", 0);
+    mf_append_number(report, "nrecords", nrecords);
     BSON_APPEND_INT32(report, "nIndexes", mf_coll_ready_indexes(c));
     BSON_APPEND_DOCUMENT(report, "keysPerIndex", &kpi);
     BSON_APPEND_DOCUMENT(report, "indexDetails", &details);
@@ -224,8 +226,8 @@ mf_catalog_validate(mf_catalog_t *cat, mf_sess_t *s, mf_coll_t *c, bson_t *repor
     /* mongod's arrays list each entry; this check counts them (the counts and errors say how many). */
     BSON_APPEND_ARRAY(report, "extraIndexEntries", &empty);
     BSON_APPEND_ARRAY(report, "missingIndexEntries", &empty);
-    BSON_APPEND_INT64(report, "missingIndexEntriesCount", missing);
-    BSON_APPEND_INT64(report, "extraIndexEntriesCount", extra);
+    mf_append_number(report, "missingIndexEntriesCount", missing);
+    mf_append_number(report, "extraIndexEntriesCount", extra);
     BSON_APPEND_ARRAY(report, "corruptRecords", &empty);
     mf_keyset_destroy(&ks);
     bson_destroy(&kpi);

@@ -1623,7 +1623,7 @@ mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, const bson_iter_t *spec, bs
                                           "decimal, double]'", mf_type_name(bson_iter_type(&sc)));
                     }
                     double d = mf_value_as_double(bson_iter_value(&sc));
-                    scale = d >= (double)INT32_MAX ? INT32_MAX : d <= 0 ? 0 : (int64_t)d;
+                    scale = d >= (double)INT32_MAX ? INT32_MAX : d <= (double)INT32_MIN ? INT32_MIN : (int64_t)d;
                     if (scale < 1) {
                         bson_destroy(out);
                         return mf_err_set(&op->err, MF_E_Location51024,
@@ -2315,7 +2315,8 @@ cmd_drop_indexes(mf_op_t *op)
         return refuse_view(op, c);
     }
     int was = mf_coll_ready_indexes(c);
-    if (v->value_type == BSON_TYPE_UTF8 && strcmp(v->value.v_utf8.str, "*") == 0) {
+    bool star = v->value_type == BSON_TYPE_UTF8 && strcmp(v->value.v_utf8.str, "*") == 0;
+    if (star) {
         /* Every index but _id, in one catalog transaction. */
         mf_index_t *ixs[MF_MAX_INDEXES];
         int n = 0;
@@ -2359,6 +2360,8 @@ cmd_drop_indexes(mf_op_t *op)
     mf_catalog_unlock(op->eng->cat);
     if (rc == 0) {
         BSON_APPEND_INT32(op->reply, "nIndexesWas", was);
+        if (star) /* mongod's DropIndexesReply */
+            BSON_APPEND_UTF8(op->reply, "msg", "non-_id indexes dropped for collection");
     }
     return rc;
 }

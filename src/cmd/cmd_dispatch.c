@@ -286,6 +286,9 @@ check_txn_fields(mf_op_t *op)
     if (mf_cmd_in_txn())
         return mf_cmd_txn_check(op);
     bool has_txn = mf_op_has(op, "txnNumber");
+    /* As mongod's initializeOperationSessionInfo, before it asks whether this server takes transaction numbers. */
+    if (has_txn && !mf_op_has(op, "lsid"))
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "Transaction number requires a session ID to also be specified");
     bool txn_cmd = mf_op_has(op, "startTransaction") || mf_op_has(op, "autocommit") ||
                    strcmp(op->name, "commitTransaction") == 0 || strcmp(op->name, "abortTransaction") == 0;
     if (txn_cmd && op->eng->repl != NULL)
@@ -299,6 +302,9 @@ check_txn_fields(mf_op_t *op)
     if (txn_cmd || (has_txn && (op->eng->repl == NULL || !mf_cmd_is_retryable_write(op->name))))
         return mf_err_set(&op->err, MF_E_IllegalOperation,
                           "Transaction numbers are only allowed on a replica set member or mongos");
+    bson_iter_t tn;
+    if (has_txn && mf_op_find(op, "txnNumber", &tn) && BSON_ITER_HOLDS_NUMBER(&tn) && bson_iter_as_int64(&tn) < 0)
+        return mf_err_set(&op->err, MF_E_InvalidOptions, "Transaction number cannot be negative");
     if (has_txn && op->eng->repl != NULL)
         return mf_cmd_txn_retryable(op);
     return 0;

@@ -583,11 +583,22 @@ route(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *cmd, 
     }
     num = bson_iter_as_int64(&it);
     if (num < 0) {
-        mf_err_set(&err, MF_E_BadValue, "TxnNumber cannot be negative");
+        mf_err_set(&err, MF_E_InvalidOptions, "Transaction number cannot be negative");
         goto fail;
     }
     if (!has_ac) {
         mf_err_set(&err, MF_E_InvalidOptions, "%s must be run within a transaction", name);
+        goto fail;
+    }
+    /* mongod's validateSessionOptions: commands that cannot open a transaction, refused before one is begun. */
+    if (start && (commit || abort || strcmp(name, "killCursors") == 0)) {
+        if (commit || abort)
+            mf_err_set(&err, MF_E_OperationNotSupportedInTransaction, "Cannot start a transaction with %s",
+                       commit ? "a commit" : "an abort");
+        else
+            mf_err_set(&err, MF_E_OperationNotSupportedInTransaction,
+                       "Cannot run killCursors as the first operation in a multi-document transaction.");
+        quiet = true; /* no transaction was touched: nothing to retry */
         goto fail;
     }
     {

@@ -167,13 +167,78 @@ mf_command_redacted(const bson_t *command)
     return out;
 }
 
+/*
+ * The start of a large command, for its JSON's first max characters: the
+ * JSON of a 16 MB insert would cost hundreds of milliseconds (and as much
+ * memory) to show 1 KB of it, on every operation. preview_append copies doc's
+ * elements into out, strings cut to cap bytes and binaries to cap bytes (cap
+ * a multiple of 3, so their base64 is the start of the whole's), documents and
+ * arrays likewise, until out passes 2 * cap + 64 bytes: an element's JSON is
+ * at least half its BSON, so the copy's JSON has the same first cap
+ * characters as the whole command's. Below MAX_PREVIEW_DEPTH nesting an
+ * element is copied whole (libbson's JSON stops descending there anyway).
+ */
+#define MAX_PREVIEW_DEPTH 100
+
+static void
+preview_append(bson_t *out, const bson_t *doc, size_t cap, int depth)
+{
+    bson_iter_t it;
+    if (!bson_iter_init(&it, doc))
+        return;
+    while (out->len <= 2 * cap + 64 && bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        bson_type_t t = bson_iter_type(&it);
+        if (t == BSON_TYPE_UTF8) {
+            uint32_t n;
+            const char *str = bson_iter_utf8(&it, &n);
+            if (n > cap) {
+                n = (uint32_t)cap;
+                while (n > 0 && ((unsigned char)str[n] & 0xC0) == 0x80)
+                    n--; /* not in the middle of a character */
+            }
+            bson_append_utf8(out, k, -1, str, (int)n);
+        } else if (t == BSON_TYPE_BINARY) {
+            bson_subtype_t sub;
+            uint32_t n;
+            const uint8_t *bin;
+            bson_iter_binary(&it, &sub, &n, &bin);
+            bson_append_binary(out, k, -1, sub, bin, n > cap ? (uint32_t)cap : n);
+        } else if ((t == BSON_TYPE_DOCUMENT || t == BSON_TYPE_ARRAY) && depth < MAX_PREVIEW_DEPTH) {
+            uint32_t n;
+            const uint8_t *data;
+            bson_t sub, child;
+            if (t == BSON_TYPE_DOCUMENT)
+                bson_iter_document(&it, &n, &data);
+            else
+                bson_iter_array(&it, &n, &data);
+            if (!bson_init_static(&sub, data, n))
+                continue;
+            if (t == BSON_TYPE_DOCUMENT)
+                bson_append_document_begin(out, k, -1, &child);
+            else
+                bson_append_array_begin(out, k, -1, &child);
+            preview_append(&child, &sub, cap, depth + 1);
+            if (t == BSON_TYPE_DOCUMENT)
+                bson_append_document_end(out, &child);
+            else
+                bson_append_array_end(out, &child);
+        } else {
+            bson_append_iter(out, k, -1, &it);
+        }
+    }
+}
+
 /* command as shown (mf_command_shown), its secrets already blanked. */
 static bson_t *
 shown_of(const bson_t *command, size_t max)
 {
     if (command->len <= max)
         return bson_copy(command);
-    char *json = bson_as_relaxed_extended_json(command, NULL);
+    bson_t preview = BSON_INITIALIZER;
+    preview_append(&preview, command, (max + 2) / 3 * 3, 0);
+    char *json = bson_as_relaxed_extended_json(&preview, NULL);
+    bson_destroy(&preview);
     bson_t *out = bson_new();
     if (json != NULL) {
         size_t n = strlen(json);

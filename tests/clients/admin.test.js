@@ -444,6 +444,8 @@ h.test('$collStats takes what its IDL struct takes: 40415 for another field, 14 
     [{ storageStats: true }, 14, /storageStats' is the wrong type 'bool'/],
     [{ count: { a: 1 } }, 31170, /^expected an empty object, but got \{ "?a"?: 1 \}$/],
     [{ queryExecStats: { a: 1 } }, 31170, /^expected an empty object/],
+    [{ storageStats: { scale: -5 } }, 51024, /^BSON field 'scale' value must be >= 1, actual value '-5'$/],
+    [{ storageStats: { scale: 0 } }, 51024, /^BSON field 'scale' value must be >= 1, actual value '0'$/],
   ];
   for (const [spec, code, msg] of bad)
     await h.expectCode(c.aggregate([{ $collStats: spec }]).toArray(), code, msg);
@@ -508,6 +510,11 @@ h.test('validate reports a valid collection', async () => {
   assert.deepEqual(r.errors, []);
   assert.equal(num(r.keysPerIndex._id_), 50);
   assert.equal(num(r.keysPerIndex.i_1), 50);
+  // Counts as mongod's appendNumber writes them: ints while they fit, so a shell script can add to them.
+  const raw = await db.command({ validate: 'c' }, { promoteLongs: false });
+  for (const v of [raw.nrecords, raw.nInvalidDocuments, raw.nNonCompliantDocuments, raw.keysPerIndex._id_, raw.keysPerIndex.i_1]) {
+    assert.equal(typeof v, 'number', `a count is ${v && v._bsontype}, not an int`);
+  }
   // mongod's fields: the collection's uuid (as listCollections shows it) and the entry arrays.
   const info = (await db.listCollections({ name: 'c' }).toArray())[0].info;
   assert.equal(r.uuid.toString('hex'), info.uuid.toString('hex'));

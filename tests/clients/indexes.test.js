@@ -201,7 +201,8 @@ h.test('dropIndexes by name, key pattern, list of names and "*"; errors 27 and 7
   const e72 = await h.expectCode(db.command({ dropIndexes: 'c', index: '_id_' }), 72, /cannot drop _id index/);
   assert.equal(e72.codeName, 'InvalidOptions');
   await h.expectCode(db.command({ dropIndexes: 'c', index: { _id: 1 } }), 72);
-  await db.command({ dropIndexes: 'c', index: '*' });
+  const star = await db.command({ dropIndexes: 'c', index: '*' });
+  assert.deepEqual([star.nIndexesWas, star.msg], [2, 'non-_id indexes dropped for collection'], 'mongod\'s reply to "*"');
   assert.deepEqual(await names(c), ['_id_']);
   await h.expectCode(db.command({ dropIndexes: 'missing', index: '*' }), 26);
 });

@@ -779,7 +779,24 @@ R.test('malformed transaction fields: autocommit: true, startTransaction without
     72, 'InvalidOptions', /^'autocommit' field requires a transaction number to also be specified$/);
   expectError(await primaryCmd(dbName, { ...find, txnNumber: Long.fromNumber(5), autocommit: false, startTransaction: true }),
     72, 'InvalidOptions', /^Transaction number requires a session ID to also be specified$/);
-  assert.deepEqual(await ids((await outside(dbName)).collection('c')), ['y']);
+  // A retryable write's txnNumber without an lsid, or a negative one, writes nothing.
+  expectError(await primaryCmd(dbName, { insert: 'c', documents: [{ _id: 'nolsid' }], txnNumber: Long.fromNumber(6) }),
+    72, 'InvalidOptions', /^Transaction number requires a session ID to also be specified$/);
+  expectError(await primaryCmd(dbName, { insert: 'c', documents: [{ _id: 'neg' }], lsid, txnNumber: Long.fromNumber(-1) }),
+    72, 'InvalidOptions', /^Transaction number cannot be negative$/);
+  expectError(await primaryCmd(dbName, { ...find, lsid, txnNumber: Long.fromNumber(-2), autocommit: false, startTransaction: true }),
+    72, 'InvalidOptions', /^Transaction number cannot be negative$/);
+  // validateSessionOptions: a commit, an abort or killCursors cannot open a transaction, and none is left open.
+  expectError(await primaryCmd('admin', { commitTransaction: 1, lsid, txnNumber: Long.fromNumber(7), startTransaction: true, autocommit: false }),
+    263, 'OperationNotSupportedInTransaction', /^Cannot start a transaction with a commit$/);
+  expectError(await primaryCmd('admin', { abortTransaction: 1, lsid, txnNumber: Long.fromNumber(8), startTransaction: true, autocommit: false }),
+    263, 'OperationNotSupportedInTransaction', /^Cannot start a transaction with an abort$/);
+  expectError(await primaryCmd(dbName, { killCursors: 'c', cursors: [Long.fromNumber(1)], lsid, txnNumber: Long.fromNumber(9), startTransaction: true, autocommit: false }),
+    263, 'OperationNotSupportedInTransaction', /^Cannot run killCursors as the first operation in a multi-document transaction\.$/);
+  expectError(await s.commit(9), 251, 'NoSuchTransaction');
+  expectOk(await s.start(10, { insert: 'c', documents: [{ _id: 'z' }] }));
+  expectOk(await s.commit(10));
+  assert.deepEqual(await ids((await outside(dbName)).collection('c')), ['y', 'z']);
 });
 
 R.test('commands not allowed in a transaction answer OperationNotSupportedInTransaction (263): as the first statement no transaction starts; later, the transaction goes on and commits', async () => {

@@ -7,6 +7,8 @@
  * closed connection is gone. Leak detection checks the copies it keeps.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/curop.h"
@@ -194,4 +196,86 @@ Test(curop_kill, opids_wrap_within_31_bits_and_stay_killable)
     mf_curop_end(last);
     mf_curop_end(first);
     mf_curops_free(reg);
+}
+
+/*
+ * A command past the limit is shown as {$truncated: <its JSON's first max
+ * characters>}, built from a bounded copy of its start (a 16 MB insert is
+ * not turned whole into JSON): the text is the same as the whole command's
+ * JSON cut there, for strings and binaries larger than the limit, nested
+ * documents and arrays, and many small fields.
+ */
+static void
+check_shown(const bson_t *cmd, size_t max)
+{
+    char *full = bson_as_relaxed_extended_json(cmd, NULL);
+    bson_t *shown = mf_command_shown(cmd, max);
+    const char *t = str_of(shown, "$truncated");
+    cr_assert_not_null(t);
+    size_t n = strlen(full) < max ? strlen(full) : max;
+    while (n > 0 && ((unsigned char)full[n] & 0xC0) == 0x80)
+        n--;
+    cr_assert_eq(strlen(t), n, "shown %zu characters, want %zu", strlen(t), n);
+    cr_assert(strncmp(t, full, n) == 0, "shown %s\nwant the start of %.*s", t, (int)n, full);
+    bson_destroy(shown);
+    bson_free(full);
+}
+
+Test(curop_shown, a_large_command_shows_the_start_of_its_json_from_a_bounded_copy)
+{
+    static const size_t maxes[] = {10, 1024, 4000};
+    size_t big = 3 * 1024 * 1024;
+    char *s = malloc(big + 1);
+    uint8_t *b = malloc(big);
+    for (size_t i = 0; i < big; i++) {
+        s[i] = (char)('a' + i % 26);
+        b[i] = (uint8_t)(i * 7);
+    }
+    s[big] = '\0';
+    for (size_t i = 100; i < 3000; i += 97)
+        s[i] = '"'; /* escaped in JSON: the shown text runs past the cut of the raw bytes */
+    memcpy(s + 1020, "\xc3\xa9\xc3\xa9\xc3\xa9", 6); /* two-byte characters across the cut */
+
+    /* A large binary, then a large string, in a document of an array. */
+    bson_t cmd = BSON_INITIALIZER, docs, d;
+    BSON_APPEND_UTF8(&cmd, "insert", "c");
+    bson_append_array_begin(&cmd, "documents", -1, &docs);
+    bson_append_document_begin(&docs, "0", -1, &d);
+    BSON_APPEND_INT32(&d, "_id", 1);
+    bson_append_binary(&d, "b", -1, BSON_SUBTYPE_BINARY, b, (uint32_t)big);
+    BSON_APPEND_UTF8(&d, "s", s);
+    bson_append_document_end(&docs, &d);
+    bson_append_array_end(&cmd, &docs);
+    for (size_t m = 0; m < sizeof(maxes) / sizeof(maxes[0]); m++)
+        check_shown(&cmd, maxes[m]);
+    bson_destroy(&cmd);
+
+    /* The string first, then the binary. */
+    bson_init(&cmd);
+    BSON_APPEND_UTF8(&cmd, "insert", "c");
+    BSON_APPEND_UTF8(&cmd, "s", s);
+    bson_append_binary(&cmd, "b", -1, BSON_SUBTYPE_UUID, b, (uint32_t)big);
+    for (size_t m = 0; m < sizeof(maxes) / sizeof(maxes[0]); m++)
+        check_shown(&cmd, maxes[m]);
+    bson_destroy(&cmd);
+
+    /* Many small fields, nested: each is whole in the copy until it is long enough. */
+    bson_init(&cmd);
+    BSON_APPEND_UTF8(&cmd, "update", "c");
+    bson_append_array_begin(&cmd, "updates", -1, &docs);
+    for (int i = 0; i < 2000; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "%d", i);
+        bson_append_document_begin(&docs, k, -1, &d);
+        BSON_APPEND_DOUBLE(&d, "q", 1.0);
+        BSON_APPEND_BOOL(&d, "multi", i % 2);
+        BSON_APPEND_INT64(&d, "n", i);
+        bson_append_document_end(&docs, &d);
+    }
+    bson_append_array_end(&cmd, &docs);
+    for (size_t m = 0; m < sizeof(maxes) / sizeof(maxes[0]); m++)
+        check_shown(&cmd, maxes[m]);
+    bson_destroy(&cmd);
+    free(s);
+    free(b);
 }
