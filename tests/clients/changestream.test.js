@@ -386,7 +386,7 @@ R.test('changeStreamPreAndPostImages: fullDocumentBeforeChange and fullDocument 
     await plain.updateOne({ _id: 1 }, { $set: { a: 3 } });
     await assert.rejects(next(rp), (err) => {
       assert.equal(err.code, 47, err.message);
-      assert.match(err.message, /^Change stream was configured to require a post-image for all update events, but the post-image was not found/);
+      assert.match(err.message, /^Executor error during getMore :: caused by :: Change stream was configured to require a post-image for all update events, but the post-image was not found/);
       return true;
     });
   } finally {
