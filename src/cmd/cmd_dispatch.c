@@ -919,6 +919,17 @@ cursor_id_of(const bson_t *reply)
     return bson_iter_as_int64(&b);
 }
 
+/* The cursor a getMore command reads (its first field), or 0 for another command. */
+static int64_t
+getmore_id_of(const bson_t *cmd)
+{
+    bson_iter_t it;
+    if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it) || strcmp(bson_iter_key(&it), "getMore") != 0 ||
+        !BSON_ITER_HOLDS_INT64(&it))
+        return 0;
+    return bson_iter_int64(&it);
+}
+
 /*
  * The write counters of a profile entry (mongod's OpDebug additive
  * metrics), read from the reply: an insert's ninserted, a delete's
@@ -976,8 +987,8 @@ profile_write_counts(const char *name, const bson_t *reply, bson_t *e)
 }
 
 static void
-slow_log_limited(const mf_client_t *client, const char *ns, const bson_t *cmd, const bson_t *reply, int64_t millis,
-                 bool legacy, const mf_curop_scan_t *scan, const mf_error_t *err, size_t shown_limit)
+slow_log_limited(const mf_client_t *client, const char *ns, const bson_t *cmd, const bson_t *origin, const bson_t *reply,
+                 int64_t millis, bool legacy, const mf_curop_scan_t *scan, const mf_error_t *err, size_t shown_limit)
 {
     if (client != NULL && client->internal)
         return;
@@ -992,18 +1003,23 @@ slow_log_limited(const mf_client_t *client, const char *ns, const bson_t *cmd, c
     if (client != NULL && client->app_name[0])
         BSON_APPEND_UTF8(&attr, "appName", client->app_name);
     BSON_APPEND_DOCUMENT(&attr, "command", shown);
+    bson_t *shown_origin = origin != NULL ? mf_command_shown(origin, shown_limit) : NULL;
+    if (shown_origin != NULL) {
+        BSON_APPEND_DOCUMENT(&attr, "originatingCommand", shown_origin);
+        bson_destroy(shown_origin);
+    }
     if (scan->plan[0])
         BSON_APPEND_UTF8(&attr, "planSummary", scan->plan);
+    int64_t cid = cursor_id_of(reply), req_cid = getmore_id_of(cmd);
+    if (req_cid > 0 || cid > 0)
+        BSON_APPEND_INT64(&attr, "cursorid", req_cid > 0 ? req_cid : cid);
     if (scan->plan[0] || scan->keys_examined || scan->docs_examined) {
         BSON_APPEND_INT64(&attr, "keysExamined", scan->keys_examined);
         BSON_APPEND_INT64(&attr, "docsExamined", scan->docs_examined);
     }
     if (scan->has_sort_stage)
         BSON_APPEND_BOOL(&attr, "hasSortStage", true);
-    int64_t cid = cursor_id_of(reply);
-    if (cid > 0)
-        BSON_APPEND_INT64(&attr, "cursorid", cid);
-    else if (cid == 0)
+    if (cid == 0)
         BSON_APPEND_BOOL(&attr, "cursorExhausted", true);
     bson_iter_t first;
     if (bson_iter_init(&first, cmd) && bson_iter_next(&first))
@@ -1032,7 +1048,7 @@ slow_log_limited(const mf_client_t *client, const char *ns, const bson_t *cmd, c
     if (json != NULL && len > SLOW_LOG_MAX_JSON && shown_limit > 1024) {
         /* Escaped bytes can render 10 KB of command as 60 KB of JSON: once more, with 1 KB of it. */
         bson_free(json);
-        slow_log_limited(client, ns, cmd, reply, millis, legacy, scan, err, 1024);
+        slow_log_limited(client, ns, cmd, origin, reply, millis, legacy, scan, err, 1024);
         return;
     }
     if (json != NULL)
@@ -1046,8 +1062,9 @@ slow_log_limited(const mf_client_t *client, const char *ns, const bson_t *cmd, c
  * writes and what a profile filter matches.
  */
 static void
-profile_entry(const mf_client_t *client, const char *ns, const char *name, const bson_t *cmd, const bson_t *reply,
-              int64_t millis, bool legacy, const mf_curop_scan_t *scan, const mf_error_t *err, bson_t *out)
+profile_entry(const mf_client_t *client, const char *ns, const char *name, const bson_t *cmd, const bson_t *origin,
+              const bson_t *reply, int64_t millis, bool legacy, const mf_curop_scan_t *scan, const mf_error_t *err,
+              bson_t *out)
 {
     bson_t e;
     bson_init(&e);
@@ -1062,10 +1079,19 @@ profile_entry(const mf_client_t *client, const char *ns, const char *name, const
         BSON_APPEND_UTF8(&t, "$truncated", name);
         bson_append_document_end(&e, &t);
     }
-    /* mongod's OpDebug::append order: cursorid, examined counts, cursorExhausted, write counts, numYield, nreturned. */
-    int64_t cid = cursor_id_of(reply);
-    if (cid > 0)
-        BSON_APPEND_INT64(&e, "cursorid", cid);
+    if (origin != NULL) {
+        bson_t *shown_origin = mf_command_shown(origin, 64 * 1024);
+        BSON_APPEND_DOCUMENT(&e, "originatingCommand", shown_origin);
+        bson_destroy(shown_origin);
+    }
+    /*
+     * mongod's OpDebug::append order: cursorid (a getMore's own, also when
+     * it exhausts the cursor), examined counts, cursorExhausted, write
+     * counts, numYield, nreturned.
+     */
+    int64_t cid = cursor_id_of(reply), req_cid = getmore_id_of(cmd);
+    if (req_cid > 0 || cid > 0)
+        BSON_APPEND_INT64(&e, "cursorid", req_cid > 0 ? req_cid : cid);
     if (scan->plan[0] || scan->keys_examined || scan->docs_examined) {
         BSON_APPEND_INT64(&e, "keysExamined", scan->keys_examined);
         BSON_APPEND_INT64(&e, "docsExamined", scan->docs_examined);
@@ -1128,7 +1154,8 @@ profile_entry(const mf_client_t *client, const char *ns, const char *name, const
  */
 static void
 op_finished(mf_engine_t *eng, const mf_client_t *client, const char *db, const char *name, const bson_t *cmd,
-            const bson_t *reply, int64_t millis, bool legacy, const mf_curop_scan_t *scan, const mf_error_t *err)
+            const bson_t *origin, const bson_t *reply, int64_t millis, bool legacy, const mf_curop_scan_t *scan,
+            const mf_error_t *err)
 {
     /* serverStatus metrics.queryExecutor / metrics.operation: only operations that read or conflicted pay for it. */
     if (scan->keys_examined > 0)
@@ -1154,7 +1181,7 @@ op_finished(mf_engine_t *eng, const mf_client_t *client, const char *db, const c
     if (filter != NULL) {
         /* The database's filter decides, over the operation's profile entry, in place of slowms and sampleRate. */
         coll = command_ns(ns, sizeof(ns), db, name, cmd);
-        profile_entry(client, ns, name, cmd, reply, millis, legacy, scan, err, &entry);
+        profile_entry(client, ns, name, cmd, origin, reply, millis, legacy, scan, err, &entry);
         have_entry = true;
         slow = mf_profile_filter_match(filter, &entry);
         mf_profile_filter_release(filter);
@@ -1173,14 +1200,14 @@ op_finished(mf_engine_t *eng, const mf_client_t *client, const char *db, const c
      */
     if (profiled && !mf_cmd_in_txn() && !(coll != NULL && strcmp(coll, "system.profile") == 0)) {
         if (!have_entry)
-            profile_entry(client, ns, name, cmd, reply, millis, legacy, scan, err, &entry);
+            profile_entry(client, ns, name, cmd, origin, reply, millis, legacy, scan, err, &entry);
         have_entry = true;
         mf_profile_write(eng, db, &entry);
     }
     if (have_entry)
         bson_destroy(&entry);
     if (slow)
-        slow_log_limited(client, ns, cmd, reply, millis, legacy, scan, err, 10 * 1024);
+        slow_log_limited(client, ns, cmd, origin, reply, millis, legacy, scan, err, 10 * 1024);
 }
 
 /*
@@ -1483,6 +1510,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     const mf_cmd_def_t *def = NULL;
     int def_index = -1; /* def's counters in eng->cmd_counts */
     mf_curop_scan_t scan = {0}; /* what its queries read (the profiler's and slow log's figures) */
+    bson_t *origin = NULL;      /* a getMore's cursor's opening command (mf_curop_take_origin), owned */
     mf_curop_t *cop = NULL;
     wc_unmet_t unmet = {.code = 0};
     int64_t started_ms = -1, paused_ms = 0; /* paused: waited, not worked (mf_curop_add_paused) */
@@ -1633,6 +1661,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     mf_storage_session_release(op.sess);
     paused_ms = mf_curop_paused_us(cop) / 1000;
     mf_curop_scan_of(cop, &scan);
+    origin = mf_curop_take_origin(cop);
     mf_curop_end(cop);
     mf_curop_set_current(NULL);
     if (unmet.code != 0 && !bson_has_field(reply, "writeConcernError")) {
@@ -1644,7 +1673,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         BSON_APPEND_DOCUMENT_BEGIN(&wce, "errInfo", &info);
         BSON_APPEND_DOCUMENT_BEGIN(&info, "writeConcern", &wc);
         bson_append_value(&wc, "w", 1, &unmet.w);
-        BSON_APPEND_INT32(&wc, "wtimeout", 0);
+        BSON_APPEND_INT32(&wc, "wtimeout", (int32_t)wtimeout_of(cmd)); /* the concern as given, as mongod echoes it */
         BSON_APPEND_UTF8(&wc, "provenance", "clientSupplied");
         bson_append_document_end(&info, &wc);
         bson_append_document_end(&wce, &info);
@@ -1658,7 +1687,9 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     if (op.err_extra != NULL)
         bson_destroy(op.err_extra);
     int64_t took_ms = mf_mono_ms() - started_ms - paused_ms;
-    op_finished(eng, client, db, def->name, cmd, reply, took_ms, legacy, &scan, NULL);
+    op_finished(eng, client, db, def->name, cmd, origin, reply, took_ms, legacy, &scan, NULL);
+    if (origin != NULL)
+        bson_destroy(origin);
     if (mf_cmd_log_commands(eng))
         mf_log(MF_LOG_DEBUG, "COMMAND", "conn%lld: %s on %s ok, %lld ms", (long long)(client ? client->id : 0),
                def->name, db, (long long)(mf_mono_ms() - started_ms));
@@ -1676,6 +1707,7 @@ fail:
     if (cop) {
         paused_ms = mf_curop_paused_us(cop) / 1000;
         mf_curop_scan_of(cop, &scan);
+        origin = mf_curop_take_origin(cop);
         mf_curop_end(cop);
         mf_curop_set_current(NULL);
     }
@@ -1699,8 +1731,10 @@ fail:
     bson_destroy(&fp_labels);
     if (started_ms >= 0) {
         int64_t took = mf_mono_ms() - started_ms - paused_ms;
-        op_finished(eng, client, db, op.name, cmd, reply, took, legacy, &scan, &op.err);
+        op_finished(eng, client, db, op.name, cmd, origin, reply, took, legacy, &scan, &op.err);
     }
+    if (origin != NULL)
+        bson_destroy(origin);
     if (mf_cmd_log_commands(eng))
         mf_log(MF_LOG_DEBUG, "COMMAND", "conn%lld: %s on %s failed: %d %s", (long long)(client ? client->id : 0),
                op.name ? op.name : "?", db, op.err.code, op.err.msg);

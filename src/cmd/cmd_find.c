@@ -1077,6 +1077,7 @@ mf_cmd_get_more(mf_op_t *op)
         return -1;
     }
     op->change_stream = cur->kind == MF_CURSOR_EXT && cur->ext_fill != NULL;
+    mf_curop_set_origin(mf_curop_current(), cur->origin); /* currentOp's, the profiler's originatingCommand */
     /* $$NOW stays the opening command's for the cursor's life, as mongod's ExpressionContext. */
     mf_curop_set_now_ms(mf_curop_current(), cur->now_ms);
     bson_t fpd;

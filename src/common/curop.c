@@ -101,6 +101,7 @@ struct mf_curop {
      */
     _Atomic bool plan_ready;
     bool no_table_scan; /* mf_curop_set_no_table_scan; its own thread only */
+    bson_t *origin;     /* a getMore's cursor's opening command (mf_curop_set_origin), owned; registry mutex */
 };
 
 /* The calling thread's operation: per-thread state, not shared. */
@@ -596,6 +597,32 @@ mf_curop_no_table_scan(const mf_curop_t *op)
     return op != NULL && op->no_table_scan;
 }
 
+void
+mf_curop_set_origin(mf_curop_t *op, const bson_t *origin)
+{
+    if (op == NULL || origin == NULL)
+        return;
+    bson_t *copy = bson_copy(origin);
+    pthread_mutex_lock(&op->reg->lock);
+    bson_t *old = op->origin;
+    op->origin = copy;
+    pthread_mutex_unlock(&op->reg->lock);
+    if (old != NULL)
+        bson_destroy(old);
+}
+
+bson_t *
+mf_curop_take_origin(mf_curop_t *op)
+{
+    if (op == NULL)
+        return NULL;
+    pthread_mutex_lock(&op->reg->lock);
+    bson_t *origin = op->origin;
+    op->origin = NULL;
+    pthread_mutex_unlock(&op->reg->lock);
+    return origin;
+}
+
 bool
 mf_curops_latency_get(mf_curops_t *reg, const char *ns, mf_latency_t out[MF_LAT_N])
 {
@@ -794,6 +821,8 @@ mf_curop_end(mf_curop_t *op)
     if (current_op == op)
         current_op = NULL;
     bson_destroy(op->command);
+    if (op->origin != NULL)
+        bson_destroy(op->origin);
     free(op->ns);
     free(op);
 }
@@ -878,6 +907,8 @@ op_doc(const mf_curop_t *op, const char *host, int64_t now_us, const char *now, 
     BSON_APPEND_UTF8(out, "op", op->op_type);
     BSON_APPEND_UTF8(out, "ns", op->ns);
     BSON_APPEND_DOCUMENT(out, "command", op->command);
+    if (op->origin != NULL)
+        BSON_APPEND_DOCUMENT(out, "originatingCommand", op->origin);
     if (atomic_load(&((mf_curop_t *)op)->has_progress)) {
         bson_t pr;
         BSON_APPEND_UTF8(out, "msg", op->msg);

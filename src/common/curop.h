@@ -315,6 +315,17 @@ void mf_curop_set_now_ms(mf_curop_t *op, int64_t ms);
 bool mf_curop_no_table_scan(const mf_curop_t *op);
 
 /*
+ * mf_curop_set_origin: the command that opened the cursor op (a getMore)
+ * reads, copied (op or origin NULL: nothing done); currentOp, the profiler
+ * and the slow-query log show it as originatingCommand, as mongod's.
+ * mf_curop_take_origin: it, or NULL, now the caller's (bson_destroy), and
+ * op's no longer (the command layer takes it as the operation ends, for
+ * its profile entry and log line).
+ */
+void mf_curop_set_origin(mf_curop_t *op, const bson_t *origin);
+bson_t *mf_curop_take_origin(mf_curop_t *op);
+
+/*
  * mf_curops_latency_get: copies the latencies of ns ("db.coll"), or the
  * server-wide ones when ns is NULL, into out[MF_LAT_N] (zeros and false when
  * ns has none).

@@ -686,6 +686,19 @@ h.test('the profiler records a getMore under its collection\'s namespace and a d
   assert.ok(byOp('getmore').length >= 1, `getMore profiled: ${JSON.stringify(entries.map((e) => e.op))}`);
   for (const e of byOp('getmore')) assert.equal(e.ns, `${db.databaseName}.c`);
   for (const e of byOp('query')) assert.equal(e.ns, `${db.databaseName}.c`);
+  // Each getmore names the find that opened its cursor (originatingCommand) and its cursor, the last
+  // one (which exhausts it) too, as mongod's profiler (found by helper-105).
+  const find = byOp('query')[0];
+  assert.equal(byOp('getmore').length, 2, 'batches of 2, 2 and 1');
+  for (const e of byOp('getmore')) {
+    assert.deepEqual(e.originatingCommand.find, 'c');
+    assert.deepEqual(e.originatingCommand.batchSize, 2);
+    assert.equal(String(e.cursorid), String(find.cursorid), 'the getMore\'s cursor');
+    const keys = Object.keys(e);
+    assert.deepEqual(keys.slice(keys.indexOf('command'), keys.indexOf('command') + 3), ['command', 'originatingCommand', 'cursorid']);
+  }
+  assert.equal(byOp('getmore').filter((e) => e.cursorExhausted).length, 1, 'the last getMore exhausts the cursor');
+  assert.ok(!('originatingCommand' in find), 'the find itself has none');
   const stats = entries.find((e) => e.command && e.command.dbStats !== undefined);
   assert.ok(stats, 'dbStats profiled');
   assert.equal(stats.ns, `${db.databaseName}.$cmd`);

@@ -135,6 +135,9 @@ R.test('write concerns a set cannot give: w above its members answers writeConce
     code: 100, codeName: 'UnsatisfiableWriteConcern', errmsg: 'Not enough data-bearing nodes',
     errInfo: { writeConcern: { w: 4, wtimeout: 0, provenance: 'clientSupplied' } },
   });
+  // The concern comes back as given, its wtimeout included (found by helper-105).
+  r = await rs.raw(p, dbName, { insert: 'c', documents: [{ _id: 1.5 }], writeConcern: { w: 4, wtimeout: 100 } });
+  assert.deepEqual(r.writeConcernError.errInfo, { writeConcern: { w: 4, wtimeout: 100, provenance: 'clientSupplied' } });
   r = await rs.raw(p, dbName, { insert: 'c', documents: [{ _id: 2 }], writeConcern: { w: 'nosuchtag' } });
   assert.equal(r.ok, 1, JSON.stringify(r));
   assert.equal(r.writeConcernError.code, 79);
@@ -147,7 +150,7 @@ R.test('write concerns a set cannot give: w above its members answers writeConce
   // Through the driver the write is done and the error is a MongoWriteConcernError.
   const e = await rs.client.db(dbName).collection('c').insertOne({ _id: 4 }, { writeConcern: { w: 5 } }).then(() => null, (x) => x);
   assert.equal(e && e.code, 100, String(e));
-  assert.deepEqual((await rs.client.db(dbName).collection('c').find({}).toArray()).map((d) => d._id), [1, 2, 3, 4]);
+  assert.deepEqual((await rs.client.db(dbName).collection('c').find({}).toArray()).map((d) => d._id), [1, 1.5, 2, 3, 4]);
 });
 
 R.test('getDefaultRWConcern: mongod 8.0\'s implicit defaults on a replica set, on every member (local reads, w: "majority" writes)', async () => {
