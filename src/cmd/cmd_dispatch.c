@@ -1012,10 +1012,10 @@ slow_log_limited(const mf_client_t *client, const char *ns, const bson_t *cmd, c
         BSON_APPEND_UTF8(&attr, "planSummary", scan->plan);
     int64_t cid = cursor_id_of(reply), req_cid = getmore_id_of(cmd);
     if (req_cid > 0 || cid > 0)
-        BSON_APPEND_INT64(&attr, "cursorid", req_cid > 0 ? req_cid : cid);
+        mf_append_number(&attr, "cursorid", req_cid > 0 ? req_cid : cid);
     if (scan->plan[0] || scan->keys_examined || scan->docs_examined) {
-        BSON_APPEND_INT64(&attr, "keysExamined", scan->keys_examined);
-        BSON_APPEND_INT64(&attr, "docsExamined", scan->docs_examined);
+        mf_append_number(&attr, "keysExamined", scan->keys_examined);
+        mf_append_number(&attr, "docsExamined", scan->docs_examined);
     }
     if (scan->has_sort_stage)
         BSON_APPEND_BOOL(&attr, "hasSortStage", true);
@@ -1025,11 +1025,11 @@ slow_log_limited(const mf_client_t *client, const char *ns, const bson_t *cmd, c
     if (bson_iter_init(&first, cmd) && bson_iter_next(&first))
         profile_write_counts(bson_iter_key(&first), reply, &attr);
     if (scan->write_conflicts > 0)
-        BSON_APPEND_INT64(&attr, "writeConflicts", scan->write_conflicts);
+        mf_append_number(&attr, "writeConflicts", scan->write_conflicts);
     BSON_APPEND_INT32(&attr, "numYields", 0); /* the log's name for the profiler's numYield, as mongod */
     int64_t nret = returned_of(reply);
     if (nret >= 0)
-        BSON_APPEND_INT64(&attr, "nreturned", nret);
+        mf_append_number(&attr, "nreturned", nret);
     if (err != NULL) {
         BSON_APPEND_INT32(&attr, "ok", 0);
         BSON_APPEND_UTF8(&attr, "errMsg", err->msg);
@@ -1040,7 +1040,7 @@ slow_log_limited(const mf_client_t *client, const char *ns, const bson_t *cmd, c
     }
     BSON_APPEND_INT32(&attr, "reslen", (int32_t)reply->len);
     BSON_APPEND_UTF8(&attr, "protocol", legacy ? "op_query" : "op_msg");
-    BSON_APPEND_INT64(&attr, "durationMillis", millis);
+    mf_append_number(&attr, "durationMillis", millis);
     size_t len = 0;
     char *json = bson_as_relaxed_extended_json(&attr, &len);
     bson_destroy(&attr);
@@ -1087,14 +1087,15 @@ profile_entry(const mf_client_t *client, const char *ns, const char *name, const
     /*
      * mongod's OpDebug::append order: cursorid (a getMore's own, also when
      * it exhausts the cursor), examined counts, cursorExhausted, write
-     * counts, numYield, nreturned.
+     * counts, numYield, nreturned; numbers as its appendNumber writes them
+     * (ints while they fit).
      */
     int64_t cid = cursor_id_of(reply), req_cid = getmore_id_of(cmd);
     if (req_cid > 0 || cid > 0)
-        BSON_APPEND_INT64(&e, "cursorid", req_cid > 0 ? req_cid : cid);
+        mf_append_number(&e, "cursorid", req_cid > 0 ? req_cid : cid);
     if (scan->plan[0] || scan->keys_examined || scan->docs_examined) {
-        BSON_APPEND_INT64(&e, "keysExamined", scan->keys_examined);
-        BSON_APPEND_INT64(&e, "docsExamined", scan->docs_examined);
+        mf_append_number(&e, "keysExamined", scan->keys_examined);
+        mf_append_number(&e, "docsExamined", scan->docs_examined);
     }
     if (scan->has_sort_stage)
         BSON_APPEND_BOOL(&e, "hasSortStage", true);
@@ -1102,11 +1103,11 @@ profile_entry(const mf_client_t *client, const char *ns, const char *name, const
         BSON_APPEND_BOOL(&e, "cursorExhausted", true);
     profile_write_counts(name, reply, &e);
     if (scan->write_conflicts > 0)
-        BSON_APPEND_INT64(&e, "writeConflicts", scan->write_conflicts);
+        mf_append_number(&e, "writeConflicts", scan->write_conflicts);
     BSON_APPEND_INT32(&e, "numYield", 0); /* mayfly's reads never yield their snapshot mid-batch */
     int64_t nret = returned_of(reply);
     if (nret >= 0)
-        BSON_APPEND_INT64(&e, "nreturned", nret);
+        mf_append_number(&e, "nreturned", nret);
     if (err != NULL) {
         BSON_APPEND_UTF8(&e, "errMsg", err->msg);
         BSON_APPEND_INT32(&e, "errCode", err->code);
@@ -1114,7 +1115,7 @@ profile_entry(const mf_client_t *client, const char *ns, const char *name, const
     }
     BSON_APPEND_INT32(&e, "responseLength", (int32_t)reply->len);
     BSON_APPEND_UTF8(&e, "protocol", legacy ? "op_query" : "op_msg");
-    BSON_APPEND_INT64(&e, "millis", millis);
+    mf_append_number(&e, "millis", millis);
     if (scan->plan[0])
         BSON_APPEND_UTF8(&e, "planSummary", scan->plan);
     BSON_APPEND_DATE_TIME(&e, "ts", mf_now_ms());

@@ -699,6 +699,12 @@ h.test('the profiler records a getMore under its collection\'s namespace and a d
   }
   assert.equal(byOp('getmore').filter((e) => e.cursorExhausted).length, 1, 'the last getMore exhausts the cursor');
   assert.ok(!('originatingCommand' in find), 'the find itself has none');
+  // Counts as mongod's appendNumber writes them: ints (mongosh shows 0, not Long('0')).
+  for (const e of await db.collection('system.profile').find({}, { promoteLongs: false }).toArray()) {
+    for (const k of ['keysExamined', 'docsExamined', 'nreturned', 'millis', 'numYield', 'responseLength']) {
+      if (k in e) assert.equal(typeof e[k], 'number', `${e.op} ${k} is ${e[k] && e[k]._bsontype}`);
+    }
+  }
   const stats = entries.find((e) => e.command && e.command.dbStats !== undefined);
   assert.ok(stats, 'dbStats profiled');
   assert.equal(stats.ns, `${db.databaseName}.$cmd`);
