@@ -1309,6 +1309,8 @@ mf_cmd_aggregate(mf_op_t *op)
         }
     }
     pl = mf_pipeline_new(pv, &op->err);
+    if (pl == NULL && op->err.optimizing)
+        mf_err_context(&op->err, "Failed to optimize pipeline"); /* mongod's Pipeline::optimizePipeline */
     if (collstats || archived || indexstats)
         bson_destroy(&rest);
     if (pl != NULL && mf_crud_agg_views_collation(op, pl) != 0) {

@@ -20,6 +20,7 @@ mf_err_vset(mf_error_t *err, int code, const char *fmt, va_list ap)
     err->code = code;
     err->info_len = 0;
     err->planning = false;
+    err->optimizing = false;
     int n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
     if (n >= (int)sizeof(err->msg)) /* cut: not inside a character, as the reply's errmsg must be valid UTF-8 */
         (void)mf_utf8_cut_tail(err->msg, sizeof(err->msg) - 1);
@@ -54,6 +55,7 @@ mf_err_clear(mf_error_t *err)
     err->msg[0] = '\0';
     err->info_len = 0;
     err->planning = false;
+    err->optimizing = false;
 }
 
 int
@@ -61,6 +63,14 @@ mf_err_planning(mf_error_t *err)
 {
     if (err != NULL)
         err->planning = true;
+    return -1;
+}
+
+int
+mf_err_optimizing(mf_error_t *err)
+{
+    if (err != NULL)
+        err->optimizing = true;
     return -1;
 }
 

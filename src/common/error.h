@@ -760,6 +760,14 @@ typedef struct mf_error {
      * prepared at its first document): mf_err_context leaves its message bare.
      */
     bool planning;
+    /*
+     * Set (mf_err_optimizing) on an error mongod raises while it optimizes a
+     * pipeline (folding a constant expression, pre-parsing a constant time
+     * zone or unit), which mayfly meets while it parses one: no stage adds
+     * its parse context ("Invalid $project"), and the aggregate adds
+     * "Failed to optimize pipeline" (cmd_agg.c).
+     */
+    bool optimizing;
 } mf_error_t;
 
 /*
@@ -785,6 +793,8 @@ int mf_err_context(mf_error_t *err, const char *context);
 
 /* mf_err_planning: marks err as a planning error (see mf_error_t.planning); returns -1. */
 int mf_err_planning(mf_error_t *err);
+/* mf_err_optimizing: marks err as an optimization error (see mf_error_t.optimizing); returns -1. */
+int mf_err_optimizing(mf_error_t *err);
 
 /* mf_err_clear: reset err to "no error". */
 void mf_err_clear(mf_error_t *err);

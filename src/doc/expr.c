@@ -2101,11 +2101,9 @@ parse_doc(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
             mf_expr_free(e);
             return NULL;
         }
-        if (parse_constant_args(e, err) < 0) {
-            mf_expr_free(e);
-            return NULL;
-        }
-        if (fold_check(e, err) < 0) {
+        /* mongod's optimize() does both: what fails there fails its pipeline's optimization (mf_err_optimizing). */
+        if (parse_constant_args(e, err) < 0 || fold_check(e, err) < 0) {
+            mf_err_optimizing(err);
             mf_expr_free(e);
             return NULL;
         }

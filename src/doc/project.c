@@ -645,8 +645,10 @@ mf_projection_new_add_fields(const bson_t *spec, const char *stage, mf_error_t *
     if (parse_obj(&c, spec, p->root, true) < 0) {
         char reason[sizeof err->msg];
         mf_projection_free(p);
-        snprintf(reason, sizeof reason, "%s", err->msg);
-        snprintf(err->msg, sizeof err->msg, "Invalid %s :: caused by :: %.440s", stage, reason);
+        if (!err->optimizing) { /* mongod's parse error, not its optimization's */
+            snprintf(reason, sizeof reason, "%s", err->msg);
+            snprintf(err->msg, sizeof err->msg, "Invalid %s :: caused by :: %.440s", stage, reason);
+        }
         return NULL;
     }
     return p;
@@ -662,7 +664,7 @@ mf_projection_new_agg(const bson_t *spec, const char *stage, mf_error_t *err)
                           stage),
                NULL;
     p = projection_new(spec, true, err);
-    if (p == NULL) {
+    if (p == NULL && !err->optimizing) {
         /* MongoDB reports a stage's projection errors as "Invalid <stage> :: caused by :: <reason>". */
         char reason[sizeof err->msg];
         snprintf(reason, sizeof reason, "%s", err->msg);

@@ -190,8 +190,8 @@ h.test('onNull and a nullish to', async () => {
 });
 
 h.test('argument errors are not ConversionFailures', async () => {
-  // With constant arguments the expression is folded while the pipeline is parsed,
-  // so the message then starts "Invalid $project :: caused by :: ".
+  // With constant arguments the expression is folded when the pipeline is optimized,
+  // so the message then starts "Failed to optimize pipeline :: caused by :: ".
   const E = { onError: 'E' };
   await h.expectCode(evalExpr({ $convert: { input: B64, to: 'binData', ...E } }), 4341115,
     /Format must be speficied when converting from 'string' to 'binData'$/);

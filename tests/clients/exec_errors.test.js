@@ -96,6 +96,28 @@ h.test('aggregate: runtime errors, a $merge duplicate included, are "PlanExecuto
   assert.equal(await c.countDocuments(), 2, 'the failed $merge into c changed nothing');
 });
 
+h.test('aggregate: an expression over constants that fails is "Failed to optimize pipeline", in any stage, also over an empty collection; a malformed one stays the stage\'s parse error', async () => {
+  const { db, c } = await seeded('execopt');
+  const D = { $divide: [1, 0] };
+  const OPT = 'Failed to optimize pipeline :: caused by :: ';
+  const empty = db.collection('empty');
+  for (const coll of [c, empty]) {
+    for (const p of [[{ $project: { x: D } }], [{ $addFields: { x: D } }], [{ $match: { $expr: D } }], [{ $group: { _id: D } }],
+      [{ $group: { _id: null, s: { $sum: D } } }], [{ $replaceRoot: { newRoot: { x: D } } }], [{ $facet: { f: [{ $set: { x: D } }] } }],
+      [{ $match: { a: 1 } }, { $project: { x: { $cond: [true, 1, D] } } }]]) {
+      await fails(coll.aggregate(p).toArray(), 2, `${OPT}can't $divide by zero`);
+    }
+  }
+  // A constant time zone is opened as the pipeline is optimized; one from a field as it runs.
+  await fails(c.aggregate([{ $project: { h: { $hour: { date: new Date(0), timezone: 'Nowhere/Else' } } } }]).toArray(), 40485,
+    `${OPT}unrecognized time zone identifier: "Nowhere/Else"`);
+  await fails(c.aggregate([{ $project: { x: { $bogus: 1 } } }]).toArray(), 168, "Invalid $project :: caused by :: Unrecognized expression '$bogus'");
+  // An update's pipeline is not optimized by mongod: its error is the expression's own.
+  const w = await c.updateOne({ _id: 1 }, [{ $set: { x: D } }]).catch((e) => e);
+  assert.equal(w.code, 2);
+  assert.equal(w.message, "can't $divide by zero");
+});
+
 h.test('findAndModify: a duplicate key, an update that fails on the document or an immutable _id are "Plan executor error during findAndModify"', async () => {
   const { db, c } = await seeded('execfam');
   const e = await fails(c.findOneAndUpdate({ _id: 1 }, { $set: { u: 2 } }), 11000,

@@ -298,10 +298,10 @@ async function runTable(rows) {
       value = r[0].r;
     } catch (e) {
       got = e.code;
-      // An operator over constants fails when the pipeline is parsed here (mongod: when it is optimized), and the
-      // stage names itself first; over a document's fields, when the pipeline runs, with the context mongod's
-      // aggregate adds to what its executor throws. The regexes check the operator's own message.
-      msg = (e.errmsg || e.message).replace(/^(Invalid \$project|PlanExecutor error during aggregation) :: caused by :: /, '');
+      // An operator over constants fails when the pipeline is optimized, over a document's fields when it runs,
+      // each with mongod's context; a malformed one when the stage is parsed. The regexes check the operator's
+      // own message.
+      msg = (e.errmsg || e.message).replace(/^(Invalid \$project|Failed to optimize pipeline|PlanExecutor error during aggregation) :: caused by :: /, '');
     }
     if (typeof want === 'object' && want !== null) {
       if (got !== 'ok' || JSON.stringify(value === undefined ? null : value) !== JSON.stringify(want.v))

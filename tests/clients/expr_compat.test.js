@@ -323,11 +323,11 @@ h.test('time zone names outside MongoDB\'s database are 40485', async () => {
   for (const tz of ['localtime', 'posixrules', 'posix/Europe/Paris', 'right/UTC', 'zone.tab', 'Europe/Nowhere']) {
     const why = `unrecognized time zone identifier: "${tz.replace(/[.+/]/g, '\\$&')}"$`;
     // From a field (opened at evaluation) and as a constant (opened when the
-    // stage is parsed, so under $project's context).
+    // pipeline is optimized, so under that context, as mongod's).
     await h.expectCode(project(coll, { d, tz }, { $hour: { date: '$d', timezone: '$tz' } }), 40485,
       new RegExp(`^${why}`));
     await h.expectCode(project(coll, { d }, { $hour: { date: '$d', timezone: tz } }), 40485,
-      new RegExp(`^Invalid \\$project :: caused by :: ${why}`));
+      new RegExp(`^Failed to optimize pipeline :: caused by :: ${why}`));
   }
   const cases = [
     ['America/New_York', 8], ['US/Eastern', 8], ['UTC', 12], ['Etc/GMT+5', 7], ['GMT', 12],
