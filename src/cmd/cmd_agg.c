@@ -1409,7 +1409,9 @@ mf_cmd_aggregate(mf_op_t *op)
         if (rc != 0)
             mf_err_context(&op->err, EXEC_ERROR_AGG);
     } else if (rc == 0) {
-        rc = mf_pipeline_run(pl, &env, name, &cur->docs, &op->err);
+        /* A pipeline over its own source or none ($documents, $collStats ...) runs whole here: its executor too. */
+        if ((rc = mf_pipeline_run(pl, &env, name, &cur->docs, &op->err)) != 0)
+            mf_err_context(&op->err, EXEC_ERROR_AGG);
     }
     mf_catalog_unlock(op->eng->cat);
     mf_pipeline_free(pl);
@@ -1425,8 +1427,8 @@ mf_cmd_aggregate(mf_op_t *op)
         mf_cursor_free(cur);
         return -1;
     }
-    if (!streaming)
-        rc = mf_crud_cursor_fill(op, cur, batch, &arr, &exhausted);
+    if (!streaming && (rc = mf_crud_cursor_fill(op, cur, batch, &arr, &exhausted)) != 0)
+        mf_err_context(&op->err, EXEC_ERROR_AGG);
     if (rc == 0 && !exhausted) {
         id = mf_cmd_cursor_register(op, cur);
         if (id < 0) {

@@ -29,6 +29,7 @@
  * (mf_op_check_types), cursor documents SimpleCursorOptions; create and
  * createIndexes refuse system.* namespaces clients may not use (73).
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,8 @@
 #include "archive/archive.h"
 #include "common/alloc.h"
 #include "catalog/coll_write.h"
+#include <math.h>
+
 #include "cmd/cmd.h"
 #include "cmd/crud.h"
 #include "doc/collation.h"
@@ -1623,7 +1626,8 @@ mf_cmd_coll_stats_doc(mf_op_t *op, const char *name, const bson_iter_t *spec, bs
                                           "decimal, double]'", mf_type_name(bson_iter_type(&sc)));
                     }
                     double d = mf_value_as_double(bson_iter_value(&sc));
-                    scale = d >= (double)INT32_MAX ? INT32_MAX : d <= (double)INT32_MIN ? INT32_MIN : (int64_t)d;
+                    scale = isnan(d) ? 0 : d >= (double)INT32_MAX ? INT32_MAX : d <= (double)INT32_MIN ? INT32_MIN
+                                                                                            : (int64_t)d;
                     if (scale < 1) {
                         bson_destroy(out);
                         return mf_err_set(&op->err, MF_E_Location51024,

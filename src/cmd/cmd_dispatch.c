@@ -1674,7 +1674,8 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
         BSON_APPEND_DOCUMENT_BEGIN(&wce, "errInfo", &info);
         BSON_APPEND_DOCUMENT_BEGIN(&info, "writeConcern", &wc);
         bson_append_value(&wc, "w", 1, &unmet.w);
-        BSON_APPEND_INT32(&wc, "wtimeout", (int32_t)wtimeout_of(cmd)); /* the concern as given, as mongod echoes it */
+        int64_t wt = wtimeout_of(cmd); /* the concern as given, as mongod echoes it (an int) */
+        BSON_APPEND_INT32(&wc, "wtimeout", wt > INT32_MAX ? INT32_MAX : (int32_t)wt);
         BSON_APPEND_UTF8(&wc, "provenance", "clientSupplied");
         bson_append_document_end(&info, &wc);
         bson_append_document_end(&wce, &info);

@@ -27,6 +27,7 @@
 #include <time.h>
 
 #define MAX_COMMAND_SHOWN 1024
+#define MAX_ORIGIN_KEPT (64 * 1024) /* a getMore's originatingCommand, as the profiler shows a command */
 
 /* One namespace's usage counters (the top command), under the registry mutex. */
 typedef struct top_entry {
@@ -174,11 +175,14 @@ mf_command_redacted(const bson_t *command)
  * memory) to show 1 KB of it, on every operation. preview_append copies doc's
  * elements into out, strings cut to cap bytes and binaries to cap bytes (cap
  * a multiple of 3, so their base64 is the start of the whole's), documents and
- * arrays likewise, until out passes 2 * cap + 64 bytes: an element's JSON is
- * at least half its BSON, so the copy's JSON has the same first cap
- * characters as the whole command's. Below MAX_PREVIEW_DEPTH nesting an
- * element is copied whole (libbson's JSON stops descending there anyway).
+ * arrays likewise, until out passes PREVIEW_BSON_PER_CHAR * cap + 64 bytes:
+ * an element's JSON is at least a sixth of its BSON (the worst is a number
+ * in a long array, "0, " for 1 + 8 bytes of key "1234567" + 8 of value), so
+ * the copy's JSON has the same first cap characters as the whole command's.
+ * Below MAX_PREVIEW_DEPTH nesting an element is copied whole (libbson's JSON
+ * stops descending there anyway).
  */
+#define PREVIEW_BSON_PER_CHAR 6
 #define MAX_PREVIEW_DEPTH 100
 
 static void
@@ -187,7 +191,7 @@ preview_append(bson_t *out, const bson_t *doc, size_t cap, int depth)
     bson_iter_t it;
     if (!bson_iter_init(&it, doc))
         return;
-    while (out->len <= 2 * cap + 64 && bson_iter_next(&it)) {
+    while (out->len <= PREVIEW_BSON_PER_CHAR * cap + 64 && bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
         bson_type_t t = bson_iter_type(&it);
         if (t == BSON_TYPE_UTF8) {
@@ -602,7 +606,8 @@ mf_curop_set_origin(mf_curop_t *op, const bson_t *origin)
 {
     if (op == NULL || origin == NULL)
         return;
-    bson_t *copy = bson_copy(origin);
+    /* Bounded as a profile entry shows a command (a 1 MB find iterated by 1,000 getMores copies 64 KB each). */
+    bson_t *copy = mf_command_shown(origin, MAX_ORIGIN_KEPT);
     pthread_mutex_lock(&op->reg->lock);
     bson_t *old = op->origin;
     op->origin = copy;
@@ -907,8 +912,11 @@ op_doc(const mf_curop_t *op, const char *host, int64_t now_us, const char *now, 
     BSON_APPEND_UTF8(out, "op", op->op_type);
     BSON_APPEND_UTF8(out, "ns", op->ns);
     BSON_APPEND_DOCUMENT(out, "command", op->command);
-    if (op->origin != NULL)
-        BSON_APPEND_DOCUMENT(out, "originatingCommand", op->origin);
+    if (op->origin != NULL) {
+        bson_t *shown = mf_command_shown(op->origin, MAX_COMMAND_SHOWN); /* as its command: 1 KB */
+        BSON_APPEND_DOCUMENT(out, "originatingCommand", shown);
+        bson_destroy(shown);
+    }
     if (atomic_load(&((mf_curop_t *)op)->has_progress)) {
         bson_t pr;
         BSON_APPEND_UTF8(out, "msg", op->msg);

@@ -806,13 +806,15 @@ array_at(const bson_value_t *v, int32_t pos, bson_value_t *e)
     return false;
 }
 
-/* The positional projection's match position is not in the array: 51246 as mongod. */
+/*
+ * The positional projection's match position is not in the array: 51246 as
+ * mongod (the command adds its executor's context: find's, getMore's,
+ * findAndModify's).
+ */
 static int
 positional_miss(actx_t *c)
 {
-    return mf_err_set(c->err, MF_E_Location51246,
-                      "Executor error during find command :: caused by :: positional operator '.$' couldn't find a "
-                      "matching element in the array");
+    return mf_err_set(c->err, MF_E_Location51246, "positional operator '.$' couldn't find a matching element in the array");
 }
 
 static int

@@ -446,6 +446,7 @@ h.test('$collStats takes what its IDL struct takes: 40415 for another field, 14 
     [{ queryExecStats: { a: 1 } }, 31170, /^expected an empty object/],
     [{ storageStats: { scale: -5 } }, 51024, /^BSON field 'scale' value must be >= 1, actual value '-5'$/],
     [{ storageStats: { scale: 0 } }, 51024, /^BSON field 'scale' value must be >= 1, actual value '0'$/],
+    [{ storageStats: { scale: NaN } }, 51024, /^BSON field 'scale' value must be >= 1, actual value '0'$/],
   ];
   for (const [spec, code, msg] of bad)
     await h.expectCode(c.aggregate([{ $collStats: spec }]).toArray(), code, msg);

@@ -56,6 +56,17 @@ h.test('find: an expression failing on a document is "Executor error during find
   assert.deepEqual(await c.find({ $expr: { $eq: ['$b', 0] } }).toArray(), [{ _id: 1, a: 1, b: 0, u: 1 }]);
 });
 
+h.test('a positional projection with no matching element carries its command\'s context once: find, getMore, findAndModify', async () => {
+  const db = srv.freshDb('execpos');
+  const c = db.collection('c');
+  await c.insertMany([{ _id: 1, a: [1, 2] }, { _id: 2, a: [3] }]);
+  const MISS = "positional operator '.$' couldn't find a matching element in the array";
+  await fails(c.find({ a: { $exists: true } }, { projection: { 'a.$': 1 } }).toArray(), 51246, `${FIND}${MISS}`);
+  const r = await db.command({ find: 'c', filter: { a: { $exists: true }, _id: { $lte: 2 } }, projection: { 'a.$': 1 }, batchSize: 0 });
+  await fails(db.command({ getMore: r.cursor.id, collection: 'c' }), 51246, `${GETMORE}${MISS}`);
+  await fails(c.findOneAndUpdate({ _id: 1 }, { $set: { b: 1 } }, { projection: { 'a.$': 1 } }), 51246, `${FAM}${MISS}`);
+});
+
 h.test('getMore: what fails in a later batch is "Executor error during getMore", a dropped collection included', async () => {
   const { db, c } = await seeded('execgetmore');
   await c.deleteOne({ _id: 2 });
@@ -90,6 +101,11 @@ h.test('aggregate: runtime errors, a $merge duplicate included, are "PlanExecuto
     `${AGG}E11000 duplicate key error collection: ${db.databaseName}.t index: u_1 dup key: { u: 2 }`);
   await fails(c.aggregate([{ $project: { u: 1 } }, { $merge: { into: 'fresh', whenNotMatched: 'fail' } }]).toArray(), 13113,
     `${AGG}$merge could not find a matching document in the target collection for at least one document in the source collection`);
+  // A pipeline run whole (over $documents, or merging into its own collection) fails the same way.
+  await fails(db.aggregate([{ $documents: [{ x: 0 }] }, { $project: { y: { $divide: [1, '$x'] } } }]).toArray(), 2,
+    `${AGG}can't $divide by zero`);
+  await fails(c.aggregate([{ $project: { y: { $divide: [1, '$b'] } } }, { $merge: { into: 'c' } }]).toArray(), 2,
+    `${AGG}can't $divide by zero`);
   // Collectionless: $documents into a collection.
   await fails(db.aggregate([{ $documents: [{ u: 1 }] }, { $merge: { into: 'c' } }]).toArray(), 11000,
     `${AGG}E11000 duplicate key error collection: ${db.databaseName}.c index: u_1 dup key: { u: 1 }`);

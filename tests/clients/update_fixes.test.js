@@ -76,7 +76,7 @@ h.test('a positional projection that finds no element fails the command and undo
   // while the write is still uncommitted, and the write is rolled back.
   const { db, c } = await famColl('fam_pos_nomatch');
   await h.expectCode(db.command({ findAndModify: 'c', query: { _id: 42 }, remove: true, fields: { 'a.$': 1 } }),
-    51246, /couldn't find a matching element/);
+    51246, /^Plan executor error during findAndModify :: caused by :: positional operator '\.\$' couldn't find a matching element in the array$/);
   assert.deepEqual(await c.findOne({ _id: 42 }), { _id: 42, a: [1, 2, 3] });
   await h.expectCode(db.command({
     findAndModify: 'c', query: { _id: 42 }, update: { $set: { b: 1 } }, fields: { 'a.$': 1 },

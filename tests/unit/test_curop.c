@@ -259,6 +259,31 @@ Test(curop_shown, a_large_command_shows_the_start_of_its_json_from_a_bounded_cop
         check_shown(&cmd, maxes[m]);
     bson_destroy(&cmd);
 
+    /* Long arrays of small numbers, whose JSON is a fifth of their BSON ("0, " for 17 bytes). */
+    bson_init(&cmd);
+    BSON_APPEND_UTF8(&cmd, "find", "c");
+    bson_t f, in, arr;
+    bson_append_document_begin(&cmd, "filter", -1, &f);
+    bson_append_document_begin(&f, "_id", -1, &in);
+    bson_append_array_begin(&in, "$in", -1, &arr);
+    for (int i = 0; i < 200000; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "%d", i);
+        if (i % 3 == 0)
+            BSON_APPEND_INT32(&arr, k, 0);
+        else if (i % 3 == 1)
+            BSON_APPEND_INT64(&arr, k, 0);
+        else
+            BSON_APPEND_DOUBLE(&arr, k, 0.0);
+    }
+    bson_append_array_end(&in, &arr);
+    bson_append_document_end(&f, &in);
+    bson_append_document_end(&cmd, &f);
+    for (size_t m = 0; m < sizeof(maxes) / sizeof(maxes[0]); m++)
+        check_shown(&cmd, maxes[m]);
+    check_shown(&cmd, 10 * 1024);
+    bson_destroy(&cmd);
+
     /* Many small fields, nested: each is whole in the copy until it is long enough. */
     bson_init(&cmd);
     BSON_APPEND_UTF8(&cmd, "update", "c");
