@@ -47,7 +47,7 @@ typedef struct mf_client {
      * not a socket the network layer accepted (HTTP, embedding API).
      */
     char local[80];
-    bool helloed;     /* has done the handshake */
+    bool helloed;     /* its last hello that named helloOk said true (mongod's Client::supportsHello) */
     bool internal;    /* replication's own writes (the applier): not subject to the member's state or to access control */
     bool net;         /* a network connection: subject to access control when it is on */
     bool loopback;    /* from 127.0.0.0/8 or ::1 (the localhost exception) */

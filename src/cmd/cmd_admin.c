@@ -249,12 +249,18 @@ cmd_hello(mf_op_t *op)
                           "The client metadata document may only be sent in the first hello");
     if (has_meta && check_client_metadata(&meta, &app, &op->err) != 0)
         return -1;
-    bool hello_ok = mf_op_find(op, "helloOk", &it) && bson_iter_as_bool(&it);
-    if (op->client != NULL && hello_ok)
-        op->client->helloed = true;
+    /*
+     * As mongod's hello: a request naming helloOk sets the client's
+     * supportsHello to its value and is answered helloOk: true; one that
+     * does not (mongosh's db.hello(), a driver's monitoring) is answered
+     * without the field.
+     */
+    bool has_hello_ok = mf_op_find(op, "helloOk", &it);
+    if (op->client != NULL && has_hello_ok)
+        op->client->helloed = bson_iter_as_bool(&it);
     if (op->client != NULL && has_meta)
         snprintf(op->client->app_name, sizeof(op->client->app_name), "%s", app);
-    if (op->client != NULL ? op->client->helloed : hello_ok)
+    if (has_hello_ok)
         BSON_APPEND_BOOL(r, "helloOk", true);
     if (op->eng->repl != NULL)
         op->eng->repl->hello(op->eng->repl_arg, op->cmd, legacy_name, r);

@@ -18,6 +18,10 @@ h.test('hello returns the standalone handshake fields', async () => {
   assert.equal(r.ok, 1);
   assert.equal(r.isWritablePrimary, true);
   assert.equal(r.helloOk, true);
+  // As mongod's: helloOk answers a request that names it (any value), and only that (mongosh's db.hello()).
+  assert.equal((await srv.client.db('admin').command({ hello: 1 })).helloOk, undefined);
+  assert.equal((await srv.client.db('admin').command({ hello: 1, helloOk: false })).helloOk, true);
+  assert.equal((await srv.client.db('admin').command({ isMaster: 1 })).helloOk, undefined);
   assert.equal(r.minWireVersion, 0);
   assert.equal(r.maxWireVersion, 25);
   assert.equal(r.maxBsonObjectSize, 16777216);
