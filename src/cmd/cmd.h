@@ -373,6 +373,7 @@ int mf_op_check_types(mf_op_t *op, const char *ctx, const bson_t *doc, const mf_
  */
 typedef struct mf_wc_shape {
     bson_value_t w;
+    int64_t wnum; /* a numeric w as mongod's safeNumberLong reads it: truncated (1.5 is 1), NaN 0 */
     bool journal, fsync, provenance;
 } mf_wc_shape_t;
 int mf_write_concern_shape(mf_error_t *err, const bson_t *wc, mf_wc_shape_t *out) MF_WUR;

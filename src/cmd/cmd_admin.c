@@ -1555,7 +1555,7 @@ rwc_check_write_concern(mf_op_t *op, const bson_t *wc)
     mf_wc_shape_t shape;
     if (mf_write_concern_shape(&op->err, wc, &shape) != 0)
         return -1;
-    if (mf_value_is_number(&shape.w) && mf_value_as_double(&shape.w) < 1)
+    if (mf_value_is_number(&shape.w) && shape.wnum < 1)
         return mf_err_set(&op->err, MF_E_BadValue, "Unacknowledged write concern is not suitable for the default write concern");
     if (shape.provenance)
         return mf_err_set(&op->err, MF_E_BadValue, "'provenance' must be unset in default write concern");

@@ -320,7 +320,7 @@ typedef struct {
     char msg[200];
     bson_value_t w; /* the w asked for (a view into the command) */
     int wnum;       /* a numeric w the set can give (0 none): waited for after the command (wait_members) */
-    bson_value_t wv; /* that w as the command gave it (a view into the command) */
+    bson_value_t wv; /* that w as read (an int32, as mongod echoes the concern it used) */
 } wc_unmet_t;
 
 /*
@@ -365,17 +365,19 @@ check_write_concern(mf_op_t *op, wc_unmet_t *unmet)
                  mode);
         unmet->w = *v;
     } else if (mf_value_is_number(v)) {
-        double w = mf_value_as_double(v);
+        int64_t w = shape.wnum; /* 0..50: 1.5 is 1, as mongod reads it */
         if (w > 1 && op->eng->repl == NULL)
             return mf_err_set(&op->err, MF_E_BadValue, "cannot use 'w' > 1 when a host is not replicated");
         if (op->eng->repl != NULL && op->eng->repl->data_members != NULL &&
             w > op->eng->repl->data_members(op->eng->repl_arg)) {
             unmet->code = MF_E_UnsatisfiableWriteConcern;
             snprintf(unmet->msg, sizeof(unmet->msg), "Not enough data-bearing nodes");
-            unmet->w = *v;
+            unmet->w.value_type = BSON_TYPE_INT32; /* the concern as read, as mongod echoes it */
+            unmet->w.value.v_int32 = (int32_t)w;
         } else if (op->eng->repl != NULL) {
             unmet->wnum = (int)w;
-            unmet->wv = *v;
+            unmet->wv.value_type = BSON_TYPE_INT32;
+            unmet->wv.value.v_int32 = (int32_t)w;
         }
     }
     if (shape.journal && op->eng->in_memory)

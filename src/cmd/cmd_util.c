@@ -34,9 +34,11 @@ mf_write_concern_shape(mf_error_t *err, const bson_t *wc, mf_wc_shape_t *out)
         if (strcmp(k, "w") == 0) {
             if (mf_value_is_number(v)) {
                 double w = mf_value_as_double(v);
-                if (w != w || w < 0 || w > 50)
+                out->wnum = w != w ? 0 : w >= 9.2e18 ? INT64_MAX : w <= -9.2e18 ? INT64_MIN : (int64_t)w;
+                if (out->wnum < 0 || out->wnum > 50)
                     return mf_err_set(err, MF_E_FailedToParse,
-                                      "w has to be a non-negative number and not greater than 50; found: %g", w);
+                                      "w has to be a non-negative number and not greater than 50; found: %lld",
+                                      (long long)out->wnum);
             } else if (v->value_type != BSON_TYPE_UTF8 && v->value_type != BSON_TYPE_DOCUMENT) {
                 return mf_err_set(err, MF_E_FailedToParse, "w has to be a number, string, or object");
             }

@@ -355,8 +355,17 @@ h.test('a standalone refuses w: 2 and w modes before writing (BadValue, as mongo
     assert.equal(r.code, 14);
     r = await conn.command(db.databaseName, { insert: 'c', documents: [{ _id: 5 }], writeConcern: 'majority' });
     assert.equal(r.code, 14);
+    // A numeric w is read as mongod's safeNumberLong reads it: 1.5 is 1 (fine here), 50.5 is 50, -0.5 is 0.
+    r = await conn.command(db.databaseName, { insert: 'c', documents: [{ _id: 6 }], writeConcern: { w: 1.5 } });
+    assert.equal(r.ok, 1, JSON.stringify(r));
+    r = await conn.command(db.databaseName, { insert: 'c', documents: [{ _id: 7 }], writeConcern: { w: 2.5 } });
+    assert.equal(r.errmsg, "cannot use 'w' > 1 when a host is not replicated");
+    r = await conn.command(db.databaseName, { insert: 'c', documents: [{ _id: 8 }], writeConcern: { w: 50.5 } });
+    assert.equal(r.errmsg, "cannot use 'w' > 1 when a host is not replicated");
+    r = await conn.command(db.databaseName, { insert: 'c', documents: [{ _id: 9 }], writeConcern: { w: 51.5 } });
+    assert.deepEqual([r.code, r.errmsg], [9, 'w has to be a non-negative number and not greater than 50; found: 51']);
   } finally { conn.close(); }
-  assert.equal(await db.collection('c').countDocuments(), 1);
+  assert.equal(await db.collection('c').countDocuments(), 2);
 });
 
 h.test('createIndexes with an explicit v keeps it: {v: 2, unique: true} lists v 2 and unique true', async () => {
