@@ -39,6 +39,10 @@ endif
 # external sorter does after each spill; src/query/agg_spill.c). It declares
 # mallctl weak, so libmayfly.so still loads in a host without jemalloc.
 ALLOC_DEFS := $(if $(MALLOC),-DMF_HAVE_JEMALLOC)
+# main.c's malloc_conf (jemalloc's start-up options) must be in the server's
+# dynamic symbol table for the shared libjemalloc to see it.
+comma := ,
+MALLOC_CONF_EXPORT := $(if $(MALLOC),-Wl$(comma)--export-dynamic-symbol=malloc_conf)
 # The zstd block compressor for WiredTiger (ext/wt_zstd), built when libzstd's
 # header is there (scripts/deps.sh installs it; probed after deps has run).
 ZSTD_EXT := $(if $(wildcard /usr/include/zstd.h),$(BUILD)/libmayfly_wt_zstd.so)
@@ -109,7 +113,7 @@ install: $(BUILD)/libmayfly.a $(BUILD)/libmayfly.so $(BUILD)/mayfly.pc $(BUILD)/
 	$(if $(ZSTD_EXT),install -m 755 $(ZSTD_EXT) $(DESTDIR)$(PREFIX)/lib/libmayfly_wt_zstd.so)
 
 $(BUILD)/mayflyd: $(BUILD)/src/server/main.o $(BUILD)/libmayfly.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lyaml $(MALLOC)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) -lyaml $(MALLOC) $(MALLOC_CONF_EXPORT)
 
 # The storage layer alone doing the ingest bench's writes (bench/storage_floor.c; bench/latency_bench.js runs it).
 $(BUILD)/storage_floor: bench/storage_floor.c $(BUILD)/libmayfly.a

@@ -4,10 +4,42 @@
  */
 #include "common/alloc.h"
 
+#if !defined(MF_HAVE_JEMALLOC) && defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#ifdef MF_HAVE_JEMALLOC
+/*
+ * jemalloc's control interface. Weak: the objects that the server links
+ * with jemalloc also go into libmayfly.so, whose host process may use
+ * another allocator; there mallctl is NULL and nothing is done.
+ */
+extern int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen) __attribute__((weak));
+#endif
+
+void
+mf_alloc_release_free(void)
+{
+#if defined(MF_HAVE_JEMALLOC)
+    if (mallctl != NULL)
+        (void)mallctl("arena.4096.purge", NULL, NULL, NULL, 0); /* 4096: MALLCTL_ARENAS_ALL */
+#elif defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
+    (void)malloc_trim(0);
+#endif
+}
+
+void
+mf_alloc_decay(void)
+{
+#if defined(MF_HAVE_JEMALLOC)
+    if (mallctl != NULL)
+        (void)mallctl("arena.4096.decay", NULL, NULL, NULL, 0);
+#endif
+}
 
 /*
  * oom: reports and aborts. Formats into a stack buffer and writes with one

@@ -30,6 +30,20 @@ char *mf_strdup(const char *s) __attribute__((malloc, returns_nonnull));
 char *mf_strndup(const char *s, size_t n) __attribute__((malloc, returns_nonnull));
 
 /*
+ * mf_alloc_release_free: asks the allocator to return the pages of freed
+ * memory to the OS now, in every arena (only memory already free is
+ * affected): jemalloc's purge when the server links it, glibc's malloc_trim
+ * otherwise. For after a large transient allocation (the external sorter's
+ * spills).
+ * mf_alloc_decay: lets jemalloc return the free pages whose dirty decay
+ * (10 s) has passed, as it does itself only when an arena allocates again:
+ * called every second by the engine's reaper, so the pages an idle server
+ * kept after large documents go back to the OS. Nothing without jemalloc.
+ */
+void mf_alloc_release_free(void);
+void mf_alloc_decay(void);
+
+/*
  * mf_strlcpy: copies src into the buffer dst of size bytes (size > 0), cut
  * to fit, always NUL-terminated; returns strlen(src), as BSD's strlcpy (a
  * result >= size means it was cut). A cut falls between UTF-8 characters,

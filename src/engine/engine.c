@@ -150,6 +150,7 @@ reaper_main(void *arg)
         int n = mf_cursors_reap(e->cursors, mf_mono_ms(), mf_param_get(e->params, "cursorTimeoutMillis"));
         if (n > 0)
             mf_log(MF_LOG_INFO, "QUERY", "reaped %d idle cursors", n);
+        mf_alloc_decay(); /* an idle server's freed pages go back to the OS after their decay (common/alloc.h) */
         pthread_mutex_lock(&e->reaper_mu);
     }
     pthread_mutex_unlock(&e->reaper_mu);

@@ -27,7 +27,7 @@
  * than the budget itself, and returning it only at each spill still let a
  * budget's worth pile up between spills. So every kReleaseBytes of input the
  * sorter asks the allocator to return free pages to the OS
- * (release_free_memory: jemalloc's purge of every arena when the server
+ * (mf_alloc_release_free: jemalloc's purge of every arena when the server
  * links jemalloc, a build-time probe; glibc's malloc_trim otherwise; a
  * no-op under the sanitizers), and again when it frees its in-memory run
  * (finish, the last in-memory document, free). Only memory that is already
@@ -43,9 +43,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#if !defined(MF_HAVE_JEMALLOC) && defined(__GLIBC__)
-#include <malloc.h>
-#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,31 +54,6 @@
 
 enum { kMinRunBytes = 64 * 1024, kCheckEvery = 1024, kIoBuf = 64 * 1024, kMaxRuns = 64, kChunkMin = 4 * 1024,
        kChunkMax = 1024 * 1024, kReleaseBytes = 16 * 1024 * 1024 };
-
-#ifdef MF_HAVE_JEMALLOC
-/*
- * jemalloc's control interface. Weak: the objects that the server links
- * with jemalloc also go into libmayfly.so, whose host process may use
- * another allocator; there mallctl is NULL and nothing is released.
- */
-extern int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen) __attribute__((weak));
-#endif
-
-/*
- * release_free_memory: asks the allocator to return the pages of freed
- * memory to the OS now, in every arena, instead of when (if ever) its decay
- * timer gets round to it. Only memory that is already free is affected.
- */
-static void
-release_free_memory(void)
-{
-#if defined(MF_HAVE_JEMALLOC)
-    if (mallctl != NULL)
-        (void)mallctl("arena.4096.purge", NULL, NULL, NULL, 0); /* 4096: MALLCTL_ARENAS_ALL */
-#elif defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
-    (void)malloc_trim(0);
-#endif
-}
 
 typedef struct chunk {
     uint8_t *data; /* owned */
@@ -219,7 +191,7 @@ mf_sorter_free(mf_sorter_t *s)
     free(s->dir);
     free(s);
     if (freed >= kReleaseBytes)
-        release_free_memory();
+        mf_alloc_release_free();
 }
 
 static int
@@ -532,7 +504,7 @@ mf_sorter_add(mf_sorter_t *s, bson_t *doc, mf_error_t *err)
     /* The scan that feeds a long sort churns the storage cache: hand back what that freed (see the top). */
     s->unreleased += doc->len;
     if (s->unreleased >= kReleaseBytes) {
-        release_free_memory();
+        mf_alloc_release_free();
         s->unreleased = 0;
     }
     bson_destroy(doc);
@@ -561,7 +533,7 @@ mf_sorter_finish(mf_sorter_t *s, mf_error_t *err)
         return -1;
     /* Chunks kept for a next run that will not come. */
     if (chunks_free(s, s->cur) >= kReleaseBytes)
-        release_free_memory();
+        mf_alloc_release_free();
     for (size_t i = 0; i < s->nruns; i++)
         if (run_read(&s->runs[i], err) != 0)
             return -1;
@@ -596,7 +568,7 @@ mf_sorter_next(mf_sorter_t *s, bson_t **out, mf_error_t *err)
             s->docs = NULL;
             s->n = s->cap = s->mem_pos = 0;
             if (freed >= kReleaseBytes)
-                release_free_memory();
+                mf_alloc_release_free();
         }
         return 0;
     }
