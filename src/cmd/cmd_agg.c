@@ -166,6 +166,14 @@ agg_adapter_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_deta
 /* Views nest at most this deep (165 ViewDepthLimitExceeded beyond), as in MongoDB. */
 #define MF_VIEW_DEPTH_MAX 20
 
+int
+mf_crud_optimize_context(mf_error_t *err)
+{
+    if (err->optimizing)
+        mf_err_context(err, "Failed to optimize pipeline");
+    return -1;
+}
+
 /* What mongod's aggregate adds to an error its plan executor throws (run_aggregate.cpp), not to parsing's or planning's. */
 #define EXEC_ERROR_AGG "PlanExecutor error during aggregation"
 
@@ -581,6 +589,7 @@ view_resolve(mf_op_t *op, const char *name, const bson_value_t *stages, int *dep
         bson_value_t av = array_value(&all);
         pl = mf_pipeline_new(&av, err);
         if (pl == NULL) {
+            mf_crud_optimize_context(err);
             free(*base);
             *base = NULL;
         }
@@ -1309,8 +1318,8 @@ mf_cmd_aggregate(mf_op_t *op)
         }
     }
     pl = mf_pipeline_new(pv, &op->err);
-    if (pl == NULL && op->err.optimizing)
-        mf_err_context(&op->err, "Failed to optimize pipeline"); /* mongod's Pipeline::optimizePipeline */
+    if (pl == NULL)
+        mf_crud_optimize_context(&op->err);
     if (collstats || archived || indexstats)
         bson_destroy(&rest);
     if (pl != NULL && mf_crud_agg_views_collation(op, pl) != 0) {

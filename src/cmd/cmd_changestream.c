@@ -1066,8 +1066,10 @@ mf_cmd_changestream_open(mf_op_t *op, const char *coll, const bson_value_t *pipe
         bson_value_t rv = {.value_type = BSON_TYPE_ARRAY};
         rv.value.v_doc.data = (uint8_t *)bson_get_data(&rest);
         rv.value.v_doc.data_len = rest.len;
-        if ((st->pl = mf_pipeline_new(&rv, &op->err)) == NULL)
+        if ((st->pl = mf_pipeline_new(&rv, &op->err)) == NULL) {
+            mf_crud_optimize_context(&op->err);
             goto err_free_state;
+        }
     }
     mf_catalog_rdlock(op->eng->cat);
     if (!have_start) {

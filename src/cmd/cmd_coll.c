@@ -39,7 +39,6 @@
 #include "archive/archive.h"
 #include "common/alloc.h"
 #include "catalog/coll_write.h"
-#include <math.h>
 
 #include "cmd/cmd.h"
 #include "cmd/crud.h"

@@ -456,7 +456,7 @@ mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
         return mf_err_set(&op->err, MF_E_CommandNotSupported, "mayfly does not explain $changeStream pipelines");
     mf_pipeline_t *pl = mf_pipeline_new(&pv, &op->err);
     if (pl == NULL)
-        return -1;
+        return mf_crud_optimize_context(&op->err);
     if (mf_crud_agg_views_collation(op, pl) != 0) {
         mf_pipeline_free(pl);
         return -1;
@@ -478,7 +478,7 @@ mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
             pv.value.v_doc.data = (uint8_t *)bson_get_data(&resolved);
             pv.value.v_doc.data_len = resolved.len;
             pl = mf_pipeline_new(&pv, &op->err);
-            prc = pl == NULL ? -1 : 0;
+            prc = pl == NULL ? mf_crud_optimize_context(&op->err) : 0;
             coll = base;
             c = mf_catalog_coll_find(op->eng->cat, op->db, coll);
         }

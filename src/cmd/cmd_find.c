@@ -741,8 +741,11 @@ mf_cmd_find(mf_op_t *op)
         return mf_err_set(&op->err, MF_E_BadValue, "cannot use tailable option with the 'singleBatch' option");
     atomic_fetch_add(&op->eng->op_query, 1);
 
-    if ((m = mf_matcher_new(has_filter ? &filter : NULL, &op->err)) == NULL)
+    if ((m = mf_matcher_new(has_filter ? &filter : NULL, &op->err)) == NULL) {
+        if (op->err.optimizing && find_on_view(op, name))
+            mf_crud_optimize_context(&op->err); /* a find on a view runs as an aggregation, optimized */
         return -1;
+    }
     int text_n, near_n;
     if (find_combinations_check(has_filter ? &filter : NULL, valid_sort, hint, tailable, &text_n, &near_n,
                                 &op->err) != 0)
@@ -812,8 +815,10 @@ mf_cmd_find(mf_op_t *op)
          * find's $slice forms) fails the same way, and $slice is the expression.
          */
         mf_projection_t *ap = mf_projection_new_agg(&projection, "$project", &op->err);
-        if (ap == NULL)
+        if (ap == NULL) {
+            mf_crud_optimize_context(&op->err); /* a find on a view runs as an aggregation */
             goto out_unlock;
+        }
         if (p != NULL)
             mf_projection_free(p);
         p = ap;

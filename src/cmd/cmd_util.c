@@ -7,6 +7,7 @@
  * mf_op_check_types checks a whole field table (types, 51024 for negative
  * counts, 40415 for unknown fields) the way IDL's generated parsers do.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -33,8 +34,12 @@ mf_write_concern_shape(mf_error_t *err, const bson_t *wc, mf_wc_shape_t *out)
         const bson_value_t *v = bson_iter_value(&it);
         if (strcmp(k, "w") == 0) {
             if (mf_value_is_number(v)) {
-                double w = mf_value_as_double(v);
-                out->wnum = w != w ? 0 : w >= 9.2e18 ? INT64_MAX : w <= -9.2e18 ? INT64_MIN : (int64_t)w;
+                /* safeNumberLong: a double truncated, a decimal rounded half to even (Decimal128::toLong), NaN 0. */
+                double w = v->value_type == BSON_TYPE_DECIMAL128 ? rint(mf_value_as_double(v)) : mf_value_as_double(v);
+                if (v->value_type == BSON_TYPE_INT32 || v->value_type == BSON_TYPE_INT64)
+                    out->wnum = v->value_type == BSON_TYPE_INT32 ? v->value.v_int32 : v->value.v_int64;
+                else
+                    out->wnum = w != w ? 0 : w >= 9.2e18 ? INT64_MAX : w <= -9.2e18 ? INT64_MIN : (int64_t)w;
                 if (out->wnum < 0 || out->wnum > 50)
                     return mf_err_set(err, MF_E_FailedToParse,
                                       "w has to be a non-negative number and not greater than 50; found: %lld",

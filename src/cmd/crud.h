@@ -78,6 +78,15 @@ bool mf_crud_bypass_validation(mf_op_t *op);
 /* 166 CommandNotSupportedOnView for a write (or index DDL) aimed at view c. */
 int mf_crud_view_write_error(mf_error_t *err, const mf_coll_t *c);
 
+/*
+ * mf_crud_optimize_context: err failed a pipeline's optimization
+ * (mf_error_t.optimizing: a constant that does not fold): gets mongod's
+ * "Failed to optimize pipeline" context, as Pipeline::optimizePipeline adds
+ * it, for the commands that optimize one (aggregate, a find on a view,
+ * explain, a change stream). Returns -1.
+ */
+int mf_crud_optimize_context(mf_error_t *err);
+
 /* ---------- find, getMore, count, distinct (cmd_find.c) ---------- */
 
 int mf_crud_cursor_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, bson_t *arr, bool *exhausted);

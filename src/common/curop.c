@@ -606,8 +606,23 @@ mf_curop_set_origin(mf_curop_t *op, const bson_t *origin)
 {
     if (op == NULL || origin == NULL)
         return;
-    /* Bounded as a profile entry shows a command (a 1 MB find iterated by 1,000 getMores copies 64 KB each). */
-    bson_t *copy = mf_command_shown(origin, MAX_ORIGIN_KEPT);
+    /*
+     * Bounded (a 1 MB find iterated by 1,000 getMores would copy 1 GB): a
+     * larger one keeps the bounded copy of its start that shows its first
+     * 64 KB of JSON (preview_append), still a command document, so each
+     * place that shows it cuts the command's own text (not a $truncated one).
+     */
+    bson_t *redacted = mf_command_redacted(origin);
+    const bson_t *src = redacted ? redacted : origin;
+    bson_t *copy;
+    if (src->len <= MAX_ORIGIN_KEPT) {
+        copy = bson_copy(src);
+    } else {
+        copy = bson_new();
+        preview_append(copy, src, (MAX_ORIGIN_KEPT + 2) / 3 * 3, 0);
+    }
+    if (redacted != NULL)
+        bson_destroy(redacted);
     pthread_mutex_lock(&op->reg->lock);
     bson_t *old = op->origin;
     op->origin = copy;

@@ -1032,10 +1032,8 @@ parse_ops(node_t *out, const char *path, const bson_value_t *opdoc, int depth, b
             n = parse_in(path, v, err);
             if (n)
                 n = node_not(n);
-            else if (err)
-                snprintf(err->msg, sizeof(err->msg), "%s",
-                         strcmp(err->msg, "$in needs an array") == 0 ? "$nin needs an array"
-                                                                     : err->msg);
+            else if (err && strcmp(err->msg, "$in needs an array") == 0)
+                snprintf(err->msg, sizeof(err->msg), "%s", "$nin needs an array");
         } else if (strcmp(op, "$exists") == 0) {
             n = node_new(K_EXISTS, path);
             if (!mf_value_truthy(v))

@@ -119,7 +119,7 @@ h.test('aggregate: an expression over constants that fails is "Failed to optimiz
   const empty = db.collection('empty');
   for (const coll of [c, empty]) {
     for (const p of [[{ $project: { x: D } }], [{ $addFields: { x: D } }], [{ $match: { $expr: D } }], [{ $group: { _id: D } }],
-      [{ $group: { _id: null, s: { $sum: D } } }], [{ $replaceRoot: { newRoot: { x: D } } }], [{ $facet: { f: [{ $set: { x: D } }] } }],
+      [{ $group: { _id: null, s: { $sum: D } } }], [{ $replaceRoot: { newRoot: { x: D } } }],
       [{ $match: { a: 1 } }, { $project: { x: { $cond: [true, 1, D] } } }]]) {
       await fails(coll.aggregate(p).toArray(), 2, `${OPT}can't $divide by zero`);
     }
@@ -128,6 +128,11 @@ h.test('aggregate: an expression over constants that fails is "Failed to optimiz
   await fails(c.aggregate([{ $project: { h: { $hour: { date: new Date(0), timezone: 'Nowhere/Else' } } } }]).toArray(), 40485,
     `${OPT}unrecognized time zone identifier: "Nowhere/Else"`);
   await fails(c.aggregate([{ $project: { x: { $bogus: 1 } } }]).toArray(), 168, "Invalid $project :: caused by :: Unrecognized expression '$bogus'");
+  // The other commands that optimize a pipeline: explain, a find on a view (run as an aggregation).
+  await fails(db.command({ explain: { aggregate: 'c', pipeline: [{ $project: { x: D } }], cursor: {} } }), 2, `${OPT}can't $divide by zero`);
+  await db.createCollection('v', { viewOn: 'c', pipeline: [] });
+  await fails(db.collection('v').find({}, { projection: { x: D } }).toArray(), 2, `${OPT}can't $divide by zero`);
+  await fails(db.collection('v').find({ $expr: D }).toArray(), 2, `${OPT}can't $divide by zero`);
   // An update's pipeline is not optimized by mongod: its error is the expression's own.
   const w = await c.updateOne({ _id: 1 }, [{ $set: { x: D } }]).catch((e) => e);
   assert.equal(w.code, 2);

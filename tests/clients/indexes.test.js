@@ -4,7 +4,7 @@
 // arrays; currentOp / killOp; and the protocol gaps (transactions on a
 // standalone, retryable writes, sessions, write concerns).
 const assert = require('node:assert/strict');
-const { Long, UUID } = require('mongodb');
+const { Long, UUID, Decimal128 } = require('mongodb');
 const h = require('./harness');
 
 const srv = h.useServer();
@@ -364,6 +364,11 @@ h.test('a standalone refuses w: 2 and w modes before writing (BadValue, as mongo
     assert.equal(r.errmsg, "cannot use 'w' > 1 when a host is not replicated");
     r = await conn.command(db.databaseName, { insert: 'c', documents: [{ _id: 9 }], writeConcern: { w: 51.5 } });
     assert.deepEqual([r.code, r.errmsg], [9, 'w has to be a non-negative number and not greater than 50; found: 51']);
+    // A decimal rounds half to even (Decimal128::toLong): 1.5 is 2, refused here; -0.6 is -1.
+    r = await conn.command(db.databaseName, { insert: 'c', documents: [{ _id: 10 }], writeConcern: { w: Decimal128.fromString('1.5') } });
+    assert.equal(r.errmsg, "cannot use 'w' > 1 when a host is not replicated");
+    r = await conn.command(db.databaseName, { insert: 'c', documents: [{ _id: 11 }], writeConcern: { w: Decimal128.fromString('-0.6') } });
+    assert.deepEqual([r.code, r.errmsg], [9, 'w has to be a non-negative number and not greater than 50; found: -1']);
   } finally { conn.close(); }
   assert.equal(await db.collection('c').countDocuments(), 2);
 });
