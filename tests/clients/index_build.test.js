@@ -20,13 +20,19 @@ async function fill(coll, n, extra = () => ({})) {
   }
 }
 
-/* Resolves once an index build on ns shows in currentOp. */
+/*
+ * Resolves once an index build on ns is scanning the collection: currentOp
+ * shows its progress. (The command is listed a little earlier, before it
+ * holds the catalog; a drop that lands in that gap comes first, and the
+ * build then creates the collection again, as mongod's would.)
+ */
 async function buildStarted(ns) {
   const admin = srv.client.db('admin');
   const deadline = Date.now() + 30000;
   while (Date.now() < deadline) {
     const r = await admin.command({ currentOp: 1, ns });
-    const op = r.inprog.find((o) => o.command && o.command.createIndexes);
+    const op = r.inprog.find((o) => o.command && o.command.createIndexes && o.progress &&
+                             /^Index Build/.test(o.msg || ''));
     if (op) return op;
     await h.sleep(2);
   }
