@@ -988,6 +988,32 @@ profile_write_counts(const char *name, const bson_t *reply, bson_t *e)
     }
 }
 
+/*
+ * The counts a slow-query line and a profile entry share, in mongod's
+ * OpDebug::append order: cursorid (a getMore's own, also when it exhausts
+ * the cursor), examined counts, hasSortStage, cursorExhausted, the write
+ * counts of command name, writeConflicts; numbers as its appendNumber
+ * writes them (ints while they fit).
+ */
+static void
+op_debug_counts(const char *name, const bson_t *cmd, const bson_t *reply, const mf_curop_scan_t *scan, bson_t *out)
+{
+    int64_t cid = cursor_id_of(reply), req_cid = getmore_id_of(cmd);
+    if (req_cid > 0 || cid > 0)
+        mf_append_number(out, "cursorid", req_cid > 0 ? req_cid : cid);
+    if (scan->plan[0] || scan->keys_examined || scan->docs_examined) {
+        mf_append_number(out, "keysExamined", scan->keys_examined);
+        mf_append_number(out, "docsExamined", scan->docs_examined);
+    }
+    if (scan->has_sort_stage)
+        BSON_APPEND_BOOL(out, "hasSortStage", true);
+    if (cid == 0)
+        BSON_APPEND_BOOL(out, "cursorExhausted", true);
+    profile_write_counts(name, reply, out);
+    if (scan->write_conflicts > 0)
+        mf_append_number(out, "writeConflicts", scan->write_conflicts);
+}
+
 static void
 slow_log_limited(const mf_client_t *client, const char *ns, const bson_t *cmd, const bson_t *origin, const bson_t *reply,
                  int64_t millis, bool legacy, const mf_curop_scan_t *scan, const mf_error_t *err, size_t shown_limit)
@@ -1012,22 +1038,9 @@ slow_log_limited(const mf_client_t *client, const char *ns, const bson_t *cmd, c
     }
     if (scan->plan[0])
         BSON_APPEND_UTF8(&attr, "planSummary", scan->plan);
-    int64_t cid = cursor_id_of(reply), req_cid = getmore_id_of(cmd);
-    if (req_cid > 0 || cid > 0)
-        mf_append_number(&attr, "cursorid", req_cid > 0 ? req_cid : cid);
-    if (scan->plan[0] || scan->keys_examined || scan->docs_examined) {
-        mf_append_number(&attr, "keysExamined", scan->keys_examined);
-        mf_append_number(&attr, "docsExamined", scan->docs_examined);
-    }
-    if (scan->has_sort_stage)
-        BSON_APPEND_BOOL(&attr, "hasSortStage", true);
-    if (cid == 0)
-        BSON_APPEND_BOOL(&attr, "cursorExhausted", true);
     bson_iter_t first;
-    if (bson_iter_init(&first, cmd) && bson_iter_next(&first))
-        profile_write_counts(bson_iter_key(&first), reply, &attr);
-    if (scan->write_conflicts > 0)
-        mf_append_number(&attr, "writeConflicts", scan->write_conflicts);
+    op_debug_counts(bson_iter_init(&first, cmd) && bson_iter_next(&first) ? bson_iter_key(&first) : "", cmd, reply,
+                    scan, &attr);
     BSON_APPEND_INT32(&attr, "numYields", 0); /* the log's name for the profiler's numYield, as mongod */
     int64_t nret = returned_of(reply);
     if (nret >= 0)
@@ -1086,26 +1099,7 @@ profile_entry(const mf_client_t *client, const char *ns, const char *name, const
         BSON_APPEND_DOCUMENT(&e, "originatingCommand", shown_origin);
         bson_destroy(shown_origin);
     }
-    /*
-     * mongod's OpDebug::append order: cursorid (a getMore's own, also when
-     * it exhausts the cursor), examined counts, cursorExhausted, write
-     * counts, numYield, nreturned; numbers as its appendNumber writes them
-     * (ints while they fit).
-     */
-    int64_t cid = cursor_id_of(reply), req_cid = getmore_id_of(cmd);
-    if (req_cid > 0 || cid > 0)
-        mf_append_number(&e, "cursorid", req_cid > 0 ? req_cid : cid);
-    if (scan->plan[0] || scan->keys_examined || scan->docs_examined) {
-        mf_append_number(&e, "keysExamined", scan->keys_examined);
-        mf_append_number(&e, "docsExamined", scan->docs_examined);
-    }
-    if (scan->has_sort_stage)
-        BSON_APPEND_BOOL(&e, "hasSortStage", true);
-    if (cid == 0)
-        BSON_APPEND_BOOL(&e, "cursorExhausted", true);
-    profile_write_counts(name, reply, &e);
-    if (scan->write_conflicts > 0)
-        mf_append_number(&e, "writeConflicts", scan->write_conflicts);
+    op_debug_counts(name, cmd, reply, scan, &e);
     BSON_APPEND_INT32(&e, "numYield", 0); /* mayfly's reads never yield their snapshot mid-batch */
     int64_t nret = returned_of(reply);
     if (nret >= 0)

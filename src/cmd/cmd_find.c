@@ -1362,7 +1362,13 @@ mf_cmd_distinct(mf_op_t *op)
         bson_destroy(&stages);
     } else if (c != NULL) {
         mf_plan_request_t req = {.filter = has_query ? &query : NULL, .hint = hint};
-        rc = mf_exec_query(op->sess, c, &req, m, distinct_visit, &x, NULL, &op->err);
+        mf_plan_t *p;
+        if ((rc = mf_plan_build(c, &req, &p, &op->err)) == 0) {
+            /* What fails once the plan runs is mongod's executor error; a planning error stays bare. */
+            if ((rc = mf_exec_run(op->sess, c, p, m, distinct_visit, &x, &op->err)) != 0)
+                mf_err_context(&op->err, "Executor error during distinct command");
+            mf_plan_free(p);
+        }
     }
     mf_catalog_unlock(op->eng->cat);
     mf_matcher_free(m);

@@ -234,16 +234,34 @@ preview_append(bson_t *out, const bson_t *doc, size_t cap, int depth)
     }
 }
 
+/*
+ * preview_of: a new document (the caller owns it) holding doc whole when it
+ * is at most max bytes, else the start that shows its JSON's first max
+ * characters (preview_append, its cap rounded up to a multiple of 3).
+ * *cut (may be NULL) says which.
+ */
+static bson_t *
+preview_of(const bson_t *doc, size_t max, bool *cut)
+{
+    if (cut != NULL)
+        *cut = doc->len > max;
+    if (doc->len <= max)
+        return bson_copy(doc);
+    bson_t *out = bson_new();
+    preview_append(out, doc, (max + 2) / 3 * 3, 0);
+    return out;
+}
+
 /* command as shown (mf_command_shown), its secrets already blanked. */
 static bson_t *
 shown_of(const bson_t *command, size_t max)
 {
-    if (command->len <= max)
-        return bson_copy(command);
-    bson_t preview = BSON_INITIALIZER;
-    preview_append(&preview, command, (max + 2) / 3 * 3, 0);
-    char *json = bson_as_relaxed_extended_json(&preview, NULL);
-    bson_destroy(&preview);
+    bool cut;
+    bson_t *preview = preview_of(command, max, &cut);
+    if (!cut)
+        return preview;
+    char *json = bson_as_relaxed_extended_json(preview, NULL);
+    bson_destroy(preview);
     bson_t *out = bson_new();
     if (json != NULL) {
         size_t n = strlen(json);
@@ -614,13 +632,7 @@ mf_curop_set_origin(mf_curop_t *op, const bson_t *origin)
      */
     bson_t *redacted = mf_command_redacted(origin);
     const bson_t *src = redacted ? redacted : origin;
-    bson_t *copy;
-    if (src->len <= MAX_ORIGIN_KEPT) {
-        copy = bson_copy(src);
-    } else {
-        copy = bson_new();
-        preview_append(copy, src, (MAX_ORIGIN_KEPT + 2) / 3 * 3, 0);
-    }
+    bson_t *copy = preview_of(src, MAX_ORIGIN_KEPT, NULL);
     if (redacted != NULL)
         bson_destroy(redacted);
     pthread_mutex_lock(&op->reg->lock);

@@ -198,3 +198,12 @@ except DuplicateKeyError as e:
   const out = execFileSync('/usr/bin/python3', ['-c', script, srv.uri, db.databaseName], { encoding: 'utf8' }).trim();
   assert.equal(out, `11000 ${FAM}E11000 duplicate key error collection: ${db.databaseName}.c index: u_1 dup key: { u: 2 }`);
 });
+
+h.test('distinct: an expression failing on a document is "Executor error during distinct command"; count\'s stays bare (8.0)', async () => {
+  const { db, c } = await seeded('execdistinct');
+  const div = { $expr: { $divide: ['$a', '$b'] } };
+  await fails(c.distinct('a', div), 2, "Executor error during distinct command :: caused by :: can't $divide by zero");
+  await fails(c.distinct('a', {}, { hint: { nope: 1 } }), 2, 'hint provided does not correspond to an existing index');
+  await fails(db.command({ count: 'c', query: div }), 2, "can't $divide by zero");
+  assert.deepEqual(await c.distinct('a', { $expr: { $eq: ['$b', 0] } }), [1]);
+});
