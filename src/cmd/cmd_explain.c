@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <time.h>
 #include "common/alloc.h"
+#include "common/fmt.h"
 #include "catalog/coll_write.h"
 #include "cmd/cmd.h"
 #include "common/curop.h"
@@ -226,10 +227,58 @@ append_server_parameters(mf_op_t *op)
     bson_append_document_end(op->reply, &sp);
 }
 
+/*
+ * express_leaf: whether plan p is what mongod 8.0 runs on its express path
+ * rather than as a plan tree (isExpressEligible): an _id lookup (IDHACK,
+ * which already means a plain _id equality, no hint, a matching collation)
+ * under at most a LIMIT and a simple projection, for a find (find_ok: the
+ * command has no skip, min, max, showRecordId, returnKey, batchSize or
+ * tailable).
+ */
+static bool
+express_leaf(const mf_plan_t *p, bool find_ok)
+{
+    if (!find_ok || p == NULL || p->leaf == NULL || p->leaf->kind != MF_ST_IDHACK)
+        return false;
+    for (const mf_stage_t *s = p->root; s != NULL && s != p->leaf; s = s->child) {
+        if (s->kind != MF_ST_LIMIT && s->kind != MF_ST_PROJECTION_SIMPLE)
+            return false;
+    }
+    return true;
+}
+
+/*
+ * The winning plan (or, with_stats, the execution stages) of an express
+ * find, as mongod 8.0's PlanExplainerExpress writes it: no stage tree, one
+ * node naming the access (EXPRESS_IXSCAN on the _id index, or
+ * EXPRESS_CLUSTERED_IXSCAN on a clustered collection, which has no index
+ * entry to examine).
+ */
+static void
+express_explain(const mf_plan_t *p, bool clustered, bool with_stats, bson_t *out)
+{
+    BSON_APPEND_BOOL(out, "isCached", false);
+    BSON_APPEND_UTF8(out, "stage", clustered ? "EXPRESS_CLUSTERED_IXSCAN" : "EXPRESS_IXSCAN");
+    if (!clustered) {
+        bson_t kp;
+        BSON_APPEND_DOCUMENT_BEGIN(out, "keyPattern", &kp);
+        BSON_APPEND_INT32(&kp, "_id", 1);
+        bson_append_document_end(out, &kp);
+        BSON_APPEND_UTF8(out, "indexName", "_id_");
+    }
+    if (with_stats) {
+        mf_append_number(out, "nReturned", p->root->n_returned);
+        mf_append_number(out, "executionTimeMillisEstimate", p->exec_ms);
+        mf_append_number(out, "keysExamined", clustered ? 0 : p->leaf->keys_examined);
+        mf_append_number(out, "docsExamined", p->leaf->docs_examined);
+    }
+}
+
 static int
 run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t limit_one, const char *verbosity,
-            const bson_t *inner, const bson_t *stages, const explain_write_t *w)
+            const bson_t *inner, const bson_t *stages, const explain_write_t *w, bool express_ok)
 {
+    bool clustered = false;
     bool exec = strcmp(verbosity, "queryPlanner") != 0;
     if (exec && strcmp(verbosity, "executionStats") != 0 && strcmp(verbosity, "allPlansExecution") != 0)
         return mf_err_set(&op->err, MF_E_BadValue,
@@ -242,6 +291,7 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
     mf_catalog_rdlock(op->eng->cat);
     mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, coll);
     int rc = mf_plan_build(c, req, &p, &op->err);
+    clustered = c != NULL && c->clustered;
     if (rc == 0 && exec) {
         explain_ctx_t x = {req->skip, req->limit > 0 ? req->limit : limit_one, 0, p->sort != NULL};
         mf_sort_t *order = NULL;
@@ -287,9 +337,14 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
     BSON_APPEND_BOOL(&qp, "maxIndexedAndSolutionsReached", false);
     BSON_APPEND_BOOL(&qp, "maxScansToExplodeReached", false);
     BSON_APPEND_BOOL(&qp, "prunedSimilarIndexes", false);
+    bool express = express_leaf(p, express_ok);
     BSON_APPEND_DOCUMENT_BEGIN(&qp, "winningPlan", &wp);
-    BSON_APPEND_BOOL(&wp, "isCached", false);
-    mf_plan_explain(p, false, &wp);
+    if (express) {
+        express_explain(p, clustered, false, &wp);
+    } else {
+        BSON_APPEND_BOOL(&wp, "isCached", false);
+        mf_plan_explain(p, false, &wp);
+    }
     bson_append_document_end(&qp, &wp);
     BSON_APPEND_ARRAY(&qp, "rejectedPlans", &empty);
     bson_append_document_end(op->reply, &qp);
@@ -306,11 +361,14 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
         BSON_APPEND_BOOL(&es, "executionSuccess", true);
         BSON_APPEND_INT32(&es, "nReturned", (int32_t)nret);
         BSON_APPEND_INT32(&es, "executionTimeMillis", (int32_t)elapsed);
-        BSON_APPEND_INT32(&es, "totalKeysExamined", (int32_t)p->leaf->keys_examined);
+        BSON_APPEND_INT32(&es, "totalKeysExamined", express && clustered ? 0 : (int32_t)p->leaf->keys_examined);
         BSON_APPEND_INT32(&es, "totalDocsExamined",
                           (int32_t)(p->fetch ? p->fetch->docs_examined : p->leaf->docs_examined));
         BSON_APPEND_DOCUMENT_BEGIN(&es, "executionStages", &st);
-        mf_plan_explain(p, true, &st);
+        if (express)
+            express_explain(p, clustered, true, &st);
+        else
+            mf_plan_explain(p, true, &st);
         bson_append_document_end(&es, &st);
         if (strcmp(verbosity, "allPlansExecution") == 0)
             BSON_APPEND_ARRAY(&es, "allPlansExecution", &empty);
@@ -373,6 +431,28 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
     bson_destroy(&empty);
     mf_plan_free(p);
     return 0;
+}
+
+/*
+ * find_express_ok: whether a find's options leave it eligible for mongod
+ * 8.0's express path (see express_leaf): no skip, min, max, showRecordId,
+ * returnKey, batchSize, or tailable.
+ */
+static bool
+find_express_ok(const char *kind, const bson_t *find)
+{
+    static const char *const flags[] = {"showRecordId", "returnKey", "tailable", NULL};
+    bson_iter_t it;
+    bson_t d;
+    if (strcmp(kind, "find") != 0 || sub_int(find, "skip") != 0 || bson_has_field(find, "batchSize"))
+        return false;
+    if ((sub_doc(find, "min", &d) && !bson_empty(&d)) || (sub_doc(find, "max", &d) && !bson_empty(&d)))
+        return false;
+    for (int i = 0; flags[i] != NULL; i++) {
+        if (bson_iter_init_find(&it, find, flags[i]) && bson_iter_as_bool(&it))
+            return false;
+    }
+    return true;
 }
 
 /* is_view: whether db.coll is a view; *plain (may be NULL): a view that is not a time-series collection. */
@@ -521,7 +601,7 @@ mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
     mf_plan_request_t req = {.filter = has_filter ? &filter : NULL, .sort = pd.sort ? &sort : NULL,
                              .skip = pd.skip, .limit = pd.limit, .hint = base ? NULL : sub_hint(cmd, &hint_store),
                              .projection = pd.project_spec ? &proj : NULL, .count_only = pd.count_only};
-    int rc = run_explain(op, coll, &req, 0, verbosity, cmd, &rest, NULL);
+    int rc = run_explain(op, coll, &req, 0, verbosity, cmd, &rest, NULL, false);
     bson_destroy(&rest);
     mf_pipeline_free(pl);
     bson_destroy(&resolved);
@@ -658,7 +738,7 @@ mf_cmd_explain(mf_op_t *op)
         return mf_err_set(&op->err, MF_E_CommandNotFound, "Explain failed due to unknown command: %s", kind);
     }
     if (write_stmt == NULL)
-        return run_explain(op, coll, &req, limit_one, verbosity, &inner, NULL, NULL);
+        return run_explain(op, coll, &req, limit_one, verbosity, &inner, NULL, NULL, find_express_ok(kind, &inner));
     /* An update's change, parsed as the command parses it, for its would-be counters. */
     explain_write_t w = {0};
     mf_update_spec_t *upd = NULL;
@@ -691,7 +771,7 @@ mf_cmd_explain(mf_op_t *op)
         }
     }
     w.upd = upd;
-    int rc = run_explain(op, coll, &req, limit_one, verbosity, &inner, NULL, &w);
+    int rc = run_explain(op, coll, &req, limit_one, verbosity, &inner, NULL, &w, false);
     mf_update_spec_free(upd);
     mf_write_consts_end(&consts);
     return rc;

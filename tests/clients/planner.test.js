@@ -77,7 +77,12 @@ h.test('equality, range and $in use an IXSCAN with MongoDB-style bounds', async 
   assert.equal(l.indexName, 'b_-1_a_1');
   assert.deepEqual(l.indexBounds, { b: ['["s3", "s3"]'], a: ['[-inf.0, 10)'] });
 
+  // mongod 8.0 answers a plain _id equality on its express path: one node, no stage tree.
   r = await explainFind(db, { filter: { _id: 5 } });
+  assert.deepEqual(r.queryPlanner.winningPlan,
+    { isCached: false, stage: 'EXPRESS_IXSCAN', keyPattern: { _id: 1 }, indexName: '_id_' });
+  // Options the express path does not take leave the classic IDHACK plan.
+  r = await explainFind(db, { filter: { _id: 5 }, batchSize: 10 });
   assert.equal(r.queryPlanner.winningPlan.stage, 'IDHACK');
 
   r = await explainFind(db, { filter: { zzz: 1 } });
@@ -323,4 +328,44 @@ h.test('a hinted partial index that the query does not imply scans the collectio
   const r = await co.deleteMany({ a: 1 }, { hint: 'a_partial' });
   assert.equal(r.deletedCount, 3);
   assert.equal(await co.countDocuments({}), 0);
+});
+
+h.test('8.0 express path: an _id lookup explains as EXPRESS_IXSCAN (EXPRESS_CLUSTERED_IXSCAN when clustered), with its counts', async () => {
+  const xdb = srv.freshDb('express');
+  const xc = xdb.collection('c');
+  await xc.insertMany([{ _id: 1, a: 1 }, { _id: 2, a: 2 }]);
+  let r = await xc.find({ _id: 2 }).explain('executionStats');
+  assert.equal(r.executionStats.nReturned, 1);
+  assert.equal(r.executionStats.totalKeysExamined, 1);
+  assert.equal(r.executionStats.totalDocsExamined, 1);
+  const st = r.executionStats.executionStages;
+  assert.equal(st.stage, 'EXPRESS_IXSCAN');
+  assert.equal(st.indexName, '_id_');
+  assert.deepEqual(st.keyPattern, { _id: 1 });
+  assert.equal(st.nReturned, 1);
+  assert.equal(st.keysExamined, 1);
+  assert.equal(st.docsExamined, 1);
+  // A miss examines the key it looked for and no document.
+  r = await xc.find({ _id: 99 }).explain('executionStats');
+  assert.equal(r.executionStats.executionStages.stage, 'EXPRESS_IXSCAN');
+  assert.equal(r.executionStats.executionStages.nReturned, 0);
+  assert.equal(r.executionStats.executionStages.docsExamined, 0);
+  // findOne (limit 1) and a simple projection stay express; an expression projection or a skip does not.
+  r = await xc.find({ _id: 1 }, { projection: { a: 1 } }).limit(1).explain();
+  assert.equal(r.queryPlanner.winningPlan.stage, 'EXPRESS_IXSCAN');
+  r = await xc.find({ _id: 1 }, { projection: { b: { $add: ['$a', 1] } } }).explain();
+  assert.notEqual(r.queryPlanner.winningPlan.stage, 'EXPRESS_IXSCAN');
+  r = await xc.find({ _id: 1 }).skip(1).explain();
+  assert.equal(r.queryPlanner.winningPlan.stage, 'SKIP');
+  // count and aggregate keep their plan trees.
+  r = await xdb.command({ explain: { count: 'c', query: { _id: 1 } } });
+  assert.equal(r.queryPlanner.winningPlan.stage, 'COUNT');
+  // A clustered collection looks the document up by its _id: no index key is examined.
+  await xdb.createCollection('cl', { clusteredIndex: { key: { _id: 1 }, unique: true } });
+  await xdb.collection('cl').insertOne({ _id: 5 });
+  r = await xdb.collection('cl').find({ _id: 5 }).explain('executionStats');
+  assert.deepEqual(r.queryPlanner.winningPlan, { isCached: false, stage: 'EXPRESS_CLUSTERED_IXSCAN' });
+  assert.equal(r.executionStats.totalKeysExamined, 0);
+  assert.equal(r.executionStats.totalDocsExamined, 1);
+  assert.equal(r.executionStats.executionStages.nReturned, 1);
 });
