@@ -234,6 +234,43 @@ h.test('connecting with credentials for a user that does not exist fails with Au
   assert.equal((await srv.client.db('admin').command({ ping: 1 })).ok, 1);
 });
 
+h.test('an in-memory replica set (--inMemory --replSet) initiates, elects itself and serves change streams and transactions', async () => {
+  // Its own config write must not ask for j: true, which an in-memory server refuses (code 2).
+  const own = new h.MayflyServer({ args: ['--inMemory', '--replSet', 'rsmem'] });
+  await own.start();
+  const { MongoClient } = require('mongodb');
+  const direct = new MongoClient(own.uri);
+  let cl;
+  try {
+    await direct.connect();
+    assert.equal((await direct.db('admin').command({ replSetInitiate: {} })).ok, 1);
+    await h.waitFor(async () => (await direct.db('admin').command({ hello: 1 })).isWritablePrimary === true,
+      'the in-memory member becomes primary', 15000);
+    cl = new MongoClient(`mongodb://127.0.0.1:${own.port}/?replicaSet=rsmem&serverSelectionTimeoutMS=10000`);
+    await cl.connect();
+    const c = cl.db('rsmem').collection('c');
+    const cs = c.watch();
+    assert.equal(await cs.tryNext(), null); /* opens the stream before the write */
+    await c.insertOne({ _id: 1 });
+    const ev = await cs.next();
+    assert.equal(ev.operationType, 'insert');
+    assert.deepEqual(ev.documentKey, { _id: 1 });
+    await cs.close();
+    const s = cl.startSession();
+    await s.withTransaction(async () => {
+      await c.insertOne({ _id: 2 }, { session: s });
+      await c.updateOne({ _id: 1 }, { $set: { t: true } }, { session: s });
+    });
+    await s.endSession();
+    assert.deepEqual(await c.find({}).sort({ _id: 1 }).toArray(), [{ _id: 1, t: true }, { _id: 2 }]);
+  } finally {
+    if (cl) await cl.close().catch(() => {});
+    await direct.close().catch(() => {});
+    await own.stop();
+    own.cleanup();
+  }
+});
+
 h.test('j: true on a server with no journal (--inMemory) is refused before writing, as mongod on an ephemeral engine', async () => {
   const own = new h.MayflyServer({ args: ['--inMemory'] });
   await own.start();
