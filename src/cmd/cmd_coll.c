@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <openssl/rand.h>
 #include <sys/statvfs.h>
 
 #include "archive/archive.h"
@@ -1907,6 +1908,29 @@ on_build_progress(void *arg, int64_t done, int64_t total)
 }
 
 /*
+ * What a build's scan failed with (a duplicate key of a unique index, a key
+ * it cannot index), as mongod's createIndexes reports it:
+ * "Index build failed: <build UUID>: Collection <ns> ( <collection UUID> )
+ * :: caused by :: <error>", code and extra fields (keyPattern, keyValue)
+ * kept. The build's UUID names this attempt only (mayfly keeps no build
+ * record), so a fresh one is drawn.
+ */
+static void
+build_failed_context(mf_error_t *err, const char *ns, const uint8_t coll_uuid[16])
+{
+    uint8_t build[16];
+    char bs[37], cs[37], context[sizeof(err->msg)];
+    if (RAND_bytes(build, sizeof(build)) != 1)
+        memset(build, 0, sizeof(build));
+    build[6] = (uint8_t)((build[6] & 0x0f) | 0x40); /* version 4, as mongod's UUID::gen */
+    build[8] = (uint8_t)((build[8] & 0x3f) | 0x80);
+    mf_fmt_uuid(build, bs);
+    mf_fmt_uuid(coll_uuid, cs);
+    snprintf(context, sizeof(context), "Index build failed: %s: Collection %.400s ( %s )", bs, ns, cs);
+    mf_err_context(err, context);
+}
+
+/*
  * The indexes createIndexes counts in numIndexesBefore / After: the built
  * ones; of a time-series buckets collection only those users see on the
  * time-series collection (listIndexes), not its _id and time indexes, so
@@ -2129,6 +2153,8 @@ again:
             mf_log(MF_LOG_INFO, "INDEX", "Index build: starting: %s%s on %s (%lld documents)", names[0],
                    nadded > 1 ? " and others" : "", ns, (long long)ndocs);
         rc = mf_index_build_run(op->eng->cat, uuid, names, idents, nadded, on_build_progress, &bp, &op->err);
+        if (rc != 0 && op->err.code != MF_E_IndexBuildAborted && !mf_err_is_interruption(op->err.code))
+            build_failed_context(&op->err, ns, uuid);
         /* Phase 3: commit or abort, under the exclusive lock again. */
         mf_catalog_wrlock(op->eng->cat);
         c = mf_catalog_coll_find_uuid(op->eng->cat, uuid);

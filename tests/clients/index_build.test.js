@@ -143,6 +143,14 @@ h.test('a unique build over duplicates fails with 11000 and leaves no index', { 
   const err = await coll.createIndex({ dup: 1 }, { unique: true }).then(() => null, (e) => e);
   assert.ok(err);
   assert.equal(err.code, 11000, err.message);
+  // mongod's createIndexes context: the build's and the collection's UUIDs, then the duplicate key error.
+  const info = (await db.listCollections({ name: 'c' }).toArray())[0].info;
+  const U = '[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}';
+  assert.match(err.message, new RegExp(`^Index build failed: ${U}: Collection ${coll.namespace} \\( ` +
+    `${info.uuid.toHexString(true)} \\) :: caused by :: E11000 duplicate key error collection: ${coll.namespace} ` +
+    'index: dup_1 dup key: \\{ dup: 0 \\}$'));
+  assert.deepEqual(err.keyPattern, { dup: 1 });
+  assert.deepEqual(err.keyValue, { dup: 0 });
   assert.deepEqual((await coll.listIndexes().toArray()).map((i) => i.name), ['_id_']);
 });
 
