@@ -32,7 +32,12 @@ set_error(mf_db_error *err, int code, const char *msg)
     if (err == NULL)
         return;
     err->code = code;
-    snprintf(err->message, sizeof(err->message), "%s", msg);
+    /* The public struct's buffer is smaller than an internal message: keep its start. */
+    size_t n = strlen(msg);
+    if (n >= sizeof(err->message))
+        n = sizeof(err->message) - 1;
+    memcpy(err->message, msg, n);
+    err->message[n] = '\0';
 }
 
 /* Renders one setParameter value as --setParameter text ("name=value"). Returns false for an unusable type. */

@@ -102,7 +102,7 @@ int
 mf_coll_dup_key_error(mf_coll_t *c, mf_index_t *ix, const bson_t *doc, const mf_keystring_t *key, mf_error_t *err)
 {
     bson_t kv, kp, spec = BSON_INITIALIZER;
-    char text[400], val[300], coll_text[400] = "";
+    char text[900], val[300], coll_text[400] = "";
     size_t n = 0;
     bson_iter_t it;
     const mf_collation_t *coll = ix->kp.collation;
@@ -121,7 +121,10 @@ mf_coll_dup_key_error(mf_coll_t *c, mf_index_t *ix, const bson_t *doc, const mf_
             v = nullv;
         if (coll != NULL && v.value_type == BSON_TYPE_UTF8) {
             char *hex = mf_collation_key_hex(coll, v.value.v_utf8.str, v.value.v_utf8.len);
-            snprintf(val, sizeof(val), "\"%.280s\"", hex);
+            bson_value_t hv = {.value_type = BSON_TYPE_UTF8};
+            hv.value.v_utf8.str = hex;
+            hv.value.v_utf8.len = (uint32_t)strlen(hex);
+            mf_fmt_value(&hv, val, sizeof(val)); /* a long one shortened as any string in a message */
             bson_append_utf8(&kv, ix->kp.fields[i], -1, hex, -1);
             free(hex);
         } else {

@@ -746,14 +746,14 @@ enum {
 
 typedef struct mf_error {
     int code;      /* 0 when no error is set */
-    char msg[512]; /* human-readable, MongoDB's wording where it has one */
+    char msg[1024]; /* human-readable, MongoDB's wording where it has one */
     /*
      * Extra reply fields (a BSON document's bytes, e.g. keyPattern/keyValue
      * of a duplicate key error), info_len 0 when none. Inline so the error
      * object stays a plain value with nothing to free.
      */
     uint32_t info_len;
-    uint8_t info[1024];
+    uint8_t info[4096];
     /*
      * Set (mf_err_planning) on an error mongod raises while it builds a plan,
      * before its executor runs, when mayfly meets it later (a pipeline's stage

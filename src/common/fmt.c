@@ -74,9 +74,24 @@ fmt_value(out_t *o, const bson_value_t *v, int depth)
     case BSON_TYPE_INT64:
         put(o, "%" PRId64, v->value.v_int64);
         break;
-    case BSON_TYPE_UTF8:
-        put(o, "\"%.*s\"", (int)v->value.v_utf8.len, v->value.v_utf8.str);
+    case BSON_TYPE_UTF8: {
+        /*
+         * As mongod's BSONElement::toString (not full): a string of 160 bytes
+         * or more shows its first 150 and "...", here ending on a whole
+         * UTF-8 character (mongod cuts bytes; a reply must stay valid UTF-8).
+         */
+        uint32_t n = v->value.v_utf8.len;
+        const char *str = v->value.v_utf8.str;
+        if (n >= 160) {
+            n = 150;
+            while (n > 0 && ((unsigned char)str[n] & 0xC0) == 0x80)
+                n--;
+            put(o, "\"%.*s...\"", (int)n, str);
+        } else {
+            put(o, "\"%.*s\"", (int)n, str);
+        }
         break;
+    }
     case BSON_TYPE_OID:
         bson_oid_to_string(&v->value.v_oid, oid);
         put(o, "ObjectId('%s')", oid);

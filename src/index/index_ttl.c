@@ -79,7 +79,7 @@ mf_ttl_normalise_spec(const bson_t *spec, bson_t *out, mf_error_t *err)
                           "The field 'expireAfterSeconds' is not valid for an _id index specification. Specification: %s",
                           shown);
     if (mf_ttl_check_seconds(bson_iter_value(&it), &secs, err) != 0) {
-        char reason[512];
+        char reason[sizeof(err->msg)];
         snprintf(reason, sizeof(reason), "%s", err->msg);
         return mf_err_set(err, MF_E_CannotCreateIndex, "%s. Index spec: %s", reason, shown);
     }

@@ -726,3 +726,34 @@ h.test('distinct treats 1, 1.0 and NumberLong(1) as one value', async () => {
   await c.insertMany([{ v: 1 }, { v: new Double(1.0) }, { v: Long.fromNumber(1) }, { v: 2 }]);
   assert.equal((await c.distinct('v')).length, 2);
 });
+
+h.test('E11000 with long values: each string of 160 bytes or more shows its first 150 and "...", and keyValue holds the whole key', async () => {
+  const db = srv.freshDb('longdup');
+  const c = db.collection('c');
+  await c.createIndex({ url: 1, title: 1 }, { unique: true });
+  const url = `https://example.com/${'p/'.repeat(100)}`;
+  const title = 'T'.repeat(250);
+  await c.insertOne({ url, title });
+  const e = await c.insertOne({ url, title }).then(() => null, (x) => x);
+  assert.equal(e && e.code, 11000);
+  assert.equal(e.message, `E11000 duplicate key error collection: ${c.namespace} index: url_1_title_1 dup key: ` +
+    `{ url: "${url.slice(0, 150)}...", title: "${title.slice(0, 150)}..." }`);
+  assert.deepEqual(e.keyValue, { url, title });
+  // A short string stays whole; a 1,200-byte key still comes back whole in keyValue.
+  const b = db.collection('b');
+  await b.createIndex({ body: 1 }, { unique: true });
+  const body = 'z'.repeat(1200);
+  await b.insertOne({ body });
+  const e2 = await b.insertOne({ body }).then(() => null, (x) => x);
+  assert.equal(e2 && e2.code, 11000);
+  assert.deepEqual(e2.keyPattern, { body: 1 });
+  assert.deepEqual(e2.keyValue, { body });
+  assert.ok(e2.message.endsWith(`dup key: { body: "${'z'.repeat(150)}..." }`), e2.message);
+  // Cut on a whole character: 149 ASCII bytes then a 2-byte one at bytes 150-151 leaves 149.
+  const u = db.collection('u');
+  await u.createIndex({ s: 1 }, { unique: true });
+  const s = `${'a'.repeat(149)}é${'b'.repeat(20)}`;
+  await u.insertOne({ s });
+  const e3 = await u.insertOne({ s }).then(() => null, (x) => x);
+  assert.ok(e3.message.endsWith(`dup key: { s: "${'a'.repeat(149)}..." }`), e3.message);
+});

@@ -239,3 +239,25 @@ Test(value, fmt_double_is_mongods_append_double_nice)
         cr_expect_str_eq(vb, cases[i].want, "mf_fmt_value of %.17g", cases[i].d);
     }
 }
+
+/* Strings in messages: as mongod's BSONElement::toString (not full), 160 bytes or more show the first 150 and "...". */
+Test(value, fmt_string_shortens_long_strings_as_mongods_to_string)
+{
+    char s[200], want[200], buf[400];
+    memset(s, 'x', sizeof s);
+    bson_value_t v = {.value_type = BSON_TYPE_UTF8};
+    v.value.v_utf8.str = s;
+    v.value.v_utf8.len = 159; /* whole */
+    mf_fmt_value(&v, buf, sizeof buf);
+    cr_expect_eq(strlen(buf), 161);
+    v.value.v_utf8.len = 160; /* shortened */
+    mf_fmt_value(&v, buf, sizeof buf);
+    snprintf(want, sizeof want, "\"%.150s...\"", s);
+    cr_expect_str_eq(buf, want);
+    /* Never half a character: a 2-byte one across byte 150 is left out whole. */
+    memcpy(s + 149, "\xc3\xa9", 2);
+    v.value.v_utf8.len = 180;
+    mf_fmt_value(&v, buf, sizeof buf);
+    snprintf(want, sizeof want, "\"%.149s...\"", s);
+    cr_expect_str_eq(buf, want);
+}
