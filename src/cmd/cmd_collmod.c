@@ -176,9 +176,8 @@ check_index_mod(mf_op_t *op, index_mod_t *m, bool timeseries)
             return mf_err_set(&op->err, MF_E_InvalidOptions,
                               "TTL indexes are not supported for time-series collections. Please refer to the "
                               "documentation and use the top-level 'expireAfterSeconds' option instead");
-        mf_error_t e;
-        if (mf_ttl_check_seconds(&m->secs_v, &m->secs, &e) != 0)
-            return mf_err_set(&op->err, MF_E_InvalidOptions, "%s", e.msg);
+        if (mf_ttl_collmod_seconds(&m->secs_v, &m->secs, &op->err) != 0)
+            return -1;
     }
     return 0;
 }

@@ -61,6 +61,12 @@ int mf_ttl_normalise_spec(const bson_t *spec, bson_t *out, mf_error_t *err) MF_W
  * index_ttl.c) and gives its truncated value. Returns 0, or -1 with err (67).
  */
 int mf_ttl_check_seconds(const bson_value_t *v, int32_t *out, mf_error_t *err) MF_WUR;
+/*
+ * mf_ttl_collmod_seconds: collMod's index.expireAfterSeconds (a number) as
+ * mongod's IDL safeInt reads it: truncated, saturated to the int32 range,
+ * NaN as 0; negative fails with 72 InvalidOptions. *out set on success.
+ */
+int mf_ttl_collmod_seconds(const bson_value_t *v, int32_t *out, mf_error_t *err) MF_WUR;
 
 /* mf_ttl_index_seconds: true if spec is a TTL index spec; *secs gets N. */
 bool mf_ttl_index_seconds(const bson_t *spec, int64_t *secs);

@@ -11,8 +11,10 @@
  *   5. a single-field key → 67 "TTL indexes are single-field indexes...";
  *   6. never on the _id index → 197 InvalidIndexSpecificationOption.
  * A non-integer is truncated (10000.7 → 10000) and stored as an int32.
- * collMod reports the same faults as 72 InvalidOptions (SPEC B3), except a
- * non-numeric value, which its IDL rejects with 14 TypeMismatch.
+ * collMod reads its index.expireAfterSeconds as its IDL's safeInt
+ * (safeNumberInt: truncated, saturated to the int32 range, NaN as 0), so only
+ * a negative value is a fault there, 72 InvalidOptions (SPEC B3); a
+ * non-numeric value its IDL rejects with 14 TypeMismatch.
  */
 #include <math.h>
 #include <stdio.h>
@@ -56,6 +58,18 @@ mf_ttl_check_seconds(const bson_value_t *v, int32_t *out, mf_error_t *err)
                           "TTL index 'expireAfterSeconds' must be within the range of a 32-bit integer");
     if (l < 0)
         return mf_err_set(err, MF_E_CannotCreateIndex, "TTL index 'expireAfterSeconds' option cannot be less than 0");
+    *out = (int32_t)l;
+    return 0;
+}
+
+int
+mf_ttl_collmod_seconds(const bson_value_t *v, int32_t *out, mf_error_t *err)
+{
+    int64_t l = safe_long(v); /* NaN is 0 */
+    if (l > INT32_MAX)
+        l = INT32_MAX;
+    if (l < 0)
+        return mf_err_set(err, MF_E_InvalidOptions, "TTL index 'expireAfterSeconds' option cannot be less than 0");
     *out = (int32_t)l;
     return 0;
 }

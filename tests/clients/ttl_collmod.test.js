@@ -114,10 +114,22 @@ h.test('B3: collMod with a negative expireAfterSeconds fails with 72 InvalidOpti
   assert.equal(err.codeName, 'InvalidOptions');
 });
 
-h.test('B3: collMod with NaN or 2^31 as expireAfterSeconds fails with 72 and changes nothing', async () => {
-  const { db } = await setup('b3nan');
-  await refused(db, { collMod: 'c', index: { name: 'at_1', expireAfterSeconds: NaN } }, 72);
-  await refused(db, { collMod: 'c', index: { name: 'at_1', expireAfterSeconds: 2147483648 } }, 72);
+h.test('B3: collMod reads expireAfterSeconds as mongod\'s IDL safeInt: 2^31, Infinity and 2^63-1 saturate to 2^31-1, NaN is 0, -Infinity is refused', async () => {
+  // collMod's CollModIndex.expireAfterSeconds is a safeInt (safeNumberInt): only a negative result is refused.
+  const { db, coll } = await setup('b3nan');
+  const { Long, Double } = require('mongodb');
+  for (const big of [2147483648, Infinity, Long.fromString('9223372036854775807')]) {
+    await db.command({ collMod: 'c', index: { name: 'at_1', expireAfterSeconds: 60 } });
+    const r = await db.command({ collMod: 'c', index: { name: 'at_1', expireAfterSeconds: big } });
+    assert.equal(Number(r.expireAfterSeconds_new), 2147483647, String(big));
+    const ix = (await coll.listIndexes({ raw: false }).toArray()).find((i) => i.name === 'at_1');
+    assert.equal(ix.expireAfterSeconds, 2147483647);
+  }
+  const r = await db.command({ collMod: 'c', index: { name: 'at_1', expireAfterSeconds: new Double(NaN) } });
+  assert.equal(Number(r.expireAfterSeconds_new), 0);
+  assert.equal(byName(await indexes(coll), 'at_1').expireAfterSeconds, 0);
+  await refused(db, { collMod: 'c', index: { name: 'at_1', expireAfterSeconds: -Infinity } }, 72,
+    /TTL index 'expireAfterSeconds' option cannot be less than 0/);
 });
 
 h.test('B3: collMod on a missing index fails with 27 IndexNotFound (by keyPattern and by name)', async () => {
