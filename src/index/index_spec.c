@@ -1059,7 +1059,7 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
     }
     if (has_ttl) {
         bson_t ttl;
-        if (mf_ttl_normalise_spec(&built, &ttl, err) != 0) {
+        if (mf_ttl_normalise_spec(&built, req, &ttl, err) != 0) {
             bson_destroy(&built);
             return -1;
         }

@@ -52,9 +52,10 @@ void mf_index_spec_listed(const bson_t *spec, bson_t *out);
  * to an integer; single field; not _id) and writes the spec to store into
  * out (initialised here; N stored as an int32 when integral). Returns 0, or
  * -1 with err (67 CannotCreateIndex / 197 InvalidIndexSpecificationOption)
- * and out untouched.
+ * and out untouched. Messages quote as_sent (the spec as the command gave
+ * it, as mongod's validateIndexSpecTTL does), or spec when it is NULL.
  */
-int mf_ttl_normalise_spec(const bson_t *spec, bson_t *out, mf_error_t *err) MF_WUR;
+int mf_ttl_normalise_spec(const bson_t *spec, const bson_t *as_sent, bson_t *out, mf_error_t *err) MF_WUR;
 
 /*
  * mf_ttl_check_seconds: checks an expireAfterSeconds value (rules 1-4 of

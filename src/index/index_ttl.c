@@ -47,7 +47,7 @@ mf_ttl_check_seconds(const bson_value_t *v, int32_t *out, mf_error_t *err)
 {
     if (!mf_value_is_number(v))
         return mf_err_set(err, MF_E_CannotCreateIndex,
-                          "TTL index 'expireAfterSeconds' option must be numeric, but received a type of '%s'",
+                          "TTL index 'expireAfterSeconds' option must be numeric, but received a type of '%s",
                           mf_type_name(v->value_type));
     double d = mf_value_as_double(v);
     if (d != d)
@@ -75,7 +75,7 @@ mf_ttl_collmod_seconds(const bson_value_t *v, int32_t *out, mf_error_t *err)
 }
 
 int
-mf_ttl_normalise_spec(const bson_t *spec, bson_t *out, mf_error_t *err)
+mf_ttl_normalise_spec(const bson_t *spec, const bson_t *as_sent, bson_t *out, mf_error_t *err)
 {
     bson_iter_t it;
     bson_t key;
@@ -86,16 +86,17 @@ mf_ttl_normalise_spec(const bson_t *spec, bson_t *out, mf_error_t *err)
         bson_copy_to(spec, out);
         return 0;
     }
-    mf_fmt_doc(spec, shown, sizeof(shown));
+    mf_fmt_doc(as_sent != NULL ? as_sent : spec, shown, sizeof(shown));
     bool have_key = mf_index_spec_key(spec, &key);
     if (have_key && bson_count_keys(&key) == 1 && bson_has_field(&key, "_id"))
         return mf_err_set(err, MF_E_InvalidIndexSpecificationOption,
                           "The field 'expireAfterSeconds' is not valid for an _id index specification. Specification: %s",
                           shown);
     if (mf_ttl_check_seconds(bson_iter_value(&it), &secs, err) != 0) {
-        char reason[sizeof(err->msg)];
-        snprintf(reason, sizeof(reason), "%s", err->msg);
-        return mf_err_set(err, MF_E_CannotCreateIndex, "%s. Index spec: %s", reason, shown);
+        /* mongod's validateIndexSpecTTL: the reason under the spec as sent, ". Index spec: {...} :: caused by :: ..." */
+        char context[sizeof(shown) + 16];
+        snprintf(context, sizeof(context), ". Index spec: %s", shown);
+        return mf_err_context(err, context);
     }
     if (!have_key || bson_count_keys(&key) != 1)
         return mf_err_set(err, MF_E_CannotCreateIndex,

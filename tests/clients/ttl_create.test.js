@@ -132,9 +132,11 @@ h.test('A2: expireAfterSeconds 10000.7 is truncated to 10000 in listIndexes', as
 
 h.test('A2: expireAfterSeconds must be numeric: a string is refused with 67 CannotCreateIndex', async () => {
   const { db } = await freshColl('a2str');
-  const err = await refused(db, 'c', { key: { at: 1 }, name: 'at_1', expireAfterSeconds: '3600' }, 67,
-    /TTL index 'expireAfterSeconds' option must be numeric, but received a type of 'string'/);
+  const err = await refused(db, 'c', { key: { at: 1 }, name: 'at_1', expireAfterSeconds: '3600' }, 67);
   assert.equal(err.codeName, 'CannotCreateIndex');
+  // mongod's validateIndexSpecTTL: the spec as sent, then the reason (its text lacks the closing quote).
+  assert.equal(err.message, '. Index spec: { key: { at: 1 }, name: "at_1", expireAfterSeconds: "3600" } :: caused by :: ' +
+    "TTL index 'expireAfterSeconds' option must be numeric, but received a type of 'string");
 });
 
 h.test('A2: expireAfterSeconds must be numeric: a document is refused with 67', async () => {
@@ -189,7 +191,8 @@ h.test('A2: expireAfterSeconds 2^63 is refused with 67 "must be within the range
 
 h.test('A2: expireAfterSeconds -1 is refused with 67 "cannot be less than 0"', async () => {
   const { db } = await freshColl('a2neg');
-  await refused(db, 'c', { key: { at: 1 }, name: 'at_1', expireAfterSeconds: -1 }, 67, /cannot be less than 0/);
+  await refused(db, 'c', { key: { at: 1 }, name: 'at_1', expireAfterSeconds: -1 }, 67,
+    /^\. Index spec: \{ key: \{ at: 1 \}, name: "at_1", expireAfterSeconds: -1 \} :: caused by :: TTL index 'expireAfterSeconds' option cannot be less than 0$/);
   await refused(db, 'c', { key: { at: 1 }, name: 'at_1', expireAfterSeconds: Long.fromNumber(-5) }, 67,
     /cannot be less than 0/);
 });
