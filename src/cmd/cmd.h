@@ -432,8 +432,9 @@ int mf_op_coll_name(mf_op_t *op, const char **name) MF_WUR;
 
 /*
  * mf_op_coll_expire_range: a time-series or clustered collection's
- * expireAfterSeconds d (already >= 0) is at most 2^31 - 1; NaN, infinities
- * and larger values are 72, never cast (create and collMod alike).
+ * expireAfterSeconds d (already >= 0; NaN counts as 0, as mongod's
+ * safeInt64 reads it) is no later than now since the epoch; later values
+ * and +Infinity are 72, never cast (create and collMod alike).
  * mf_double_clamp_ll: d as a long long for a message, clamped as mongod's
  * safeNumberLong (no out-of-range cast).
  */

@@ -524,7 +524,7 @@ create_timeseries(mf_op_t *op, const char *name, const bson_t *opts)
                                   mf_double_clamp_ll(d));
             if (mf_op_coll_expire_range(op, d) != 0)
                 return -1;
-            expire = (int64_t)d;
+            expire = mf_double_clamp_ll(d); /* safeInt64: truncated, NaN as 0 */
         }
     }
     if (!bson_iter_init_find(&it, opts, "timeseries") ||
@@ -829,10 +829,12 @@ cmd_create(mf_op_t *op)
     }
     if (clustered && bson_iter_init_find(&ti, &opts, "expireAfterSeconds")) {
         /* TTL on a clustered collection: documents whose _id is a date expire (SPEC, clustered TTL). */
+        /* The create command's IDL field (safeInt64), as for a time-series collection. */
         const bson_value_t *ev = bson_iter_value(&ti);
         if (!mf_value_is_number(ev)) {
             bson_destroy(&opts);
-            return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'create.expireAfterSeconds' is the wrong type '%s', expected type 'long'",
+            return mf_err_set(&op->err, MF_E_TypeMismatch,
+                              "BSON field 'create.expireAfterSeconds' is the wrong type '%s', expected types '[long, int, decimal, double]'",
                               mf_type_name(ev->value_type));
         }
         double d = mf_value_as_double(ev);
@@ -845,6 +847,18 @@ cmd_create(mf_op_t *op)
             bson_destroy(&opts);
             return -1;
         }
+        /* Kept as mongod's CollectionOptions keeps it: a long. */
+        bson_t kept = BSON_INITIALIZER;
+        bson_iter_t oi;
+        bson_iter_init(&oi, &opts);
+        while (bson_iter_next(&oi)) {
+            if (strcmp(bson_iter_key(&oi), "expireAfterSeconds") == 0)
+                BSON_APPEND_INT64(&kept, "expireAfterSeconds", mf_double_clamp_ll(d));
+            else
+                bson_append_iter(&kept, bson_iter_key(&oi), -1, &oi);
+        }
+        bson_destroy(&opts);
+        bson_steal(&opts, &kept);
     }
     if (mf_op_has(op, "pipeline") && !mf_op_has(op, "viewOn")) {
         bson_destroy(&opts);

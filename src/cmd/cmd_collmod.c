@@ -634,7 +634,7 @@ parse_ts_expire(mf_op_t *op, const bson_value_t *v, ts_mod_t *tm)
         return mf_err_set(&op->err, MF_E_InvalidOptions, "TTL index 'expireAfterSeconds' option cannot be less than 0");
     if (mf_op_coll_expire_range(op, d) != 0)
         return -1;
-    tm->expire = (int64_t)d;
+    tm->expire = mf_double_clamp_ll(d); /* safeInt64: truncated, NaN as 0 */
     return 0;
 }
 

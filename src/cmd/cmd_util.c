@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "common/curop.h"
 #include "doc/collation.h"
 #include "cmd/cmd.h"
@@ -427,7 +428,13 @@ mf_op_coll_name(mf_op_t *op, const char **name)
 int
 mf_op_coll_expire_range(mf_op_t *op, double d)
 {
-    if (d <= 2147483647.0)
+    /*
+     * mongod's validateExpireAfterSeconds for a clustered TTL (the value read
+     * as safeInt64: NaN is 0): no later than now since the epoch, as a
+     * time-series bucket's _id keeps its time in 32-bit seconds.
+     */
+    long long secs = mf_double_clamp_ll(d);
+    if (secs <= INT64_MAX / 1000 && secs * 1000 <= mf_now_ms())
         return 0;
     return mf_err_set(&op->err, MF_E_InvalidOptions,
                       "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number");

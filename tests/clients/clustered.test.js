@@ -96,11 +96,33 @@ h.test('bad clusteredIndex and expireAfterSeconds get mongod\'s codes', async ()
   await h.expectCode(mk('g', { clusteredIndex: true }), 5979703);
   await h.expectCode(mk('h', { expireAfterSeconds: 10 }), 72);
   await h.expectCode(mk('i', { clusteredIndex: { key: { _id: 1 }, unique: true }, expireAfterSeconds: -1 }), 72);
-  await h.expectCode(mk('j', { clusteredIndex: { key: { _id: 1 }, unique: true }, expireAfterSeconds: 'x' }), 14);
+  await h.expectCode(mk('j', { clusteredIndex: { key: { _id: 1 }, unique: true }, expireAfterSeconds: 'x' }), 14,
+    /^BSON field 'create.expireAfterSeconds' is the wrong type 'string', expected types '\[long, int, decimal, double\]'$/);
+  // No later than now since the epoch (a time-series bucket's _id keeps 32-bit seconds): 2e9 s is 2033.
+  const later = /^TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number$/;
+  await h.expectCode(mk('l', { clusteredIndex: { key: { _id: 1 }, unique: true }, expireAfterSeconds: 2e9 }), 72, later);
+  await h.expectCode(mk('m', { timeseries: { timeField: 't' }, expireAfterSeconds: 2e9 }), 72, later);
   await h.expectCode(mk('k', { clusteredIndex: { key: { _id: 1 }, unique: true, bogus: 1 } }), 40415);
   await h.expectCode(db.command({ collMod: 'nosuch', expireAfterSeconds: 5 }), 26);
   await db.createCollection('plain');
   await h.expectCode(db.command({ collMod: 'plain', expireAfterSeconds: 5 }), 72);
   const names = (await db.listCollections().toArray()).map((x) => x.name);
   assert.deepEqual(names, ['plain']);
+  await h.expectCode(db.command({ collMod: 'plain', expireAfterSeconds: 5 }), 72);
+});
+
+h.test('a clustered or time-series expireAfterSeconds is kept as a long, truncated (NaN as 0), as mongod\'s safeInt64', async () => {
+  const db = srv.freshDb('cl');
+  const { Double } = require('mongodb');
+  await db.createCollection('f', { clusteredIndex: { key: { _id: 1 }, unique: true }, expireAfterSeconds: 10.5 });
+  const opts = async (n) => (await db.listCollections({ name: n }, { promoteLongs: false }).toArray())[0].options;
+  let v = (await opts('f')).expireAfterSeconds;
+  assert.equal(v._bsontype, 'Long');
+  assert.equal(Number(v), 10);
+  await db.command({ create: 'z', timeseries: { timeField: 't' }, expireAfterSeconds: new Double(NaN) });
+  v = (await opts('z')).expireAfterSeconds;
+  assert.equal(Number(v), 0);
+  await h.expectCode(db.command({ collMod: 'f', expireAfterSeconds: 2e9 }), 72, /acceptable range/);
+  const r = await db.command({ collMod: 'f', expireAfterSeconds: 1.7e9 });
+  assert.equal(Number(r.expireAfterSeconds_new), 1700000000);
 });
