@@ -88,7 +88,8 @@ mf_ttl_normalise_spec(const bson_t *spec, const bson_t *as_sent, bson_t *out, mf
     }
     mf_fmt_doc(as_sent != NULL ? as_sent : spec, shown, sizeof(shown));
     bool have_key = mf_index_spec_key(spec, &key);
-    if (have_key && bson_count_keys(&key) == 1 && bson_has_field(&key, "_id"))
+    /* The _id index's pattern only ({_id: 1} or -1): {_id: "hashed"} may carry a TTL, as mongod's isIdIndexPattern. */
+    if (have_key && mf_index_spec_is_id_pattern(spec))
         return mf_err_set(err, MF_E_InvalidIndexSpecificationOption,
                           "The field 'expireAfterSeconds' is not valid for an _id index specification. Specification: %s",
                           shown);

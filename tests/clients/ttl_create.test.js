@@ -220,6 +220,17 @@ h.test('A3: a TTL index on _id is refused with 197 InvalidIndexSpecificationOpti
   const err = await refused(db, 'c', { key: { _id: 1 }, name: '_id_ttl', expireAfterSeconds: 10 }, 197,
     /expireAfterSeconds/);
   assert.equal(err.codeName, 'InvalidIndexSpecificationOption');
+  await refused(db, 'c', { key: { _id: -1 }, name: '_id_desc_ttl', expireAfterSeconds: 10 }, 197);
+  // {_id: "hashed"} is not the _id index's pattern (mongod's isIdIndexPattern): it takes the option, and, being
+  // no btree index, the monitor never deletes through it.
+  const coll = db.collection('c');
+  assert.equal(await coll.createIndex({ _id: 'hashed' }, { expireAfterSeconds: 0 }), '_id_hashed');
+  assert.equal((await coll.listIndexes().toArray()).find((i) => i.name === '_id_hashed').expireAfterSeconds, 0);
+  await coll.insertOne({ _id: new Date(0) });
+  const passes = Number((await db.admin().command({ serverStatus: 1 })).metrics.ttl.passes);
+  await h.waitFor(async () => Number((await db.admin().command({ serverStatus: 1 })).metrics.ttl.passes) >= passes + 2,
+    'two TTL passes', 15000);
+  assert.equal(await coll.countDocuments({}), 1);
 });
 
 h.test('A4: a compound TTL index is refused with 67 "TTL indexes are single-field indexes, compound indexes do not support TTL"', async () => {
