@@ -413,7 +413,7 @@ wait_after_cluster_time(mf_op_t *op)
         if (asecs < nsecs || (asecs == nsecs && ainc < ninc))
             return mf_err_set(&op->err, MF_E_SnapshotTooOld, "Read timestamp Timestamp(%u, %u) is older than the "
                               "oldest available timestamp.", asecs, ainc);
-        return op->eng->repl->after_cluster_time(op->eng->repl_arg, asecs, ainc, 0, 0, &op->err);
+        return op->eng->repl->after_cluster_time(op->eng->repl_arg, "atClusterTime", asecs, ainc, 0, 0, &op->err);
     }
     if (!bson_iter_find(&rc, "afterClusterTime"))
         return 0;
@@ -425,7 +425,7 @@ wait_after_cluster_time(mf_op_t *op)
     if (mf_op_find(op, "$clusterTime", &it) && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &ct) &&
         bson_iter_find(&ct, "clusterTime") && BSON_ITER_HOLDS_TIMESTAMP(&ct))
         bson_iter_timestamp(&ct, &gsecs, &ginc);
-    return op->eng->repl->after_cluster_time(op->eng->repl_arg, secs, inc, gsecs, ginc, &op->err);
+    return op->eng->repl->after_cluster_time(op->eng->repl_arg, "afterClusterTime", secs, inc, gsecs, ginc, &op->err);
 }
 
 /*

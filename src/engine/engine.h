@@ -143,11 +143,13 @@ typedef struct mf_repl_hooks {
      * $clusterTime.clusterTime (a Timestamp) for this thread's command, at
      * least the last oplog timestamp it wrote. after_cluster_time: waits
      * until this member has applied (secs, inc) (readConcern
-     * afterClusterTime; gsecs/ginc the command's gossiped $clusterTime, 0
-     * none); 0, or -1 with err.
+     * afterClusterTime or atClusterTime, named by field for its error;
+     * gsecs/ginc the command's gossiped $clusterTime, 0 none); 0, or -1
+     * with err.
      */
     void (*op_time)(void *arg, uint32_t *secs, uint32_t *inc);
-    int (*after_cluster_time)(void *arg, uint32_t secs, uint32_t inc, uint32_t gsecs, uint32_t ginc, mf_error_t *err);
+    int (*after_cluster_time)(void *arg, const char *field, uint32_t secs, uint32_t inc, uint32_t gsecs, uint32_t ginc,
+                              mf_error_t *err);
     /* serverStatus's figures (mf_repl_stats_t) into out; any thread, takes no lock. */
     void (*stats)(void *arg, mf_repl_stats_t *out);
     /*

@@ -3947,7 +3947,8 @@ hook_op_time(void *arg, uint32_t *secs, uint32_t *inc)
  * time. Returns 0, or -1 with err.
  */
 static int
-hook_after_cluster_time(void *arg, uint32_t secs, uint32_t inc, uint32_t gsecs, uint32_t ginc, mf_error_t *err)
+hook_after_cluster_time(void *arg, const char *field, uint32_t secs, uint32_t inc, uint32_t gsecs, uint32_t ginc,
+                        mf_error_t *err)
 {
     mf_repl_t *r = arg;
     uint64_t want = ts_pack(secs, inc), gossip = ts_pack(gsecs, ginc);
@@ -3959,9 +3960,9 @@ hook_after_cluster_time(void *arg, uint32_t secs, uint32_t inc, uint32_t gsecs, 
     if (gossip > known)
         known = gossip;
     if (want > known) {
-        rc = mf_err_set(err, MF_E_InvalidOptions, "readConcern afterClusterTime value must not be greater than the "
+        rc = mf_err_set(err, MF_E_InvalidOptions, "readConcern %s value must not be greater than the "
                         "current clusterTime. Requested clusterTime: { ts: Timestamp(%u, %u) }; current clusterTime: "
-                        "{ ts: Timestamp(%u, %u) }", secs, inc, (uint32_t)(known >> 32), (uint32_t)known);
+                        "{ ts: Timestamp(%u, %u) }", field, secs, inc, (uint32_t)(known >> 32), (uint32_t)known);
         goto out;
     }
     if (gossip > r->cluster_ts)

@@ -262,6 +262,11 @@ R.test('causal consistency: replies carry operationTime and $clusterTime; a sess
   const future = new Timestamp({ t: r2.operationTime.high + 3600, i: 1 });
   const fut = await rs.raw(p, dbName, { find: 'c', readConcern: { afterClusterTime: future } });
   assert.equal(fut.code, 72, `a time past the cluster's: ${JSON.stringify(fut)}`);
+  assert.match(fut.errmsg, /^readConcern afterClusterTime value must not be greater than the current clusterTime\. /);
+  // A snapshot read at a future atClusterTime names its own field.
+  const futAt = await rs.raw(p, dbName, { find: 'c', readConcern: { level: 'snapshot', atClusterTime: future } });
+  assert.equal(futAt.code, 72, JSON.stringify(futAt));
+  assert.match(futAt.errmsg, /^readConcern atClusterTime value must not be greater than the current clusterTime\. /);
 
   // Through the driver: a causally consistent session writes on the primary, then reads on a secondary.
   const client = new MongoClient(rs.uri, { readPreference: 'secondary' });
