@@ -826,7 +826,7 @@ h.test('a dropped user leaves its open connections, and a user created again und
   assert.deepEqual((await connStatus(v)).authenticatedUsers, [], 'the dropped user is off the connection');
   await c.db('reudb').command({ createUser: 'victim', pwd: 'another-password-1', roles: ['read'] });
   await denied('find as the old user after the name was created again', vdb.collection('c').find().toArray());
-  await denied('getMore of the old user\'s cursor', vdb.command({ getMore: first.cursor.id, collection: 'c' }));
+  await denied('getMore of the old user\'s cursor', vdb.command({ getMore: h.cursorId(first.cursor.id), collection: 'c' }));
   assert.deepEqual((await connStatus(v)).authenticatedUsers, []);
   // The new user logs in with its own password, and only that.
   await expectLoginFails('victim', pwdOf('victim'), { source: 'reudb' }, 'the old password');

@@ -774,7 +774,7 @@ R.test('a change stream getMore that fails in a resumable way carries ResumableC
     assert.equal(r.code, 2);
     assert.equal(r.errorLabels, undefined, 'BadValue is not resumable');
     await fp({ times: 1 }, { errorCode: 11600 });
-    r = await rs.raw(p, db.databaseName, { getMore: find.cursor.id, collection: 'c' });
+    r = await rs.raw(p, db.databaseName, { getMore: h.cursorId(find.cursor.id), collection: 'c' });
     assert.equal(r.code, 11600);
     assert.equal(r.errorLabels, undefined, 'a find cursor\'s getMore is not a change stream');
   } finally {

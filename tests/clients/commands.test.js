@@ -535,7 +535,7 @@ h.test('listIndexes and listCollections honour cursor.batchSize: the first batch
   assert.equal(r.cursor.firstBatch.length, 2);
   assert.notEqual(Number(r.cursor.id), 0);
   assert.equal(r.cursor.ns, `${db.databaseName}.$cmd.listIndexes.c`);
-  const more = await db.command({ getMore: r.cursor.id, collection: '$cmd.listIndexes.c' });
+  const more = await db.command({ getMore: h.cursorId(r.cursor.id), collection: '$cmd.listIndexes.c' });
   assert.deepEqual(more.cursor.nextBatch.map((x) => x.name), ['b_1', 'c_1', 'd_1']);
   assert.equal(Number(more.cursor.id), 0);
   assert.deepEqual((await c.listIndexes({ batchSize: 1 }).toArray()).map((x) => x.name), ['_id_', 'a_1', 'b_1', 'c_1', 'd_1']);

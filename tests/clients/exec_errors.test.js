@@ -63,7 +63,7 @@ h.test('a positional projection with no matching element carries its command\'s 
   const MISS = "positional operator '.$' couldn't find a matching element in the array";
   await fails(c.find({ a: { $exists: true } }, { projection: { 'a.$': 1 } }).toArray(), 51246, `${FIND}${MISS}`);
   const r = await db.command({ find: 'c', filter: { a: { $exists: true }, _id: { $lte: 2 } }, projection: { 'a.$': 1 }, batchSize: 0 });
-  await fails(db.command({ getMore: r.cursor.id, collection: 'c' }), 51246, `${GETMORE}${MISS}`);
+  await fails(db.command({ getMore: h.cursorId(r.cursor.id), collection: 'c' }), 51246, `${GETMORE}${MISS}`);
   await fails(c.findOneAndUpdate({ _id: 1 }, { $set: { b: 1 } }, { projection: { 'a.$': 1 } }), 51246, `${FAM}${MISS}`);
 });
 
@@ -74,10 +74,10 @@ h.test('getMore: what fails in a later batch is "Executor error during getMore",
   // _id order: 1 (b 0) first; sorted descending, the bad document comes last, past the first batch.
   const r = await db.command({ find: 'c', filter: { $expr: { $divide: ['$a', '$b'] } }, sort: { _id: -1 }, hint: { _id: 1 }, batchSize: 2 });
   assert.equal(r.cursor.firstBatch.length, 2);
-  await fails(db.command({ getMore: r.cursor.id, collection: 'c' }), 2, `${GETMORE}can't $divide by zero`);
+  await fails(db.command({ getMore: h.cursorId(r.cursor.id), collection: 'c' }), 2, `${GETMORE}can't $divide by zero`);
   const r2 = await db.command({ find: 'c', batchSize: 1 });
   await c.drop();
-  const err = await db.command({ getMore: r2.cursor.id, collection: 'c' }).catch((e) => e);
+  const err = await db.command({ getMore: h.cursorId(r2.cursor.id), collection: 'c' }).catch((e) => e);
   assert.equal(err.code, 175, err.message);
   assert.match(err.message, /^Executor error during getMore :: caused by :: collection dropped\. UUID [0-9a-f-]{36}$/);
 });

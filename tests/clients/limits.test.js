@@ -192,7 +192,7 @@ h.test('open cursors are capped per connection (maxOpenCursorsPerConnection) and
     await odb.command({ killCursors: 'c', cursors: [ids[0]] });
     const again = await odb.command({ find: 'c', batchSize: 1 });
     assert.notEqual(again.cursor.id.toString(), '0', 'a killed cursor frees its slot');
-    const more = await odb.command({ getMore: ids[1], collection: 'c', batchSize: 1 });
+    const more = await odb.command({ getMore: h.cursorId(ids[1]), collection: 'c', batchSize: 1 });
     assert.equal(more.cursor.nextBatch.length, 1, 'open cursors keep working at the cap');
     await admin.command({ setParameter: 1, maxOpenCursors: 1 });
     await h.expectCode(other.db(db.databaseName).command({ find: 'c', batchSize: 1 }), 146);
@@ -644,7 +644,7 @@ h.test('a cursor batch stops at 16 MiB, as mongod\'s: a document with no room st
       assert.ok(bytes(batch) <= 16 * MB, `${what}: a batch within 16 MiB`);
       got.push(...ids(batch));
       if (Number(cur.id) === 0) break;
-      cur = (await db.command({ getMore: cur.id, collection: 'c', batchSize: 100 })).cursor;
+      cur = (await db.command({ getMore: h.cursorId(cur.id), collection: 'c', batchSize: 100 })).cursor;
       batch = cur.nextBatch;
     }
     assert.deepEqual(got, [0, 1, 2, 3, 4, 5, 6], `${what}: every document once, in order`);

@@ -385,7 +385,7 @@ h.test('a tailable awaitData getMore\'s wait for documents is not its latency, n
   await db.command({ profile: 0, slowms: 100 });
   const before = await db.collection('capped').aggregate([{ $collStats: { latencyStats: {} } }]).toArray();
   const t0 = Date.now();
-  const more = await db.command({ getMore: id, collection: 'capped', maxTimeMS: 400 });
+  const more = await db.command({ getMore: h.cursorId(id), collection: 'capped', maxTimeMS: 400 });
   assert.ok(Date.now() - t0 >= 350, 'the getMore waited for documents');
   assert.equal(more.cursor.nextBatch.length, 0);
   const after = await db.collection('capped').aggregate([{ $collStats: { latencyStats: {} } }]).toArray();

@@ -603,7 +603,7 @@ h.test('getMore on a listIndexes or listCollections cursor needs what opened it;
   await db.command({ createRole: 'idxOnly', privileges: [{ resource: { db: 'lg', collection: 'x' }, actions: ['listIndexes'] }], roles: [] });
   const u = await userWith('lgUser', [{ role: 'idxOnly', db: 'lg' }], 'lg');
   const first = await u.db('lg').command({ listIndexes: 'x', cursor: { batchSize: 1 } });
-  const more = await u.db('lg').command({ getMore: first.cursor.id, collection: '$cmd.listIndexes.x' });
+  const more = await u.db('lg').command({ getMore: h.cursorId(first.cursor.id), collection: '$cmd.listIndexes.x' });
   assert.equal(more.cursor.nextBatch.length, 2);
   await denied(u.db('lg').collection('x').findOne());
   await h.expectCode(r.db('admin').command({ createRole: 'backup', privileges: [], roles: [] }), 2, /same name as a built-in role/);

@@ -268,15 +268,15 @@ h.test('$currentOp {idleCursors: true} lists the cursors no operation is using, 
     const noIdle = await admin.aggregate([{ $currentOp: {} }, { $match: { type: 'idleCursor' } }]).toArray();
     assert.equal(noIdle.length, 0);
     // A getMore counts another batch.
-    await db.command({ getMore: kept.cursor.id, collection: 'c', batchSize: 2 });
+    await db.command({ getMore: h.cursorId(kept.cursor.id), collection: 'c', batchSize: 2 });
     const again = await admin.aggregate([{ $currentOp: { idleCursors: true } }, { $match: { type: 'idleCursor' } }]).toArray();
     const k2 = again.find((o) => String(o.cursor.cursorId) === String(kept.cursor.id));
     assert.equal(Number(k2.cursor.nDocsReturned), 5);
     assert.equal(Number(k2.cursor.nBatchesReturned), 2);
     // Past the timeout (the reaper looks each second) the plain cursor is gone; the noCursorTimeout one stays.
     await h.sleep(3500);
-    await h.expectCode(db.command({ getMore: plain.cursor.id, collection: 'c' }), 43);
-    const rest = await db.command({ getMore: kept.cursor.id, collection: 'c' });
+    await h.expectCode(db.command({ getMore: h.cursorId(plain.cursor.id), collection: 'c' }), 43);
+    const rest = await db.command({ getMore: h.cursorId(kept.cursor.id), collection: 'c' });
     assert.equal(rest.cursor.nextBatch.length, 5);
   } finally {
     await admin.command({ setParameter: 1, cursorTimeoutMillis: before });

@@ -256,7 +256,7 @@ R.test('a cursor belongs to its transaction: a getMore without the transaction a
   const s = new RawSession(db.databaseName);
   const opened = await s.start(1, { find: 'c', filter: {}, sort: { _id: 1 }, batchSize: 2 });
   expectOk(opened, 'find in the transaction');
-  const cid = opened.cursor.id;
+  const cid = h.cursorId(opened.cursor.id);
   assert.ok(Number(cid) !== 0, 'the find left a cursor open');
   // In its own transaction: the next batch.
   const more = await s.next(1, { getMore: cid, collection: 'c', batchSize: 2 });
@@ -276,7 +276,7 @@ R.test('a cursor belongs to its transaction: a getMore without the transaction a
   expectOk(o2);
   expectOk(await s.commit(2));
   expectOk(await s.start(3, { find: 'c', filter: { _id: 0 } }));
-  const other = await s.next(3, { getMore: o2.cursor.id, collection: 'c' });
+  const other = await s.next(3, { getMore: h.cursorId(o2.cursor.id), collection: 'c' });
   expectError(other, 50741, 'Location50741', /which was created in transaction 2, in transaction 3/);
 
   // A failed statement aborts its transaction, as any.
@@ -286,7 +286,7 @@ R.test('a cursor belongs to its transaction: a getMore without the transaction a
   const plain = await primaryCmd(db.databaseName, { find: 'c', filter: {}, batchSize: 1, lsid: s.lsid });
   expectOk(plain);
   expectOk(await s.start(4, { find: 'c', filter: { _id: 0 } }));
-  const inside = await s.next(4, { getMore: plain.cursor.id, collection: 'c' });
+  const inside = await s.next(4, { getMore: h.cursorId(plain.cursor.id), collection: 'c' });
   expectError(inside, 50739, 'Location50739', /which was not created in a transaction, in transaction 4/);
 });
 
