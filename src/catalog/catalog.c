@@ -59,6 +59,7 @@
 
 struct mf_catalog {
     mf_storage_t *st;
+    _Atomic uint64_t ts_clock; /* the last Timestamp mf_catalog_tick_ts gave, (seconds << 32 | increment) */
     mf_observers_t *observers; /* the engine's; NULL until set */
     /* Around each DDL transaction (the engine's fsync lock): gate before it begins, gate_done once it ended. */
     int (*ddl_gate)(void *arg, mf_error_t *err);
@@ -2750,4 +2751,16 @@ mf_catalog_drop_where(mf_catalog_t *cat, bool (*candidate)(const mf_coll_t *c),
     }
     free(l.db);
     free(l.name);
+}
+
+uint64_t
+mf_catalog_tick_ts(void *arg)
+{
+    mf_catalog_t *cat = arg;
+    uint64_t now = (uint64_t)(mf_now_ms() / 1000) << 32 | 1;
+    uint64_t cur = atomic_load(&cat->ts_clock), next;
+    do {
+        next = cur + 1 > now ? cur + 1 : now;
+    } while (!atomic_compare_exchange_weak(&cat->ts_clock, &cur, next));
+    return next;
 }

@@ -634,4 +634,13 @@ bool mf_catalog_db_name_ok(const char *db, size_t len, bool dollar_ok);
 int mf_catalog_check_db_name(const char *db, mf_error_t *err) MF_WUR;
 int mf_catalog_check_coll_name(const char *db, const char *name, mf_error_t *err) MF_WUR;
 
+/*
+ * mf_catalog_tick_ts: a new Timestamp from the engine's clock (an
+ * mf_ts_tick_fn, arg the catalog): the wall clock's second, and an
+ * increment that makes each later than the one before (as mongod's
+ * tickClusterTime), for the Timestamp(0, 0) an insert or a replacement
+ * leaves the server to fill. Any thread.
+ */
+uint64_t mf_catalog_tick_ts(void *arg);
+
 #endif /* MF_CATALOG_H */

@@ -163,9 +163,32 @@ mf_check_doc_for_storage(const bson_t *doc, mf_error_t *err)
     return 0;
 }
 
-/* Copies doc into out with _id first (generating an ObjectId if absent). */
+/* Whether the element at it is Timestamp(0, 0). */
+static bool
+is_empty_ts(const bson_iter_t *it)
+{
+    uint32_t t, i;
+    if (!BSON_ITER_HOLDS_TIMESTAMP(it))
+        return false;
+    bson_iter_timestamp(it, &t, &i);
+    return t == 0 && i == 0;
+}
+
+bool
+mf_doc_has_empty_ts(const bson_t *doc)
+{
+    bson_iter_t it;
+    if (!bson_iter_init(&it, doc))
+        return false;
+    while (bson_iter_next(&it)) {
+        if (is_empty_ts(&it) && strcmp(bson_iter_key(&it), "_id") != 0)
+            return true;
+    }
+    return false;
+}
+
 void
-mf_doc_with_id_first(const bson_t *doc, bson_t *out)
+mf_doc_for_insert(const bson_t *doc, mf_ts_tick_fn tick, void *arg, bson_t *out)
 {
     bson_iter_t it;
     bson_init(out);
@@ -178,9 +201,23 @@ mf_doc_with_id_first(const bson_t *doc, bson_t *out)
     }
     bson_iter_init(&it, doc);
     while (bson_iter_next(&it)) {
-        if (strcmp(bson_iter_key(&it), "_id") != 0)
+        if (strcmp(bson_iter_key(&it), "_id") == 0)
+            continue;
+        if (tick != NULL && is_empty_ts(&it)) {
+            uint64_t ts = tick(arg);
+            bson_append_timestamp(out, bson_iter_key(&it), (int)bson_iter_key_len(&it), (uint32_t)(ts >> 32),
+                                  (uint32_t)ts);
+        } else {
             bson_append_value(out, bson_iter_key(&it), (int)bson_iter_key_len(&it), bson_iter_value(&it));
+        }
     }
+}
+
+/* Copies doc into out with _id first (generating an ObjectId if absent). */
+void
+mf_doc_with_id_first(const bson_t *doc, bson_t *out)
+{
+    mf_doc_for_insert(doc, NULL, NULL, out);
 }
 
 bool

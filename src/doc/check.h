@@ -56,6 +56,26 @@ int mf_check_doc_built_size(const bson_t *doc, mf_error_t *err) MF_WUR;
 /* mf_doc_with_id_first: copies doc into out (initialised here) with _id first, generating an ObjectId if absent. */
 void mf_doc_with_id_first(const bson_t *doc, bson_t *out);
 
+/*
+ * The server's clock for Timestamp values it makes: each call returns a new
+ * Timestamp, later than any before it, as (seconds << 32 | increment).
+ */
+typedef uint64_t (*mf_ts_tick_fn)(void *arg);
+
+/*
+ * mf_doc_has_empty_ts: whether a top-level field other than _id holds
+ * Timestamp(0, 0), which mongod replaces with the current time when it
+ * inserts or replaces a document (fixDocumentForInsert,
+ * ObjectReplaceExecutor).
+ */
+bool mf_doc_has_empty_ts(const bson_t *doc);
+
+/*
+ * mf_doc_for_insert: mf_doc_with_id_first, each top-level Timestamp(0, 0)
+ * but _id's replaced by tick(arg) (tick may be NULL: none replaced).
+ */
+void mf_doc_for_insert(const bson_t *doc, mf_ts_tick_fn tick, void *arg, bson_t *out);
+
 /* mf_doc_id_is_first: whether doc's first field is _id. */
 bool mf_doc_id_is_first(const bson_t *doc);
 

@@ -1060,6 +1060,34 @@ parse_replacement(mf_update_t *u, const bson_t *update, mf_error_t *err)
     return 0;
 }
 
+void
+mf_update_fill_empty_ts(mf_update_t *u, mf_ts_tick_fn tick, void *arg)
+{
+    if (u == NULL || !u->replacement || !mf_doc_has_empty_ts(u->repl))
+        return;
+    /* Done once, when the statement is parsed (as mongod's ObjectReplaceExecutor): every document it replaces gets the same. */
+    bson_t *fixed = bson_new();
+    bson_iter_t it;
+    bson_iter_init(&it, u->repl);
+    while (bson_iter_next(&it)) {
+        uint32_t t, i;
+        bool empty = BSON_ITER_HOLDS_TIMESTAMP(&it) && strcmp(bson_iter_key(&it), "_id") != 0;
+        if (empty) {
+            bson_iter_timestamp(&it, &t, &i);
+            empty = t == 0 && i == 0;
+        }
+        if (empty) {
+            uint64_t ts = tick(arg);
+            bson_append_timestamp(fixed, bson_iter_key(&it), (int)bson_iter_key_len(&it), (uint32_t)(ts >> 32),
+                                  (uint32_t)ts);
+        } else {
+            bson_append_iter(fixed, bson_iter_key(&it), (int)bson_iter_key_len(&it), &it);
+        }
+    }
+    bson_destroy(u->repl);
+    u->repl = fixed;
+}
+
 mf_update_t *
 mf_update_new(const bson_t *update, const bson_value_t *array_filters, mf_error_t *err)
 {

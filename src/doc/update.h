@@ -21,6 +21,7 @@
 #define MF_UPDATE_H
 
 #include <bson/bson.h>
+#include "doc/check.h"
 #include <stdbool.h>
 
 #include "common/error.h"
@@ -38,6 +39,13 @@ void mf_update_free(mf_update_t *u);
 
 /* mf_update_is_replacement: true when the update is a whole-document replacement. */
 bool mf_update_is_replacement(const mf_update_t *u);
+
+/*
+ * mf_update_fill_empty_ts: a replacement's top-level Timestamp(0, 0) fields
+ * (not _id) become tick(arg)'s, as mongod's ObjectReplaceExecutor fills
+ * them; nothing for an operator update or a replacement without one.
+ */
+void mf_update_fill_empty_ts(mf_update_t *u, mf_ts_tick_fn tick, void *arg);
 
 /*
  * mf_update_apply: applies u to doc, writing the new document into out

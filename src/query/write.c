@@ -111,6 +111,7 @@ _Static_assert(INSERT_CHUNK <= MF_PREP_SLOTS, "a bulk transaction's documents ea
 
 typedef struct insert_ctx {
     mf_sess_t *s;
+    mf_catalog_t *cat; /* its clock fills a Timestamp(0, 0) (mf_catalog_tick_ts) */
     mf_coll_t *c;
     const bson_t *docs;
     int64_t inserted;
@@ -166,7 +167,7 @@ insert_before_items(void *arg, size_t from, size_t to, mf_error_t *err)
     for (size_t j = from; j < to && ctx->prepared; j++) {
         const bson_t *doc = &ctx->docs[j];
         ctx->prepared = mf_check_doc_for_storage(doc, &e) == 0 && mf_doc_id_is_first(doc) &&
-                        mf_coll_keys_prepare(ctx->c, doc, (int)(j - from)) == 0;
+                        !mf_doc_has_empty_ts(doc) && mf_coll_keys_prepare(ctx->c, doc, (int)(j - from)) == 0;
     }
     return 0;
 }
@@ -218,12 +219,13 @@ insert_item(void *arg, size_t i, mf_error_t *err)
     }
     if (mf_check_doc_size(doc, MF_DOC_INSERTED, err) != 0 || mf_check_doc_for_storage(doc, err) != 0)
         return -1;
-    if (mf_doc_id_is_first(doc)) {
+    if (mf_doc_id_is_first(doc) && !mf_doc_has_empty_ts(doc)) {
         if (ctx->validate && mf_coll_validate(ctx->c, doc, NULL, err) != 0)
             return -1;
         return insert_doc(ctx, i, doc, err);
     }
-    mf_doc_with_id_first(doc, &fixed);
+    /* _id first, and a top-level Timestamp(0, 0) filled with the server's time, as mongod's fixDocumentForInsert. */
+    mf_doc_for_insert(doc, mf_catalog_tick_ts, ctx->cat, &fixed);
     if (mf_check_doc_size(&fixed, MF_DOC_INSERTED, err) != 0)
         ret = -1;
     else if (ctx->validate && mf_coll_validate(ctx->c, &fixed, NULL, err) != 0)
@@ -254,6 +256,7 @@ mf_write_insert(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, co
 
     memset(&x, 0, offsetof(insert_ctx_t, done));
     x.s = s;
+    x.cat = cat;
     x.docs = docs;
     x.validate = validate;
     x.n = n;
@@ -866,6 +869,8 @@ write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const
         return -1;
     if ((u = mf_update_spec_new(upl ? NULL : &ud, upl, af, err)) == NULL)
         goto out;
+    if (u->u != NULL)
+        mf_update_fill_empty_ts(u->u, mf_catalog_tick_ts, cat);
     if (multi && upd_spec_is_replacement(u)) {
         mf_err_set(err, MF_E_FailedToParse, "multi update is not supported for replacement-style update");
         goto out;
@@ -1055,6 +1060,8 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool val
     }
     if ((f->update || f->pipeline) && (u = mf_update_spec_new(f->update, f->pipeline, f->array_filters, err)) == NULL)
         goto out;
+    if (u != NULL && u->u != NULL)
+        mf_update_fill_empty_ts(u->u, mf_catalog_tick_ts, cat);
     if (coll_acquire(cat, db, coll, f->upsert, &c, err) != 0)
         goto out_unlock;
 

@@ -757,3 +757,34 @@ h.test('E11000 with long values: each string of 160 bytes or more shows its firs
   const e3 = await u.insertOne({ s }).then(() => null, (x) => x);
   assert.ok(e3.message.endsWith(`dup key: { s: "${'a'.repeat(149)}..." }`), e3.message);
 });
+
+h.test('a top-level Timestamp(0, 0) is filled with the server\'s time on insert and replacement (not _id, not nested, not $set)', async () => {
+  const { Timestamp } = require('mongodb');
+  const db = srv.freshDb('emptyts');
+  const c = db.collection('c');
+  const zero = () => new Timestamp({ t: 0, i: 0 });
+  const isZero = (ts) => ts.high === 0 && ts.low === 0;
+  const t0 = Math.floor(Date.now() / 1000);
+  await c.insertOne({ _id: 1, t: zero(), n: { x: zero() }, u: zero() });
+  let d = await c.findOne({ _id: 1 });
+  assert.ok(!isZero(d.t) && !isZero(d.u), JSON.stringify(d));
+  assert.ok(d.t.high >= t0 - 1 && d.t.high <= Math.floor(Date.now() / 1000) + 1, 'the wall clock\'s second');
+  assert.ok(d.u.greaterThan(d.t), 'each filled field gets a later Timestamp');
+  assert.ok(isZero(d.n.x), 'a nested one stays');
+  // insertMany, through the bulk path: each document its own, increasing.
+  await c.insertMany([2, 3, 4].map((i) => ({ _id: i, t: zero() })));
+  const many = await c.find({ _id: { $in: [2, 3, 4] } }).sort({ _id: 1 }).toArray();
+  assert.ok(many.every((x) => !isZero(x.t)));
+  assert.ok(many[1].t.greaterThan(many[0].t) && many[2].t.greaterThan(many[1].t));
+  // _id keeps it.
+  await c.insertOne({ _id: zero(), k: 1 });
+  assert.ok(isZero((await c.findOne({ k: 1 }))._id));
+  // A replacement fills it (replaceOne, findOneAndReplace); an operator update does not.
+  await c.replaceOne({ _id: 1 }, { t: zero(), z: 1 });
+  d = await c.findOne({ _id: 1 });
+  assert.ok(!isZero(d.t) && d.z === 1);
+  const r = await c.findOneAndReplace({ _id: 2 }, { t: zero() }, { returnDocument: 'after' });
+  assert.ok(!isZero(r.t));
+  await c.updateOne({ _id: 3 }, { $set: { t: zero() } });
+  assert.ok(isZero((await c.findOne({ _id: 3 })).t));
+});

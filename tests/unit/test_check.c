@@ -149,3 +149,44 @@ Test(check, too_large)
     bson_destroy(&big);
     free(s);
 }
+
+/* A test clock: 100 seconds, increments counting up from 1. */
+static uint64_t
+test_tick(void *arg)
+{
+    uint32_t *inc = arg;
+    return (uint64_t)100 << 32 | ++*inc;
+}
+
+/* fixDocumentForInsert: _id first; each top-level Timestamp(0, 0) but _id's filled, in order; nested ones kept. */
+Test(check, insert_fills_empty_timestamps)
+{
+    bson_t *doc = BCON_NEW("a", BCON_TIMESTAMP(0, 0), "_id", BCON_TIMESTAMP(0, 0), "n", "{", "x", BCON_TIMESTAMP(0, 0),
+                           "}", "b", BCON_TIMESTAMP(5, 0), "c", BCON_TIMESTAMP(0, 0));
+    cr_assert(mf_doc_has_empty_ts(doc));
+    uint32_t inc = 0;
+    bson_t out;
+    mf_doc_for_insert(doc, test_tick, &inc, &out);
+    bson_iter_t it;
+    uint32_t t, i;
+    cr_assert(bson_iter_init(&it, &out) && bson_iter_next(&it));
+    cr_assert_str_eq(bson_iter_key(&it), "_id");
+    bson_iter_timestamp(&it, &t, &i);
+    cr_assert(t == 0 && i == 0, "_id keeps its Timestamp(0, 0)");
+    cr_assert(bson_iter_next(&it));
+    bson_iter_timestamp(&it, &t, &i);
+    cr_assert(t == 100 && i == 1, "a filled first");
+    cr_assert(bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it), "n");
+    cr_assert(bson_iter_next(&it));
+    bson_iter_timestamp(&it, &t, &i);
+    cr_assert(t == 5 && i == 0, "a non-empty one kept");
+    cr_assert(bson_iter_next(&it));
+    bson_iter_timestamp(&it, &t, &i);
+    cr_assert(t == 100 && i == 2, "c filled second");
+    cr_assert(!mf_doc_has_empty_ts(&out));
+    bson_t *id_only = BCON_NEW("_id", BCON_TIMESTAMP(0, 0), "n", "{", "x", BCON_TIMESTAMP(0, 0), "}");
+    cr_assert(!mf_doc_has_empty_ts(id_only), "_id's and nested ones do not count");
+    bson_destroy(id_only);
+    bson_destroy(&out);
+    bson_destroy(doc);
+}
