@@ -6,6 +6,7 @@
  */
 #include "common/alloc.h"
 #include "common/params.h"
+#include "common/fmt.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -227,16 +228,21 @@ mf_param_set_value(mf_param_t *p, const bson_value_t *v, bool at_startup, mf_err
     if (at_startup && !p->startup)
         return mf_err_set(err, MF_E_IllegalOperation, "not allowed to change parameter %s at startup", p->name);
     if (p->type == MF_PARAM_BOOL) {
+        /* mongod's coerce<bool>: any value, as its trueValue() (a string, even "false", is true). */
         if (v->value_type == BSON_TYPE_BOOL)
             return set_int(p, v->value.v_bool, err);
         if (is_number(v))
             return set_int(p, as_double(v) != 0, err);
-        return mf_err_set(err, MF_E_BadValue, "Invalid value for parameter %s: expected a boolean", p->name);
+        return set_int(p, v->value_type != BSON_TYPE_NULL && v->value_type != BSON_TYPE_UNDEFINED, err);
     }
     if (p->type == MF_PARAM_INT) {
         int64_t iv;
-        if (!is_number(v))
-            return mf_err_set(err, MF_E_BadValue, "Invalid value for parameter %s: expected a number", p->name);
+        if (!is_number(v)) {
+            /* mongod's coerce<int> failing: the element as its toString shows it, name and value. */
+            char shown[200];
+            mf_fmt_value(v, shown, sizeof(shown));
+            return mf_err_set(err, MF_E_BadValue, "Invalid value for parameter %s: %s: %s", p->name, p->name, shown);
+        }
         double d = as_double(v);
         if (d != d || d > 9.2e18 || d < -9.2e18)
             return mf_err_set(err, MF_E_BadValue, "Invalid value for parameter %s: out of range", p->name);

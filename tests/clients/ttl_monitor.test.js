@@ -184,8 +184,20 @@ h.test('D1: out-of-range values for the other TTL parameters are refused with 2 
     await h.expectCode(admin().command({ setParameter: 1, [name]: -1 }), 2);
     assert.equal(await getParam(name), DEFAULTS[name], `${name} changed by a refused setParameter`);
   }
-  await h.expectCode(admin().command({ setParameter: 1, ttlMonitorSleepSecs: 'ten' }), [2, 14]);
+  await h.expectCode(admin().command({ setParameter: 1, ttlMonitorSleepSecs: 'ten' }), 2,
+    /^Invalid value for parameter ttlMonitorSleepSecs: ttlMonitorSleepSecs: "ten"$/);
   assert.equal(await getParam('ttlMonitorSleepSecs'), 60);
+});
+
+h.test('D1: ttlMonitorEnabled takes any value as mongod\'s coerce<bool> does: its truth (a string, even "false", is true; null is false)', async () => {
+  try {
+    for (const [v, want] of [['false', true], [0, false], [null, false], [{}, true], [1.5, true], [false, false]]) {
+      await admin().command({ setParameter: 1, ttlMonitorEnabled: v });
+      assert.equal(await getParam('ttlMonitorEnabled'), want, JSON.stringify(v));
+    }
+  } finally {
+    await setParams({ ttlMonitorEnabled: true });
+  }
 });
 
 h.test('D1: setParameter changes TTL parameters at run time and replies with the previous value in "was"', async () => {
