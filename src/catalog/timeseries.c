@@ -466,8 +466,12 @@ mf_ts_index_to_buckets(const mf_ts_spec_t *spec, const bson_t *user, bson_t *out
                               "TTL indexes on time-series collections require a partialFilterExpression on the metaField");
         }
         if (bson_count_keys(&key) != 1) {
+            char shown[300];
+            mf_fmt_doc(&key, shown, sizeof(shown)); /* the key alone, as mongod's convertToTTLTimeField */
             bson_destroy(&bpf);
-            return mf_err_set(err, MF_E_CannotCreateIndex, "TTL indexes are single-field indexes, compound indexes do not support TTL.");
+            return mf_err_set(err, MF_E_CannotCreateIndex,
+                              "TTL indexes are single-field indexes, compound indexes do not support TTL. Index spec: %s",
+                              shown);
         }
         bson_iter_init(&ki, &key);
         bson_iter_next(&ki);

@@ -262,6 +262,9 @@ h.test('F3 a partial TTL index on the metaField expires matching buckets sooner;
   await assert.rejects(w.createIndex({ timestamp: 1 }, { expireAfterSeconds: 1 }), (e) => e.code === 72);
   await assert.rejects(w.createIndex({ timestamp: 1 }, { expireAfterSeconds: 1, partialFilterExpression: { temp: { $gt: 5 } } }), (e) => e.code === 72);
   await assert.rejects(w.createIndex({ temp: 1 }, { expireAfterSeconds: 1, partialFilterExpression: { sensor: 'x' } }), (e) => e.code === 72);
+  // Compound: 67, naming the key as mongod's convertToTTLTimeField does.
+  await h.expectCode(w.createIndex({ timestamp: 1, sensor: 1 }, { expireAfterSeconds: 1, partialFilterExpression: { sensor: 'x' } }), 67,
+    /^TTL indexes are single-field indexes, compound indexes do not support TTL\. Index spec: \{ timestamp: 1, sensor: 1 \}$/);
   await assert.rejects(w.createIndex({ timestamp: 1 }, { unique: true }), (e) => e.code === 72);
   const made = await db.command({ createIndexes: 'w', indexes: [{ key: { timestamp: 1 }, name: 'timestamp_1', expireAfterSeconds: 1,
     partialFilterExpression: { sensor: { $eq: 'MDB_NYC' } } }] });
