@@ -1253,6 +1253,13 @@ scale_div(int64_t v, int64_t scale)
     return scale > 1 ? v / scale : v;
 }
 
+/* dbStats's sizes: divided by a double scale, as mongod's DatabaseImpl::getStats (13700 bytes at 1024 is 13.37890625). */
+static double
+fscale(int64_t v, int64_t scale)
+{
+    return scale > 1 ? (double)v / (double)scale : (double)v;
+}
+
 /*
  * append_table_stats: key: {metadata, creationString, type, uri, statistics
  * groups} for table uri, from the storage layer (storage.h
@@ -1747,17 +1754,17 @@ cmd_db_stats(mf_op_t *op)
     BSON_APPEND_INT64(op->reply, "views", views);
     BSON_APPEND_INT64(op->reply, "objects", objects);
     BSON_APPEND_DOUBLE(op->reply, "avgObjSize", objects ? (double)data / (double)objects : 0.0);
-    BSON_APPEND_DOUBLE(op->reply, "dataSize", (double)scale_div(data, scale));
-    BSON_APPEND_DOUBLE(op->reply, "storageSize", (double)scale_div(storage, scale));
+    BSON_APPEND_DOUBLE(op->reply, "dataSize", fscale(data, scale));
+    BSON_APPEND_DOUBLE(op->reply, "storageSize", fscale(storage, scale));
     if (want_free)
-        BSON_APPEND_DOUBLE(op->reply, "freeStorageSize", (double)scale_div(cfree, scale));
+        BSON_APPEND_DOUBLE(op->reply, "freeStorageSize", fscale(cfree, scale));
     BSON_APPEND_INT64(op->reply, "indexes", nidx);
-    BSON_APPEND_DOUBLE(op->reply, "indexSize", (double)scale_div(isz_total, scale));
+    BSON_APPEND_DOUBLE(op->reply, "indexSize", fscale(isz_total, scale));
     if (want_free)
-        BSON_APPEND_DOUBLE(op->reply, "indexFreeStorageSize", (double)scale_div(ifree, scale));
-    BSON_APPEND_DOUBLE(op->reply, "totalSize", (double)scale_div(storage + isz_total, scale));
+        BSON_APPEND_DOUBLE(op->reply, "indexFreeStorageSize", fscale(ifree, scale));
+    BSON_APPEND_DOUBLE(op->reply, "totalSize", fscale(storage + isz_total, scale));
     if (want_free)
-        BSON_APPEND_DOUBLE(op->reply, "totalFreeStorageSize", (double)scale_div(cfree + ifree, scale));
+        BSON_APPEND_DOUBLE(op->reply, "totalFreeStorageSize", fscale(cfree + ifree, scale));
     BSON_APPEND_INT64(op->reply, "scaleFactor", scale);
     if (l.n == 0) {
         /* A database that does not exist: mongod's CmdDbStats answers zeros, the filesystem's sizes too. */
@@ -1765,8 +1772,8 @@ cmd_db_stats(mf_op_t *op)
         BSON_APPEND_DOUBLE(op->reply, "fsTotalSize", 0.0);
     } else if (statvfs(mf_storage_home(op->eng->st), &vfs) == 0) {
         BSON_APPEND_DOUBLE(op->reply, "fsUsedSize",
-                           (double)scale_div((int64_t)((vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize), scale));
-        BSON_APPEND_DOUBLE(op->reply, "fsTotalSize", (double)scale_div((int64_t)(vfs.f_blocks * vfs.f_frsize), scale));
+                           fscale((int64_t)((vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize), scale));
+        BSON_APPEND_DOUBLE(op->reply, "fsTotalSize", fscale((int64_t)(vfs.f_blocks * vfs.f_frsize), scale));
     }
     free(l.v);
     return 0;

@@ -394,6 +394,11 @@ h.test('dbStats reports collections, objects and sizes', async () => {
   assert.equal(num(r.scaleFactor), 1);
   const viaHelper = await db.stats();
   assert.equal(num(viaHelper.objects), 3);
+  // Scaled sizes keep their fraction (mongod divides by a double scale): dataSize / 1024 exactly.
+  const k = await db.command({ dbStats: 1, scale: 1024 });
+  assert.equal(num(k.scaleFactor), 1024);
+  assert.equal(k.dataSize, num(r.dataSize) / 1024);
+  assert.ok(!Number.isInteger(k.dataSize), `${k.dataSize}: a fraction of a KiB`);
   assert.equal(num(r.views), 0);
   // Views are counted apart, a time-series collection among them (a view on its buckets, as mongod 8.0);
   // found by helper-66: views was always 0 and each view counted as a collection.
