@@ -1358,9 +1358,39 @@ out:
     return ret;
 }
 
+void
+mf_build_dups_free(mf_build_dups_t *d)
+{
+    free(d->key);
+    d->key = NULL;
+    d->have = false;
+}
+
+/* Keeps err (a duplicate of key in the index at position index) in d when it comes first; err is cleared. */
+static void
+build_dup_note(mf_build_dups_t *d, int index, const mf_keystring_t *key, mf_error_t *err)
+{
+    bool first = !d->have || index < d->index;
+    if (d->have && index == d->index) {
+        size_t m = key->len < d->len ? key->len : d->len;
+        int cmp = memcmp(key->data, d->key, m);
+        first = cmp < 0 || (cmp == 0 && key->len < d->len);
+    }
+    if (first) {
+        free(d->key);
+        d->key = mf_malloc(key->len ? key->len : 1);
+        memcpy(d->key, key->data, key->len);
+        d->len = key->len;
+        d->index = index;
+        d->err = *err;
+        d->have = true;
+    }
+    mf_err_clear(err);
+}
+
 int
 mf_coll_index_build_chunk(mf_sess_t *s, mf_coll_t *c, mf_index_t *const *ixs, int n, int64_t *after,
-                          int64_t max_docs, int64_t *ndocs, bool *eof, mf_error_t *err)
+                          int64_t max_docs, int64_t *ndocs, bool *eof, mf_build_dups_t *dups, mf_error_t *err)
 {
     mf_cur_t *rc = NULL, *ic[MF_MAX_INDEXES] = {0};
     mf_keyset_t ks;
@@ -1396,8 +1426,13 @@ mf_coll_index_build_chunk(mf_sess_t *s, mf_coll_t *c, mf_index_t *const *ixs, in
             for (int i = 0; i < n && ret == 0; i++) {
                 if ((ret = keys_for(NULL, c, ixs[i], &doc, &ks, err)) != 0)
                     break;
-                for (int k = 0; k < ks.n && ret == 0; k++)
+                for (int k = 0; k < ks.n && ret == 0; k++) {
                     ret = index_put(s, c, ixs[i], ic[i], &ks.keys[k], rid, &doc, true, err);
+                    if (ret == -1 && dups != NULL && err->code == MF_E_DuplicateKey) {
+                        build_dup_note(dups, i, &ks.keys[k], err);
+                        ret = 0;
+                    }
+                }
             }
         }
         if (ret != 0)

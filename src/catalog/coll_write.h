@@ -238,6 +238,22 @@ int mf_coll_dup_key_error(mf_coll_t *c, mf_index_t *ix, const bson_t *doc, const
 int mf_coll_validate(mf_coll_t *c, const bson_t *newdoc, const bson_t *olddoc, mf_error_t *err) MF_WUR;
 
 /*
+ * The duplicates a unique index build met (mf_coll_index_build_chunk): its
+ * scan goes on past them, and the build then fails with the lowest key of
+ * the first index that has one, as mongod's, which checks the keys in
+ * sorted order once its scan is done. key is owned (mf_build_dups_free).
+ */
+typedef struct mf_build_dups {
+    bool have;
+    int index;     /* its position among the indexes being built */
+    uint8_t *key;  /* its key string, without a record id */
+    size_t len;
+    mf_error_t err; /* its duplicate key error */
+} mf_build_dups_t;
+
+void mf_build_dups_free(mf_build_dups_t *d);
+
+/*
  * mf_coll_index_build_chunk: indexes up to max_docs documents of c, those
  * with record ids above *after, into each of the n indexes ixs (being
  * built), in one transaction on s. Each document read is reserved
@@ -246,10 +262,12 @@ int mf_coll_validate(mf_coll_t *c, const bson_t *newdoc, const bson_t *olddoc, m
  * themselves. On success *after is the last record id indexed, *ndocs how
  * many documents were, and *eof whether the collection has no more. Returns
  * 0, MF_CONFLICT (nothing committed: retry the same chunk), or -1 with err
- * (11000 for a duplicate in a unique index). Caller holds the catalog lock
- * (shared is enough) and checks for interruption between chunks.
+ * (11000 for a duplicate in a unique index when dups is NULL; else the
+ * duplicate is noted in dups and the scan goes on). Caller holds the
+ * catalog lock (shared is enough) and checks for interruption between
+ * chunks.
  */
 int mf_coll_index_build_chunk(mf_sess_t *s, mf_coll_t *c, mf_index_t *const *ixs, int n, int64_t *after,
-                              int64_t max_docs, int64_t *ndocs, bool *eof, mf_error_t *err) MF_WUR;
+                              int64_t max_docs, int64_t *ndocs, bool *eof, mf_build_dups_t *dups, mf_error_t *err) MF_WUR;
 
 #endif /* MF_COLL_WRITE_H */

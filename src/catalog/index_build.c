@@ -60,46 +60,58 @@ mf_index_build_run(mf_catalog_t *cat, const uint8_t uuid[16], char *const *names
     mf_sess_t *s = mf_storage_session(mf_catalog_storage(cat));
     mf_index_t *ixs[MF_MAX_INDEXES];
     int64_t after = 0, done = 0, chunk = BUILD_CHUNK;
-    int conflicts = 0;
+    int conflicts = 0, rc = 0;
     bool eof = false;
+    mf_build_dups_t dups = {0}; /* duplicates met on the way: the build fails with the lowest once the scan ends */
 
     while (!eof) {
-        if (mf_curop_check_current(err) != 0)
-            return -1;
+        if ((rc = mf_curop_check_current(err)) != 0)
+            goto out;
         mf_catalog_rdlock(cat);
         mf_coll_t *c = mf_catalog_coll_find_uuid(cat, uuid);
         int found = c != NULL ? mf_coll_building_indexes(c, names, idents, n, ixs) : 0;
         if (c == NULL || found != n) {
             mf_catalog_unlock(cat);
-            return mf_err_set(err, MF_E_IndexBuildAborted, "Index build aborted: %s: the %s was dropped", names[0],
-                              c == NULL ? "collection" : "index");
+            rc = mf_err_set(err, MF_E_IndexBuildAborted, "Index build aborted: %s: the %s was dropped", names[0],
+                            c == NULL ? "collection" : "index");
+            goto out;
         }
         int64_t total = atomic_load(&c->approx_count), ndocs = 0;
-        int r = mf_coll_index_build_chunk(s, c, ixs, n, &after, chunk, &ndocs, &eof, err);
+        int r = mf_coll_index_build_chunk(s, c, ixs, n, &after, chunk, &ndocs, &eof, &dups, err);
         mf_catalog_unlock(cat);
         mf_storage_session_release(s);
         if (r == MF_CONFLICT) {
             /* A concurrent write of a document in this chunk: back off and redo the chunk. */
-            if (++conflicts > BUILD_MAX_CONFLICTS)
-                return mf_err_set(err, MF_E_WriteConflict, "index build: too many write conflicts");
+            if (++conflicts > BUILD_MAX_CONFLICTS) {
+                rc = mf_err_set(err, MF_E_WriteConflict, "index build: too many write conflicts");
+                goto out;
+            }
             if (chunk > 1)
                 chunk /= 2;
             struct timespec ts = {0, (long)(conflicts < 10 ? conflicts * 100000 : 1000000)};
             nanosleep(&ts, NULL);
             continue;
         }
-        if (r != 0)
-            return -1;
+        if (r != 0) {
+            rc = -1;
+            goto out;
+        }
         conflicts = 0;
         if (chunk < BUILD_CHUNK)
             chunk *= 2;
         done += ndocs;
         if (fn != NULL && !fn(arg, done, eof ? done : total)) {
             /* Stopped: report the operation's own reason (11601 killOp, 11600 shutdown, 50 maxTimeMS). */
-            if (mf_curop_check_current(err) != 0)
-                return -1;
-            return mf_err_set(err, MF_E_Interrupted, "Index build aborted: %s: operation was interrupted", names[0]);
+            if ((rc = mf_curop_check_current(err)) == 0)
+                rc = mf_err_set(err, MF_E_Interrupted, "Index build aborted: %s: operation was interrupted", names[0]);
+            goto out;
         }
     }
-    return 0;
+    if (dups.have) {
+        *err = dups.err;
+        rc = -1;
+    }
+out:
+    mf_build_dups_free(&dups);
+    return rc;
 }

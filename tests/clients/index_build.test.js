@@ -154,6 +154,27 @@ h.test('a unique build over duplicates fails with 11000 and leaves no index', { 
   assert.deepEqual((await coll.listIndexes().toArray()).map((i) => i.name), ['_id_']);
 });
 
+h.test('a unique build reports the lowest duplicate key, as mongod which checks its sorted keys after the scan', async () => {
+  const db = srv.freshDb('ixlowdup');
+  const c = db.collection('dups');
+  // In scan order "x" collides first; null (the missing field and an explicit null) is the lowest duplicate.
+  await c.insertMany([{ _id: 1, name: 'x' }, { _id: 2, name: 'x' }, { _id: 3, name: null }, { _id: 4 }, { _id: 5, name: 'a' },
+    { _id: 6, name: 'a' }]);
+  let err = await c.createIndex({ name: 1 }, { unique: true }).then(() => null, (e) => e);
+  assert.equal(err && err.code, 11000);
+  assert.match(err.message, /:: caused by :: E11000 duplicate key error collection: \S+ index: name_1 dup key: \{ name: null \}$/);
+  assert.deepEqual(err.keyValue, { name: null });
+  // Several indexes in one request: the first index (in the request's order) that has a duplicate, its lowest.
+  const d = db.collection('d2');
+  await d.insertMany([{ a: 1, b: 5 }, { a: 1, b: 5 }, { a: 2, b: 1 }, { a: 2, b: 1 }]);
+  err = await db.command({ createIndexes: 'd2', indexes: [{ key: { b: 1 }, name: 'b_1', unique: true },
+    { key: { a: 1 }, name: 'a_1', unique: true }] }).then(() => null, (e) => e);
+  assert.equal(err && err.code, 11000);
+  assert.deepEqual(err.keyPattern, { b: 1 });
+  assert.deepEqual(err.keyValue, { b: 1 });
+  assert.deepEqual((await d.listIndexes().toArray()).map((i) => i.name), ['_id_']);
+});
+
 h.test('an index being built is not listed, used or shown by collStats until it is ready', { timeout: 240000 }, async () => {
   const db = srv.freshDb('ixhidden');
   const coll = db.collection('big');
