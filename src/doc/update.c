@@ -211,6 +211,8 @@ struct mf_update {
     size_t nmods;
     afilter_t *filters;
     size_t nfilters;
+    mf_ts_tick_fn tick; /* the server's clock (mf_update_set_clock), or NULL */
+    void *tick_arg;
 };
 
 static void
@@ -1061,9 +1063,13 @@ parse_replacement(mf_update_t *u, const bson_t *update, mf_error_t *err)
 }
 
 void
-mf_update_fill_empty_ts(mf_update_t *u, mf_ts_tick_fn tick, void *arg)
+mf_update_set_clock(mf_update_t *u, mf_ts_tick_fn tick, void *arg)
 {
-    if (u == NULL || !u->replacement || !mf_doc_has_empty_ts(u->repl))
+    if (u == NULL)
+        return;
+    u->tick = tick;
+    u->tick_arg = arg;
+    if (!u->replacement || !mf_doc_has_empty_ts(u->repl))
         return;
     /* Done once, when the statement is parsed (as mongod's ObjectReplaceExecutor): every document it replaces gets the same. */
     bson_t *fixed = bson_new();
@@ -1813,10 +1819,11 @@ leaf(actx_t *c, const mod_t *m, node_t *cur, const char *curname, const char *ke
         struct timeval tv;
         gettimeofday(&tv, NULL);
         if (m->timestamp) {
-            static uint32_t inc;
+            /* The server's clock; without one (a caller that set none), the second and increment 1. */
+            uint64_t ts = c->u->tick != NULL ? c->u->tick(c->u->tick_arg) : (uint64_t)tv.tv_sec << 32 | 1;
             dv.value_type = BSON_TYPE_TIMESTAMP;
-            dv.value.v_timestamp.timestamp = (uint32_t)tv.tv_sec;
-            dv.value.v_timestamp.increment = ++inc;
+            dv.value.v_timestamp.timestamp = (uint32_t)(ts >> 32);
+            dv.value.v_timestamp.increment = (uint32_t)ts;
         } else {
             dv.value_type = BSON_TYPE_DATE_TIME;
             dv.value.v_datetime = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;

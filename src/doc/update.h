@@ -41,11 +41,13 @@ void mf_update_free(mf_update_t *u);
 bool mf_update_is_replacement(const mf_update_t *u);
 
 /*
- * mf_update_fill_empty_ts: a replacement's top-level Timestamp(0, 0) fields
- * (not _id) become tick(arg)'s, as mongod's ObjectReplaceExecutor fills
- * them; nothing for an operator update or a replacement without one.
+ * mf_update_set_clock: the server's clock for u (tick(arg) any number of
+ * times, from any thread applying u): $currentDate's timestamps take it,
+ * and a replacement's top-level Timestamp(0, 0) fields (not _id) are
+ * filled from it now, once for every document it replaces, as mongod's
+ * ObjectReplaceExecutor fills them.
  */
-void mf_update_fill_empty_ts(mf_update_t *u, mf_ts_tick_fn tick, void *arg);
+void mf_update_set_clock(mf_update_t *u, mf_ts_tick_fn tick, void *arg);
 
 /*
  * mf_update_apply: applies u to doc, writing the new document into out

@@ -870,7 +870,7 @@ write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const
     if ((u = mf_update_spec_new(upl ? NULL : &ud, upl, af, err)) == NULL)
         goto out;
     if (u->u != NULL)
-        mf_update_fill_empty_ts(u->u, mf_catalog_tick_ts, cat);
+        mf_update_set_clock(u->u, mf_catalog_tick_ts, cat);
     if (multi && upd_spec_is_replacement(u)) {
         mf_err_set(err, MF_E_FailedToParse, "multi update is not supported for replacement-style update");
         goto out;
@@ -1061,7 +1061,7 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool val
     if ((f->update || f->pipeline) && (u = mf_update_spec_new(f->update, f->pipeline, f->array_filters, err)) == NULL)
         goto out;
     if (u != NULL && u->u != NULL)
-        mf_update_fill_empty_ts(u->u, mf_catalog_tick_ts, cat);
+        mf_update_set_clock(u->u, mf_catalog_tick_ts, cat);
     if (coll_acquire(cat, db, coll, f->upsert, &c, err) != 0)
         goto out_unlock;
 

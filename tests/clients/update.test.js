@@ -148,6 +148,12 @@ h.test('$currentDate sets a date or a timestamp', async () => {
   assert.ok(Math.abs(doc.d.getTime() - before) < 60000);
   assert.ok(doc.ts instanceof Timestamp, `ts is a Timestamp, got ${doc.ts}`);
   assert.ok(Math.abs(doc.ts.high * 1000 - before) < 60000, 'timestamp seconds are now');
+  // The server's one clock: every document an updateMany stamps gets its own, later Timestamp.
+  const c = srv.freshDb('curdatemany').collection('c');
+  await c.insertMany([{ _id: 1 }, { _id: 2 }, { _id: 3 }]);
+  await c.updateMany({}, { $currentDate: { ts: { $type: 'timestamp' } } });
+  const ts = (await c.find().sort({ _id: 1 }).toArray()).map((d) => d.ts);
+  assert.ok(ts[1].greaterThan(ts[0]) && ts[2].greaterThan(ts[1]), JSON.stringify(ts));
 });
 
 h.test('$setOnInsert applies only when an upsert inserts', async () => {
