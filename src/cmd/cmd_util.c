@@ -465,7 +465,7 @@ mf_cmd_view_collation_is(const mf_coll_t *v, const mf_collation_t *c)
 {
     bson_iter_t in;
     mf_collation_t *vc = NULL;
-    mf_error_t e = {0};
+    mf_error_t e; /* written only on failure: not zeroed (5 KB) */
     if (v->options != NULL && bson_iter_init_find(&in, v->options, "collation") &&
         mf_collation_from_value(bson_iter_value(&in), &vc, &e) != 0)
         vc = NULL;

@@ -2552,7 +2552,7 @@ text_term_scans(const mf_index_t *tix, const struct mf_text_query *q, const bson
         mf_stage_t *ix = stage_new(MF_ST_IXSCAN, NULL);
         mf_keystring_t ks;
         bson_value_t term = {.value_type = BSON_TYPE_UTF8};
-        mf_error_t e2 = {0};
+        mf_error_t e2; /* written only on failure: not zeroed (5 KB) */
         const char *t = mf_text_query_term(q, i);
         ix->index_name = mf_strdup(tix->name);
         ix->index_ident = mf_strdup(tix->ident);
