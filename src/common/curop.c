@@ -917,6 +917,7 @@ client_head(bson_t *out, const char *host, const char *desc, int64_t client_id, 
         bson_append_array_end(out, &users);
     }
     BSON_APPEND_BOOL(out, "isFromUserConnection", client_id > 0);
+    BSON_APPEND_BOOL(out, "threaded", true); /* a thread per client, as mongod says of every entry */
 }
 
 /* Builds op's currentOp document into out (initialised here); now is the report's time. Registry mutex held. */
@@ -926,7 +927,8 @@ op_doc(const mf_curop_t *op, const char *host, int64_t now_us, const char *now, 
     int64_t us = now_us - op->start_us;
     client_head(out, host, op->desc, op->client_id, op->client, op->app, op->client_meta, true, now,
                 op->user[0] ? op->user : NULL, op->user_db);
-    BSON_APPEND_INT64(out, "opid", op->opid);
+    /* An int, as mongod's (static_cast<int>): exporters read it as int32 and skip an entry that is not. */
+    BSON_APPEND_INT32(out, "opid", (int32_t)op->opid);
     if (op->has_lsid) {
         bson_t ls;
         BSON_APPEND_DOCUMENT_BEGIN(out, "lsid", &ls);
@@ -954,8 +956,16 @@ op_doc(const mf_curop_t *op, const char *host, int64_t now_us, const char *now, 
     }
     if (atomic_load_explicit(&((mf_curop_t *)op)->plan_ready, memory_order_acquire))
         BSON_APPEND_UTF8(out, "planSummary", op->scan.plan);
-    BSON_APPEND_INT64(out, "numYields", 0);
+    bson_t none;
+    BSON_APPEND_INT32(out, "numYields", 0);
+    BSON_APPEND_DOCUMENT_BEGIN(out, "locks", &none); /* mayfly takes no lock manager's locks to list */
+    bson_append_document_end(out, &none);
     BSON_APPEND_BOOL(out, "waitingForLock", atomic_load(&((mf_curop_t *)op)->waiting_for_lock));
+    BSON_APPEND_DOCUMENT_BEGIN(out, "lockStats", &none);
+    bson_append_document_end(out, &none);
+    BSON_APPEND_BOOL(out, "waitingForFlowControl", false);
+    BSON_APPEND_DOCUMENT_BEGIN(out, "flowControlStats", &none);
+    bson_append_document_end(out, &none);
     if (atomic_load(&((mf_curop_t *)op)->kill_code) != 0)
         BSON_APPEND_BOOL(out, "killPending", true);
 }

@@ -36,6 +36,14 @@ h.test('hello returns the standalone handshake fields', async () => {
   const op = (await srv.client.db('admin').command({ currentOp: 1, $all: true }, { promoteLongs: false })).inprog
     .find((o) => o.connectionId !== undefined);
   assert.equal(typeof op.connectionId, 'number', 'currentOp\'s connectionId too');
+  // An operation's entry as exporters read it (percona's currentop collector asserts opid is an int32).
+  const active = (await srv.client.db('admin').command({ currentOp: 1 }, { promoteLongs: false })).inprog
+    .find((o) => o.command && o.command.currentOp);
+  assert.equal(typeof active.opid, 'number', `opid is an int32: ${JSON.stringify(active.opid)}`);
+  assert.equal(typeof active.numYields, 'number');
+  assert.equal(active.threaded, true);
+  assert.deepEqual([active.locks, active.lockStats, active.flowControlStats], [{}, {}, {}]);
+  assert.equal(active.waitingForFlowControl, false);
   assert.equal(num(r.logicalSessionTimeoutMinutes), 30);
   assert.equal(r.readOnly, false);
   assert.ok(r.topologyVersion, 'topologyVersion present');
