@@ -1124,19 +1124,11 @@ cmd_server_status(mf_op_t *op)
         append_transactions(e, &rs, r);
 
     if (section_on(op, "wiredTiger")) {
-        mf_cache_stats_t cs;
-        mf_storage_cache_stats(op->sess, &cs);
+        /* All the connection's statistics, as mongod's WiredTigerServerStatusSection (exporters read many). */
+        mf_error_t werr;
         BSON_APPEND_DOCUMENT_BEGIN(r, "wiredTiger", &sub);
-        BSON_APPEND_DOCUMENT_BEGIN(&sub, "cache", &sub2);
-        BSON_APPEND_INT64(&sub2, "bytes currently in the cache", cs.bytes);
-        BSON_APPEND_INT64(&sub2, "maximum bytes configured", cs.max_bytes);
-        BSON_APPEND_INT64(&sub2, "tracked dirty bytes in the cache", cs.dirty_bytes);
-        BSON_APPEND_INT64(&sub2, "pages evicted by application threads", cs.app_evicted_pages);
-        bson_append_document_end(&sub, &sub2);
-        BSON_APPEND_DOCUMENT_BEGIN(&sub, "thread-yield", &sub2);
-        BSON_APPEND_INT64(&sub2, "application thread time evicting (usecs)", cs.app_evict_usecs);
-        BSON_APPEND_INT64(&sub2, "application thread time waiting for cache (usecs)", cs.app_wait_usecs);
-        bson_append_document_end(&sub, &sub2);
+        if (mf_storage_conn_stats_bson(op->sess, &sub, &werr) != 0)
+            BSON_APPEND_UTF8(&sub, "error", werr.msg);
         bson_append_document_end(r, &sub);
     }
 

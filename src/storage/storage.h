@@ -82,17 +82,6 @@ void mf_storage_session_release(mf_sess_t *s);
 
 /* mf_storage_table_size: bytes on disk of a table's file ("table:..."), 0 if unknown. */
 int64_t mf_storage_table_size(mf_sess_t *s, const char *uri);
-/*
- * mf_storage_cache_stats: WiredTiger's cache as serverStatus().wiredTiger
- * shows it (0s if unknown): bytes in the cache now, its configured size,
- * dirty bytes, pages evicted by application threads (a write made to help
- * eviction instead of doing its own work), and the microseconds application
- * threads spent evicting and waiting for room in the cache.
- */
-typedef struct mf_cache_stats {
-    int64_t bytes, max_bytes, dirty_bytes, app_evicted_pages, app_evict_usecs, app_wait_usecs;
-} mf_cache_stats_t;
-void mf_storage_cache_stats(mf_sess_t *s, mf_cache_stats_t *out);
 
 /*
  * mf_storage_table_config: the creation config for a table of kind
@@ -151,6 +140,14 @@ int mf_storage_table_space(mf_sess_t *s, const char *uri, int64_t *file_bytes, i
  */
 int mf_storage_table_stats_bson(mf_sess_t *s, const char *uri, const bson_t *metadata, bson_t *out,
                                 mf_error_t *err);
+
+/*
+ * mf_storage_conn_stats_bson: the WiredTiger connection's statistics as
+ * mongod's serverStatus shows them under wiredTiger: uri "statistics:",
+ * then one document per group ("cache", "connection", "transaction", ...)
+ * in byte order, each statistic by its description. 0, or -1 with err.
+ */
+int mf_storage_conn_stats_bson(mf_sess_t *s, bson_t *out, mf_error_t *err);
 
 /*
  * mf_storage_checkpoint: writes a checkpoint of every table

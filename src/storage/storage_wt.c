@@ -845,18 +845,6 @@ file_stats(mf_sess_t *s, const char *uri, const char *config, const int *keys, i
     return read_stats(s, stat_uri, config, keys, vals, n);
 }
 
-void
-mf_storage_cache_stats(mf_sess_t *s, mf_cache_stats_t *out)
-{
-    static const int keys[6] = {WT_STAT_CONN_CACHE_BYTES_INUSE,      WT_STAT_CONN_CACHE_BYTES_MAX,
-                                WT_STAT_CONN_CACHE_BYTES_DIRTY,      WT_STAT_CONN_CACHE_EVICTION_APP,
-                                WT_STAT_CONN_APPLICATION_EVICT_TIME, WT_STAT_CONN_APPLICATION_CACHE_TIME};
-    int64_t v[6];
-
-    (void)read_stats(s, "statistics:", "statistics=(fast)", keys, v, 6); /* on failure v is all 0 */
-    *out = (mf_cache_stats_t){v[0], v[1], v[2], v[3], v[4], v[5]};
-}
-
 int64_t
 mf_storage_table_size(mf_sess_t *s, const char *uri)
 {
@@ -1015,12 +1003,36 @@ stat_append(bson_t *out, stat_group_t ***groups, int *ngroups, int *capgroups, c
     mf_append_number(g->doc, name, v);
 }
 
+/* stats_to_bson: every row of statistics cursor c into out, one document per group in byte order; closes c. */
+static void
+stats_to_bson(WT_CURSOR *c, bson_t *out)
+{
+    stat_group_t **groups = NULL;
+    int ngroups = 0, capgroups = 0;
+    while (c->next(c) == 0) {
+        const char *desc, *pvalue;
+        int64_t v;
+        if (c->get_value(c, &desc, &pvalue, &v) != 0)
+            break;
+        stat_append(out, &groups, &ngroups, &capgroups, desc, v); /* desc copied before the next step */
+    }
+    c->close(c);
+    if (ngroups > 1)
+        qsort(groups, (size_t)ngroups, sizeof(*groups), stat_group_cmp);
+    for (int i = 0; i < ngroups; i++) {
+        BSON_APPEND_DOCUMENT(out, groups[i]->name, groups[i]->doc);
+        bson_destroy(groups[i]->doc);
+        free(groups[i]->name);
+        free(groups[i]);
+    }
+    free(groups);
+}
+
 int
 mf_storage_table_stats_bson(mf_sess_t *s, const char *uri, const bson_t *metadata, bson_t *out, mf_error_t *err)
 {
     char stat_uri[600];
-    stat_group_t **groups = NULL;
-    int ngroups = 0, capgroups = 0, ret;
+    int ret;
     WT_CURSOR *c = NULL;
     mf_error_t ferr;
 
@@ -1043,23 +1055,19 @@ mf_storage_table_stats_bson(mf_sess_t *s, const char *uri, const bson_t *metadat
         return wt_err(err, ret, "table statistics");
     }
     BSON_APPEND_UTF8(out, "uri", stat_uri);
-    while (c->next(c) == 0) {
-        const char *desc, *pvalue;
-        int64_t v;
-        if (c->get_value(c, &desc, &pvalue, &v) != 0)
-            break;
-        stat_append(out, &groups, &ngroups, &capgroups, desc, v); /* desc copied before the next step */
-    }
-    c->close(c);
-    if (ngroups > 1)
-        qsort(groups, (size_t)ngroups, sizeof(*groups), stat_group_cmp);
-    for (int i = 0; i < ngroups; i++) {
-        BSON_APPEND_DOCUMENT(out, groups[i]->name, groups[i]->doc);
-        bson_destroy(groups[i]->doc);
-        free(groups[i]->name);
-        free(groups[i]);
-    }
-    free(groups);
+    stats_to_bson(c, out);
+    return 0;
+}
+
+int
+mf_storage_conn_stats_bson(mf_sess_t *s, bson_t *out, mf_error_t *err)
+{
+    WT_CURSOR *c = NULL;
+    int ret = s->wt->open_cursor(s->wt, "statistics:", NULL, "statistics=(fast)", &c);
+    if (ret != 0)
+        return wt_err(err, ret, "connection statistics");
+    BSON_APPEND_UTF8(out, "uri", "statistics:");
+    stats_to_bson(c, out);
     return 0;
 }
 

@@ -767,6 +767,17 @@ h.test('serverStatus wiredTiger shows the cache, its dirty bytes and application
   assert.ok(isNum(c['pages evicted by application threads']));
   assert.ok(isNum(wt['thread-yield']['application thread time evicting (usecs)']));
   assert.ok(isNum(wt['thread-yield']['application thread time waiting for cache (usecs)']));
+  // The whole connection's statistics, as mongod's section: the fields exporters read (Datadog, percona).
+  assert.equal(wt.uri, 'statistics:');
+  for (const [group, name] of [['cache', 'pages read into cache'], ['cache', 'pages written from cache'],
+    ['cache', 'modified pages evicted'], ['cache', 'unmodified pages evicted'], ['cache', 'bytes read into cache'],
+    ['cache', 'bytes written from cache'], ['session', 'open session count'], ['cursor', 'open cursor count'],
+    ['block-manager', 'bytes read'], ['transaction', 'transactions committed'], ['connection', 'total read I/Os']]) {
+    assert.ok(isNum(wt[group] && wt[group][name]), `wiredTiger.${group}["${name}"]`);
+  }
+  // Groups in byte order, as mongod appends them.
+  const groups = Object.keys(wt).filter((k) => k !== 'uri');
+  assert.deepEqual(groups, [...groups].sort());
 });
 
 /*
