@@ -1032,8 +1032,11 @@ cmd_server_status(mf_op_t *op)
         BSON_APPEND_INT32(&sub, "current", (int32_t)conn_cur);
         BSON_APPEND_INT32(&sub, "available", (int32_t)(conn_max > conn_cur ? conn_max - conn_cur : 0));
         BSON_APPEND_INT32(&sub, "totalCreated", (int32_t)atomic_load(&e->conn_total));
+        /* Refused at accept (over --maxConns, or too few file descriptors left), as mongod counts them. */
+        BSON_APPEND_INT32(&sub, "rejected", (int32_t)atomic_load(&e->conn_rejected));
         /* Connections with a command in progress, this one included (kept by src/net/net.c). */
         BSON_APPEND_INT32(&sub, "active", (int32_t)atomic_load(&e->conn_active));
+        BSON_APPEND_INT32(&sub, "threaded", (int32_t)conn_cur); /* every connection is served by the workers */
         bson_append_document_end(r, &sub);
     }
     if (section_on(op, "extra_info"))
@@ -1172,8 +1175,12 @@ cmd_server_status(mf_op_t *op)
         bson_append_document_end(&sub, &sub2);
         BSON_APPEND_DOCUMENT_BEGIN(&sub, "cursor", &sub2);
         BSON_APPEND_INT64(&sub2, "timedOut", mf_cursors_timed_out(e->cursors));
-        BSON_APPEND_DOCUMENT_BEGIN(&sub2, "open", &sub3);
-        BSON_APPEND_INT64(&sub3, "total", mf_cursors_open_count(e->cursors));
+        int64_t ctotal, cnotimeout, cpinned;
+        mf_cursors_open_stats(e->cursors, &ctotal, &cnotimeout, &cpinned);
+        BSON_APPEND_DOCUMENT_BEGIN(&sub2, "open", &sub3); /* mongod's order and counters (exporters read all three) */
+        BSON_APPEND_INT64(&sub3, "noTimeout", cnotimeout);
+        BSON_APPEND_INT64(&sub3, "pinned", cpinned);
+        BSON_APPEND_INT64(&sub3, "total", ctotal);
         bson_append_document_end(&sub2, &sub3);
         bson_append_document_end(&sub, &sub2);
         bson_append_document_end(r, &sub);

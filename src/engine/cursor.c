@@ -418,6 +418,21 @@ mf_cursors_open_count(mf_cursors_t *t)
     return n;
 }
 
+void
+mf_cursors_open_stats(mf_cursors_t *t, int64_t *total, int64_t *no_timeout, int64_t *pinned)
+{
+    int64_t nt = 0, pin = 0;
+    pthread_mutex_lock(&t->lock);
+    for (size_t i = 0; i < t->n; i++) {
+        nt += t->slots[i]->no_timeout;
+        pin += t->slots[i]->in_use;
+    }
+    *total = (int64_t)t->n;
+    pthread_mutex_unlock(&t->lock);
+    *no_timeout = nt;
+    *pinned = pin;
+}
+
 int64_t
 mf_cursors_timed_out(mf_cursors_t *t)
 {

@@ -151,6 +151,12 @@ void mf_cursors_report_idle(mf_cursors_t *t, void (*fn)(void *arg, const bson_t 
 int mf_cursors_reap(mf_cursors_t *t, int64_t now_ms, int64_t timeout_ms);
 /* mf_cursors_open_count: number of live cursors. */
 int64_t mf_cursors_open_count(mf_cursors_t *t);
+/*
+ * mf_cursors_open_stats: serverStatus metrics.cursor.open: live cursors,
+ * those opened with noCursorTimeout, and those pinned (in use by a command
+ * now). One pass over the open cursors, under the table's lock.
+ */
+void mf_cursors_open_stats(mf_cursors_t *t, int64_t *total, int64_t *no_timeout, int64_t *pinned);
 /* mf_cursors_timed_out: cursors reaped since start. */
 int64_t mf_cursors_timed_out(mf_cursors_t *t);
 

@@ -300,6 +300,7 @@ typedef struct mf_engine {
     /* serverStatus globalLock.activeClients: commands running that read or write documents (cmd_dispatch.c). */
     _Atomic int64_t active_readers, active_writers;
     _Atomic int64_t conn_current, conn_total, conn_active;
+    _Atomic int64_t conn_rejected; /* connections closed at accept (src/net/net.c): over --maxConns, or no fds left */
     _Atomic int64_t conn_max; /* connections the server accepts at once (src/net/net.c), 0 before it serves */
     /*
      * serverStatus network (kept by src/net/net.c): the bytes of the

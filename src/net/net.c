@@ -1973,6 +1973,7 @@ on_connection(uv_stream_t *listener, int status)
     if (srv->nconns >= (size_t)srv->max_conns) {
         /* As mongod: over --maxConns a new connection is closed at once; the open ones carry on. */
         mf_log(MF_LOG_WARN, "NETWORK", "connection refused because too many open connections: %zu", srv->nconns);
+        atomic_fetch_add(&srv->eng->conn_rejected, 1);
         uv_close((uv_handle_t *)&c->tcp, (uv_close_cb)free);
         return;
     }
@@ -1983,6 +1984,7 @@ on_connection(uv_stream_t *listener, int status)
         mf_log(MF_LOG_WARN, "NETWORK", "connection refused because too few file descriptors are left: this one is "
                "number %d of %lld allowed (ulimit -n), the last %d are kept for the storage engine", (int)fd,
                (long long)srv->nofile, MF_FDS_CONN_RESERVE);
+        atomic_fetch_add(&srv->eng->conn_rejected, 1);
         uv_close((uv_handle_t *)&c->tcp, (uv_close_cb)free);
         return;
     }

@@ -247,6 +247,10 @@ h.test('--maxConns: past the limit a new connection is closed at once; open ones
     conns.push(again);
     assert.equal((await again.command('admin', { ping: 1 })).ok, 1, 'a freed slot takes a new connection');
     assert.match(s.stderrTail(100), /connection refused because too many open connections: 3/);
+    // serverStatus counts it, as mongod's connections.rejected.
+    const conn = (await again.command('admin', { serverStatus: 1 })).connections;
+    assert.equal(conn.rejected, 1, JSON.stringify(conn));
+    assert.equal(conn.threaded, conn.current);
   } finally {
     for (const c of conns) c.close();
     await s.stop();

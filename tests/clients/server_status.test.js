@@ -264,6 +264,10 @@ h.test('$currentOp {idleCursors: true} lists the cursors no operation is using, 
     assert.deepEqual(p.cursor.originatingCommand.filter, { _id: { $gte: 0 } });
     assert.equal(k.cursor.noCursorTimeout, true);
     assert.equal(Number(k.cursor.nDocsReturned), 3);
+    // serverStatus metrics.cursor.open counts them: noTimeout one, pinned none (no command is using them).
+    const open = (await admin.command({ serverStatus: 1 })).metrics.cursor.open;
+    assert.ok(Number(open.total) >= 2 && Number(open.noTimeout) >= 1, JSON.stringify(open));
+    assert.equal(Number(open.pinned), 0);
     // A cursor in use (this aggregate's own) is not idle; the plain $currentOp lists none.
     const noIdle = await admin.aggregate([{ $currentOp: {} }, { $match: { type: 'idleCursor' } }]).toArray();
     assert.equal(noIdle.length, 0);
