@@ -184,6 +184,7 @@ struct mf_repl {
     mf_raft_node_t *node;
     mf_raft_role_t role;
     uint64_t leader_id, term;
+    int64_t elected_ms; /* when this member last became primary (wall clock), 0 never: rs.status()'s electionDate */
     bool writable;
     uint64_t drain_seq;
     uint64_t next_seq;
@@ -874,8 +875,10 @@ on_state(void *arg, mf_raft_role_t role, uint64_t leader_id, const char *leader_
         wake_waiters_failed(r, MF_E_InterruptedDueToReplStateChange, "operation was interrupted because a node "
                             "stepped down from primary");
     }
-    if (won)
+    if (won) {
         r->drain_seq = seq = ++r->next_seq;
+        r->elected_ms = mf_now_ms();
+    }
     pthread_cond_broadcast(&r->cv);
     pthread_cond_signal(&r->stop_cv); /* a heartbeat round now: replSetGetStatus shows the new roles */
     pthread_mutex_unlock(&r->mu);
@@ -3218,11 +3221,20 @@ append_member_status(mf_repl_t *r, bson_t *arr, int i, int64_t now)
         BSON_APPEND_INT64(&d, "pingMs", m->ping_ms);
         BSON_APPEND_UTF8(&d, "lastHeartbeatMessage", m->msg);
     }
-    BSON_APPEND_UTF8(&d, "syncSourceHost", "");
-    BSON_APPEND_INT32(&d, "syncSourceId", -1);
+    /* A secondary replicates from the primary (raft's leader sends every entry): its sync source. */
+    int src = st == ST_SECONDARY ? member_of_raft(r, r->leader_id) : -1;
+    if (src == i)
+        src = -1;
+    BSON_APPEND_UTF8(&d, "syncSourceHost", src >= 0 ? r->members[src].host : "");
+    BSON_APPEND_INT32(&d, "syncSourceId", src >= 0 ? r->members[src].id : -1);
     BSON_APPEND_UTF8(&d, "infoMessage", "");
     if (st == ST_PRIMARY) {
         bson_oid_t eid;
+        if (self && r->elected_ms > 0) {
+            /* When it won its election, as mongod's electionTime and electionDate. */
+            BSON_APPEND_TIMESTAMP(&d, "electionTime", (uint32_t)(r->elected_ms / 1000), 1);
+            BSON_APPEND_DATE_TIME(&d, "electionDate", r->elected_ms);
+        }
         election_id(self ? r->term : t, &eid);
         BSON_APPEND_OID(&d, "electionId", &eid);
     }
@@ -3248,7 +3260,11 @@ cmd_status(mf_repl_t *r, bson_t *reply, mf_error_t *err)
     BSON_APPEND_DATE_TIME(reply, "date", now);
     BSON_APPEND_INT32(reply, "myState", self_state(r));
     BSON_APPEND_INT64(reply, "term", (int64_t)r->term);
-    BSON_APPEND_INT32(reply, "syncSourceId", -1);
+    int src = self_state(r) == ST_SECONDARY ? member_of_raft(r, r->leader_id) : -1;
+    if (src == r->self)
+        src = -1;
+    BSON_APPEND_UTF8(reply, "syncSourceHost", src >= 0 ? r->members[src].host : "");
+    BSON_APPEND_INT32(reply, "syncSourceId", src >= 0 ? r->members[src].id : -1);
     BSON_APPEND_INT32(reply, "heartbeatIntervalMillis", HEARTBEAT_MS);
     BSON_APPEND_INT32(reply, "majorityVoteCount", voters / 2 + 1);
     BSON_APPEND_INT32(reply, "writeMajorityCount", voters / 2 + 1);

@@ -348,6 +348,18 @@ R.test('replSetGetStatus: members with name, stateStr, health, optime, optimeDat
     const selfs = st.members.filter((m) => m.self === true);
     assert.equal(selfs.length, 1, `exactly one self entry: ${where}`);
     assert.equal(selfs[0].name, rs.members[i].host);
+    // A secondary syncs from the primary (top level and in its entries); the primary's own entry says when it won.
+    const primaryId = pm._id;
+    assert.equal(st.syncSourceHost, i === p ? '' : rs.members[p].host, `syncSourceHost: ${JSON.stringify(st)}`);
+    assert.equal(num(st.syncSourceId), i === p ? -1 : num(primaryId));
+    for (const m of st.members) {
+      assert.equal(m.syncSourceHost, m.stateStr === 'SECONDARY' ? rs.members[p].host : '', `${m.name}'s syncSourceHost`);
+      assert.equal(num(m.syncSourceId), m.stateStr === 'SECONDARY' ? num(primaryId) : -1);
+    }
+    if (i === p) {
+      assert.ok(pm.electionDate instanceof Date && Date.now() - pm.electionDate.getTime() < 600000, where);
+      assert.ok(isTs(pm.electionTime) && pm.electionTime.high === Math.floor(pm.electionDate.getTime() / 1000));
+    }
     for (const m of st.members) {
       assert.ok(isInt(m._id), `_id ${m._id}`);
       assert.equal(m.state, m.stateStr === 'PRIMARY' ? 1 : 2, `state matches stateStr: ${where}`);
