@@ -1072,21 +1072,74 @@ slow_log_limited(const mf_client_t *client, const char *ns, const bson_t *cmd, c
 }
 
 /*
+ * write_statement_shown: what mongod's profiler and slow-query log show as
+ * the command of an update or delete with one statement, which it records
+ * as its own operation: the statement as its IDL writes it ({q, u,
+ * arrayFilters, hint, multi, upsert, collation}; {q, limit, hint,
+ * collation}), and the command's comment. A new document the caller destroys, or NULL for any other
+ * command (and for several statements, shown as the command).
+ */
+static bson_t *
+write_statement_shown(const char *name, const bson_t *cmd, const mf_docseq_t *seqs, size_t nseqs)
+{
+    bool upd = strcmp(name, "update") == 0;
+    if (!upd && strcmp(name, "delete") != 0)
+        return NULL;
+    const char *field = upd ? "updates" : "deletes";
+    bson_t stmt;
+    bool found = false;
+    bson_iter_t it, el;
+    if (bson_iter_init_find(&it, cmd, field) && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &el)) {
+        const uint8_t *data;
+        uint32_t len;
+        if (bson_iter_next(&el) && BSON_ITER_HOLDS_DOCUMENT(&el)) {
+            bson_iter_document(&el, &len, &data);
+            found = bson_init_static(&stmt, data, len) && !bson_iter_next(&el);
+        }
+    } else {
+        for (size_t i = 0; i < nseqs && !found; i++) {
+            if (strcmp(seqs[i].identifier, field) == 0 && seqs[i].ndocs == 1) {
+                bson_init_static(&stmt, bson_get_data(&seqs[i].docs[0]), seqs[i].docs[0].len);
+                found = true;
+            }
+        }
+    }
+    if (!found)
+        return NULL;
+    static const char *const upd_order[] = {"q", "u", "c", "arrayFilters", "hint", "multi", "upsert", "collation", NULL};
+    static const char *const del_order[] = {"q", "limit", "hint", "collation", NULL};
+    const char *const *order = upd ? upd_order : del_order;
+    bson_t *out = bson_new();
+    for (int k = 0; order[k] != NULL; k++) {
+        if (bson_iter_init_find(&it, &stmt, order[k]))
+            bson_append_iter(out, order[k], -1, &it);
+        else if (upd && (strcmp(order[k], "multi") == 0 || strcmp(order[k], "upsert") == 0))
+            bson_append_bool(out, order[k], -1, false); /* the IDL's defaults, always written */
+    }
+    /* The command's comment goes with each statement's description, as mongod's setCurOpInfoAndEnsureStarted. */
+    if (bson_iter_init_find(&it, cmd, "comment"))
+        bson_append_iter(out, "comment", -1, &it);
+    return out;
+}
+
+/*
  * A finished command's <db>.system.profile entry into e (initialised here;
  * the caller destroys it), under ns (command_ns's): what the profiler
  * writes and what a profile filter matches.
  */
 static void
-profile_entry(const mf_client_t *client, const char *ns, const char *name, const bson_t *cmd, const bson_t *origin,
-              const bson_t *reply, int64_t millis, bool legacy, const mf_curop_scan_t *scan, const mf_error_t *err,
-              bson_t *out)
+profile_entry(const mf_client_t *client, const char *ns, const char *name, const bson_t *cmd, const bson_t *shown,
+              const bson_t *origin, const bson_t *reply, int64_t millis, bool legacy, const mf_curop_scan_t *scan,
+              const mf_error_t *err, bson_t *out)
 {
     bson_t e;
     bson_init(&e);
     BSON_APPEND_UTF8(&e, "op", curop_type(name));
     BSON_APPEND_UTF8(&e, "ns", ns);
-    bson_t *redacted = mf_command_redacted(cmd); /* pwd, payload: "xxx" */
-    if (cmd->len < 64 * 1024) {
+    bson_t *redacted = shown != NULL ? NULL : mf_command_redacted(cmd); /* pwd, payload: "xxx" */
+    if (shown != NULL && shown->len < 64 * 1024) {
+        BSON_APPEND_DOCUMENT(&e, "command", shown); /* one write statement: the statement */
+    } else if (cmd->len < 64 * 1024) {
         BSON_APPEND_DOCUMENT(&e, "command", redacted ? redacted : cmd);
     } else {
         bson_t t;
@@ -1151,8 +1204,8 @@ profile_entry(const mf_client_t *client, const char *ns, const char *name, const
  */
 static void
 op_finished(mf_engine_t *eng, const mf_client_t *client, const char *db, const char *name, const bson_t *cmd,
-            const bson_t *origin, const bson_t *reply, int64_t millis, bool legacy, const mf_curop_scan_t *scan,
-            const mf_error_t *err)
+            const mf_docseq_t *seqs, size_t nseqs, const bson_t *origin, const bson_t *reply, int64_t millis,
+            bool legacy, const mf_curop_scan_t *scan, const mf_error_t *err)
 {
     /* serverStatus metrics.queryExecutor / metrics.operation: only operations that read or conflicted pay for it. */
     if (scan->keys_examined > 0)
@@ -1171,14 +1224,15 @@ op_finished(mf_engine_t *eng, const mf_client_t *client, const char *db, const c
     }
     char ns[512];
     const char *coll = NULL;
-    bson_t entry;
+    bson_t entry, *shown = NULL;
     bool have_entry = false, slow, profiled;
     int level = 0;
     mf_profile_filter_t *filter = mf_profile_filter_and_level(eng->profiler, db, &level);
     if (filter != NULL) {
         /* The database's filter decides, over the operation's profile entry, in place of slowms and sampleRate. */
         coll = command_ns(ns, sizeof(ns), db, name, cmd);
-        profile_entry(client, ns, name, cmd, origin, reply, millis, legacy, scan, err, &entry);
+        shown = write_statement_shown(name, cmd, seqs, nseqs);
+        profile_entry(client, ns, name, cmd, shown, origin, reply, millis, legacy, scan, err, &entry);
         have_entry = true;
         slow = mf_profile_filter_match(filter, &entry);
         mf_profile_filter_release(filter);
@@ -1189,6 +1243,7 @@ op_finished(mf_engine_t *eng, const mf_client_t *client, const char *db, const c
         if (!slow && !profiled)
             return;
         coll = command_ns(ns, sizeof(ns), db, name, cmd);
+        shown = write_statement_shown(name, cmd, seqs, nseqs);
     }
     /*
      * Written after the command released its locks. Not a transaction's
@@ -1197,7 +1252,7 @@ op_finished(mf_engine_t *eng, const mf_client_t *client, const char *db, const c
      */
     if (profiled && !mf_cmd_in_txn() && !(coll != NULL && strcmp(coll, "system.profile") == 0)) {
         if (!have_entry)
-            profile_entry(client, ns, name, cmd, origin, reply, millis, legacy, scan, err, &entry);
+            profile_entry(client, ns, name, cmd, shown, origin, reply, millis, legacy, scan, err, &entry);
         have_entry = true;
         mf_profile_write(eng, db, &entry);
     }
@@ -1205,6 +1260,8 @@ op_finished(mf_engine_t *eng, const mf_client_t *client, const char *db, const c
         bson_destroy(&entry);
     if (slow)
         slow_log_limited(client, ns, cmd, origin, reply, millis, legacy, scan, err, 10 * 1024);
+    if (shown != NULL)
+        bson_destroy(shown);
 }
 
 /*
@@ -1685,7 +1742,7 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
     if (op.err_extra != NULL)
         bson_destroy(op.err_extra);
     int64_t took_ms = mf_mono_ms() - started_ms - paused_ms;
-    op_finished(eng, client, db, def->name, cmd, origin, reply, took_ms, legacy, &scan, NULL);
+    op_finished(eng, client, db, def->name, cmd, seqs, nseqs, origin, reply, took_ms, legacy, &scan, NULL);
     if (origin != NULL)
         bson_destroy(origin);
     if (mf_cmd_log_commands(eng))
@@ -1729,7 +1786,7 @@ fail:
     bson_destroy(&fp_labels);
     if (started_ms >= 0) {
         int64_t took = mf_mono_ms() - started_ms - paused_ms;
-        op_finished(eng, client, db, op.name, cmd, origin, reply, took, legacy, &scan, &op.err);
+        op_finished(eng, client, db, op.name, cmd, seqs, nseqs, origin, reply, took, legacy, &scan, &op.err);
     }
     if (origin != NULL)
         bson_destroy(origin);

@@ -289,6 +289,12 @@ h.test('profiler entries carry mongod\'s write counters and cursor fields: nMatc
   assert.deepEqual(pick(await prof('fam'), ['nMatched', 'nModified', 'nUpserted']), { nMatched: 1, nModified: 1, nUpserted: 0 });
   assert.equal((await prof('famdel')).ndeleted, 1);
   assert.equal((await prof('del')).ndeleted, 2);
+  // A write with one statement is profiled as that statement, as mongod: {q, u, multi, upsert} or {q, limit}, and the comment.
+  assert.deepEqual((await prof('upd')).command, { q: { a: 1 }, u: { $set: { b: 1 } }, multi: true, upsert: false, comment: 'upd' });
+  assert.deepEqual((await prof('ups')).command, { q: { _id: 99 }, u: { $set: { b: 2 } }, multi: false, upsert: true, comment: 'ups' });
+  assert.deepEqual((await prof('del')).command, { q: { _id: { $in: [10, 11] } }, limit: 0, comment: 'del' });
+  assert.equal((await prof('upd')).op, 'update');
+  assert.equal((await prof('del')).op, 'remove');
   const open = await prof('open', 'query');
   assert.ok(open.cursorid > 0, 'the find left its cursor open');
   assert.equal(open.cursorExhausted, undefined);
