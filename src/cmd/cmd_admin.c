@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <openssl/opensslv.h>
+#include <openssl/crypto.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -30,6 +32,7 @@
 #include "catalog/coll_write.h"
 #include "auth/roles.h"
 #include "cmd/cmd.h"
+#include "common/alloc.h"
 #include "common/curop.h"
 #include "common/fmt.h"
 #include "engine/cursor.h"
@@ -337,7 +340,7 @@ cmd_build_info(mf_op_t *op)
     BSON_APPEND_UTF8(r, "gitVersion", "mayfly");
     BSON_APPEND_ARRAY_BEGIN(r, "modules", &arr);
     bson_append_array_end(r, &arr);
-    BSON_APPEND_UTF8(r, "allocator", "system");
+    BSON_APPEND_UTF8(r, "allocator", mf_alloc_name());
     BSON_APPEND_UTF8(r, "javascriptEngine", "none");
     BSON_APPEND_UTF8(r, "sysInfo", "deprecated");
     BSON_APPEND_ARRAY_BEGIN(r, "versionArray", &arr);
@@ -346,6 +349,22 @@ cmd_build_info(mf_op_t *op)
     BSON_APPEND_INT32(&arr, "2", 0);
     BSON_APPEND_INT32(&arr, "3", 0);
     bson_append_array_end(r, &arr);
+    /* The OpenSSL in use and the one built against, as mongod's (scripts check openssl.running for TLS). */
+    bson_t ossl, env;
+    BSON_APPEND_DOCUMENT_BEGIN(r, "openssl", &ossl);
+    BSON_APPEND_UTF8(&ossl, "running", OpenSSL_version(OPENSSL_VERSION));
+    BSON_APPEND_UTF8(&ossl, "compiled", OPENSSL_VERSION_TEXT);
+    bson_append_document_end(r, &ossl);
+    /* Where it runs, as mongod's buildEnvironment (mongosh reads target_arch and target_os). */
+    struct utsname un;
+    const char *arch = uname(&un) == 0 ? un.machine : "unknown";
+    BSON_APPEND_DOCUMENT_BEGIN(r, "buildEnvironment", &env);
+    BSON_APPEND_UTF8(&env, "distmod", "debian12");
+    BSON_APPEND_UTF8(&env, "distarch", arch);
+    BSON_APPEND_UTF8(&env, "cc", "gcc");
+    BSON_APPEND_UTF8(&env, "target_arch", arch);
+    BSON_APPEND_UTF8(&env, "target_os", "linux");
+    bson_append_document_end(r, &env);
     BSON_APPEND_INT32(r, "bits", 64);
     BSON_APPEND_BOOL(r, "debug", false);
     BSON_APPEND_INT32(r, "maxBsonObjectSize", MF_MAX_BSON_SIZE);

@@ -32,6 +32,16 @@ mf_alloc_release_free(void)
 #endif
 }
 
+const char *
+mf_alloc_name(void)
+{
+#if defined(MF_HAVE_JEMALLOC)
+    if (mallctl != NULL)
+        return "jemalloc";
+#endif
+    return "system";
+}
+
 void
 mf_alloc_decay(void)
 {

@@ -41,6 +41,8 @@ char *mf_strndup(const char *s, size_t n) __attribute__((malloc, returns_nonnull
  * kept after large documents go back to the OS. Nothing without jemalloc.
  */
 void mf_alloc_release_free(void);
+/* mf_alloc_name: the allocator in use, as buildInfo's allocator shows it: "jemalloc" or "system". */
+const char *mf_alloc_name(void);
 void mf_alloc_decay(void);
 
 /*

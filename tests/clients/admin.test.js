@@ -84,6 +84,12 @@ h.test('buildInfo reports version, versionArray, bits and maxBsonObjectSize', as
   assert.equal(r.bits, 64);
   assert.equal(r.maxBsonObjectSize, 16777216);
   assert.equal(typeof r.gitVersion, 'string');
+  // What tools read besides: the OpenSSL in use, where it runs (mongosh: target_arch, target_os), the allocator.
+  assert.match(r.openssl.running, /^OpenSSL \d/);
+  assert.match(r.openssl.compiled, /^OpenSSL \d/);
+  assert.equal(r.buildEnvironment.target_os, 'linux');
+  assert.equal(r.buildEnvironment.target_arch, require('node:os').machine());
+  assert.ok(['jemalloc', 'system'].includes(r.allocator), r.allocator);
   // buildinfo (lowercase) is an alias.
   const r2 = await srv.client.db('admin').command({ buildinfo: 1 });
   assert.equal(r2.version, r.version);
