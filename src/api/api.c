@@ -34,10 +34,13 @@ set_error(mf_db_error *err, int code, const char *msg)
     err->code = code;
     /* The public struct's buffer is smaller than an internal message: keep its start. */
     size_t n = strlen(msg);
-    if (n >= sizeof(err->message))
+    bool cut = n >= sizeof(err->message);
+    if (cut)
         n = sizeof(err->message) - 1;
     memcpy(err->message, msg, n);
     err->message[n] = '\0';
+    if (cut)
+        (void)mf_utf8_cut_tail(err->message, n); /* not inside a character */
 }
 
 /* Renders one setParameter value as --setParameter text ("name=value"). Returns false for an unusable type. */

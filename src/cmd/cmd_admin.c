@@ -1192,6 +1192,14 @@ cmd_server_status(mf_op_t *op)
         BSON_APPEND_DOCUMENT_BEGIN(&sub, "ttl", &sub2);
         mf_ttl_status_append(e->ttl, &sub2);
         bson_append_document_end(&sub, &sub2);
+        /* Write-concern waits for w > 1 (a write is majority-committed by raft before it is acknowledged). */
+        BSON_APPEND_DOCUMENT_BEGIN(&sub, "getLastError", &sub2);
+        BSON_APPEND_DOCUMENT_BEGIN(&sub2, "wtime", &sub3);
+        BSON_APPEND_INT64(&sub3, "num", atomic_load(&e->wc_waits));
+        BSON_APPEND_INT64(&sub3, "totalMillis", atomic_load(&e->wc_wait_ms));
+        bson_append_document_end(&sub2, &sub3);
+        BSON_APPEND_INT64(&sub2, "wtimeouts", atomic_load(&e->wc_timeouts));
+        bson_append_document_end(&sub, &sub2);
         BSON_APPEND_DOCUMENT_BEGIN(&sub, "cursor", &sub2);
         BSON_APPEND_INT64(&sub2, "timedOut", mf_cursors_timed_out(e->cursors));
         int64_t ctotal, cnotimeout, cpinned;

@@ -264,7 +264,7 @@ note_insert_error(void *arg, size_t index, const mf_error_t *err)
  */
 static bool
 run_inserts(bw_state_t *st, const bw_op_t *ops, size_t from, size_t to, const bw_ns_t *ns, bool ordered, bool durable,
-            bool validate)
+            unsigned wflags)
 {
     mf_op_t *op = st->op;
     size_t n = to - from;
@@ -287,7 +287,7 @@ run_inserts(bw_state_t *st, const bw_op_t *ops, size_t from, size_t to, const bw
     }
     mf_err_clear(&e);
     mf_crud_stmt_note(op, from, MF_STMT_BEGIN_INSERTS);
-    int rc = mf_write_insert(op->eng->cat, op->sess, durable, validate, ns->db, ns->coll, docs, n, ordered,
+    int rc = mf_write_insert(op->eng->cat, op->sess, durable, wflags, ns->db, ns->coll, docs, n, ordered,
                              note_insert_error, &ie, &inserted, &e);
     st->n_ins += inserted;
     for (size_t i = 0; i < n && go_on; i++) {
@@ -317,7 +317,7 @@ copy_field(bson_t *dst, const char *name, const bson_t *src, const char *key)
 }
 
 static bool
-run_update(bw_state_t *st, size_t idx, const bw_op_t *o, const bw_ns_t *ns, bool ordered, bool durable, bool validate)
+run_update(bw_state_t *st, size_t idx, const bw_op_t *o, const bw_ns_t *ns, bool ordered, bool durable, unsigned wflags)
 {
     mf_op_t *op = st->op;
     bson_t stmt;
@@ -336,7 +336,7 @@ run_update(bw_state_t *st, size_t idx, const bw_op_t *o, const bw_ns_t *ns, bool
     copy_field(&stmt, "upsertSupplied", o->op, "upsertSupplied");
     mf_err_clear(&e);
     mf_crud_stmt_note(op, idx, MF_STMT_BEGIN);
-    int r = mf_write_update(op->eng->cat, op->sess, durable, validate, ns->db, ns->coll, &stmt, &res, &e);
+    int r = mf_write_update(op->eng->cat, op->sess, durable, wflags, ns->db, ns->coll, &stmt, &res, &e);
     bson_destroy(&stmt);
     st->n_match += res.upserted ? 0 : res.matched;
     st->n_mod += res.modified;
@@ -467,7 +467,8 @@ mf_cmd_bulk_write(mf_op_t *op)
     bool txn = mf_cmd_in_txn();
     if (txn)
         ordered = true;
-    bool durable = mf_crud_want_durable(op), validate = !mf_crud_bypass_validation(op);
+    bool durable = mf_crud_want_durable(op);
+    unsigned wflags = mf_crud_write_flags(op);
     st.op = op;
     st.errors_only = errors_only;
     if (op->resume != NULL && resume_begin(&st, ops, nops) != 0)
@@ -490,10 +491,10 @@ mf_cmd_bulk_write(mf_op_t *op)
             while (j < nops && ops[j].kind == OP_INSERT && ops[j].ns == o->ns && j - i < 1000 &&
                    !mf_crud_stmt_done(op, j))
                 j++;
-            go_on = run_inserts(&st, ops, i, j, &nss[o->ns], ordered, durable, validate);
+            go_on = run_inserts(&st, ops, i, j, &nss[o->ns], ordered, durable, wflags);
             i = j;
         } else if (o->kind == OP_UPDATE) {
-            go_on = run_update(&st, i, o, &nss[o->ns], ordered, durable, validate);
+            go_on = run_update(&st, i, o, &nss[o->ns], ordered, durable, wflags);
             i++;
         } else {
             go_on = run_delete(&st, i, o, &nss[o->ns], ordered, durable);

@@ -52,6 +52,7 @@
 #include "doc/update.h"
 #include "doc/value.h"
 #include "cmd/crud.h"
+#include "query/write.h"
 
 /* ---------- shared helpers ---------- */
 
@@ -145,7 +146,8 @@ int
 mf_crud_get_ordered(mf_op_t *op, bool *ordered)
 {
     /* The write commands' typed top-level fields (write_ops.idl), bypassDocumentValidation a safeBool. */
-    static const mf_field_spec_t write_types[] = {{"bypassDocumentValidation", MF_FT_BOOL}, {"let", MF_FT_OBJ},
+    static const mf_field_spec_t write_types[] = {{"bypassDocumentValidation", MF_FT_BOOL},
+                                                  {"bypassEmptyTsReplacement", MF_FT_BOOL}, {"let", MF_FT_OBJ},
                                                   {NULL, MF_FT_ANY}};
     bool present;
     *ordered = true;
@@ -193,6 +195,17 @@ mf_crud_bypass_validation(mf_op_t *op)
     return mf_op_find(op, "bypassDocumentValidation", &it) && bson_iter_as_bool(&it);
 }
 
+unsigned
+mf_crud_write_flags(mf_op_t *op)
+{
+    bson_iter_t it;
+    unsigned f = mf_crud_bypass_validation(op) ? 0 : MF_WRITE_VALIDATE;
+    if ((op->client != NULL && op->client->internal) ||
+        (mf_op_find(op, "bypassEmptyTsReplacement", &it) && bson_iter_as_bool(&it)))
+        f |= MF_WRITE_KEEP_EMPTY_TS;
+    return f;
+}
+
 /* 166 CommandNotSupportedOnView for a write (or index DDL) aimed at view c. */
 int
 mf_crud_view_write_error(mf_error_t *err, const mf_coll_t *c)
@@ -202,7 +215,8 @@ mf_crud_view_write_error(mf_error_t *err, const mf_coll_t *c)
 
 
 /* Each command's own fields, as MongoDB 8.0's IDL lists them. */
-static const char *const insert_fields[] = {"documents", "ordered", "bypassDocumentValidation", NULL};
+static const char *const insert_fields[] = {"documents", "ordered", "bypassDocumentValidation", "bypassEmptyTsReplacement",
+                                            NULL};
 static const char *const find_fields[] = {"filter", "projection", "sort", "hint", "skip", "limit", "batchSize",
                                           "singleBatch", "max", "min", "returnKey", "showRecordId", "tailable",
                                           "oplogReplay", "noCursorTimeout", "awaitData", "allowPartialResults",
@@ -211,11 +225,12 @@ static const char *const find_fields[] = {"filter", "projection", "sort", "hint"
 static const char *const getmore_fields[] = {"collection", "batchSize", "lastKnownCommittedOpTime",
                                              "includeQueryStatsMetrics", NULL};
 static const char *const killcursors_fields[] = {"cursors", NULL};
-static const char *const update_fields[] = {"updates", "ordered", "bypassDocumentValidation", "let", NULL};
+static const char *const update_fields[] = {"updates", "ordered", "bypassDocumentValidation", "bypassEmptyTsReplacement",
+                                            "let", NULL};
 static const char *const delete_fields[] = {"deletes", "ordered", "let", NULL};
 static const char *const fam_fields[] = {"query", "sort", "remove", "update", "new", "fields", "upsert",
-                                         "bypassDocumentValidation", "collation", "arrayFilters", "hint", "let",
-                                         NULL};
+                                         "bypassDocumentValidation", "bypassEmptyTsReplacement", "collation",
+                                         "arrayFilters", "hint", "let", NULL};
 static const char *const count_fields[] = {"query", "limit", "skip", "hint", "collation", "fields", NULL};
 static const char *const distinct_fields[] = {"key", "query", "collation", "hint", NULL};
 static const char *const aggregate_fields[] = {"pipeline", "explain", "allowDiskUse", "cursor",
@@ -224,7 +239,7 @@ static const char *const aggregate_fields[] = {"pipeline", "explain", "allowDisk
                                                "includeQueryStatsMetrics", NULL};
 
 static const char *const bulkwrite_fields[] = {"ops", "nsInfo", "ordered", "errorsOnly", "bypassDocumentValidation",
-                                               "let", "cursor", "stmtId", "stmtIds", NULL};
+                                               "bypassEmptyTsReplacement", "let", "cursor", "stmtId", "stmtIds", NULL};
 
 const mf_cmd_def_t mf_cmds_crud[] = {
     {"insert", mf_cmd_insert, MF_CMD_WRITE, insert_fields},

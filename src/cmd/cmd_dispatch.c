@@ -1695,9 +1695,16 @@ mf_cmd_run(mf_engine_t *eng, mf_client_t *client, const char *db, const bson_t *
             wtimeout_to_write_concern_error(reply);
         if (hrc == 0 && unmet.wnum > 1 && eng->repl->wait_members != NULL &&
             !bson_has_field(reply, "writeConcernError")) {
-            mf_error_t werr = {0};
-            if (eng->repl->wait_members(eng->repl_arg, unmet.wnum, wtimeout_of(cmd), &werr) != 0)
+            mf_error_t werr;
+            int64_t w0 = mf_mono_ms();
+            int wrc = eng->repl->wait_members(eng->repl_arg, unmet.wnum, wtimeout_of(cmd), &werr);
+            atomic_fetch_add(&eng->wc_waits, 1);
+            atomic_fetch_add(&eng->wc_wait_ms, mf_mono_ms() - w0);
+            if (wrc != 0) {
+                if (werr.code == MF_E_WriteConcernFailed)
+                    atomic_fetch_add(&eng->wc_timeouts, 1);
                 append_members_error(reply, &werr, &unmet.wv, wtimeout_of(cmd));
+            }
         }
     }
     let_end(&lf);

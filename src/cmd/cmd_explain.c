@@ -236,9 +236,15 @@ append_server_parameters(mf_op_t *op)
  * tailable).
  */
 static bool
-express_leaf(const mf_plan_t *p, bool find_ok)
+express_leaf(const mf_plan_t *p, const bson_t *filter, bool find_ok)
 {
+    bson_iter_t it, in;
     if (!find_ok || p == NULL || p->leaf == NULL || p->leaf->kind != MF_ST_IDHACK)
+        return false;
+    /* 8.0's simple _id query is {_id: <value>}: {_id: {$eq: v}} takes the express path only from 8.1. */
+    if (filter == NULL || !bson_iter_init_find(&it, filter, "_id") ||
+        (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &in) && bson_iter_next(&in) &&
+         bson_iter_key(&in)[0] == '$'))
         return false;
     for (const mf_stage_t *s = p->root; s != NULL && s != p->leaf; s = s->child) {
         if (s->kind != MF_ST_LIMIT && s->kind != MF_ST_PROJECTION_SIMPLE)
@@ -337,7 +343,7 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
     BSON_APPEND_BOOL(&qp, "maxIndexedAndSolutionsReached", false);
     BSON_APPEND_BOOL(&qp, "maxScansToExplodeReached", false);
     BSON_APPEND_BOOL(&qp, "prunedSimilarIndexes", false);
-    bool express = express_leaf(p, express_ok);
+    bool express = express_leaf(p, req->filter, express_ok);
     BSON_APPEND_DOCUMENT_BEGIN(&qp, "winningPlan", &wp);
     if (express) {
         express_explain(p, clustered, false, &wp);

@@ -174,7 +174,7 @@ mf_cmd_insert(mf_op_t *op)
     else if (op->resume != NULL)
         insert_remaining(op, docs, ndocs, &run, &orig, &nrun);
     ie.orig = orig;
-    rc = mf_write_insert(op->eng->cat, op->sess, mf_crud_want_durable(op), !mf_crud_bypass_validation(op), op->db,
+    rc = mf_write_insert(op->eng->cat, op->sess, mf_crud_want_durable(op), mf_crud_write_flags(op), op->db,
                          name, run != NULL ? run : docs, run != NULL ? nrun : ndocs, ordered, append_insert_error, &ie,
                          &inserted, &op->err);
     free(docs);
@@ -199,7 +199,8 @@ mf_cmd_update(mf_op_t *op)
     const char *name;
     bson_t *stmts, errs, ups;
     size_t nstmts;
-    bool ordered, durable = mf_crud_want_durable(op), validate = !mf_crud_bypass_validation(op);
+    bool ordered, durable = mf_crud_want_durable(op);
+    unsigned wflags = mf_crud_write_flags(op);
     int64_t n_total = 0, nmod_total = 0;
     int nerr = 0, nups = 0;
 
@@ -226,7 +227,7 @@ mf_cmd_update(mf_op_t *op)
             continue;
         mf_err_clear(&e);
         mf_crud_stmt_note(op, i, MF_STMT_BEGIN);
-        int r = mf_write_update(op->eng->cat, op->sess, durable, validate, op->db, name, &stmts[i], &res, &e);
+        int r = mf_write_update(op->eng->cat, op->sess, durable, wflags, op->db, name, &stmts[i], &res, &e);
         n_total += res.matched;
         nmod_total += res.modified;
         if (r != 0 && mf_err_is_interruption(e.code)) {
@@ -393,7 +394,7 @@ mf_cmd_find_and_modify(mf_op_t *op)
     f.sort = has_sort ? &sort : NULL;
     f.fields = has_fields ? &fields : NULL;
 
-    if (mf_write_find_and_modify(op->eng->cat, op->sess, mf_crud_want_durable(op), !mf_crud_bypass_validation(op),
+    if (mf_write_find_and_modify(op->eng->cat, op->sess, mf_crud_want_durable(op), mf_crud_write_flags(op),
                                  op->db, name, &f, &res, &op->err) != 0) {
         /* As mongod's find_and_modify.cpp adds to what its plan executor throws (a duplicate key, a failed update). */
         if (res.exec_failed)

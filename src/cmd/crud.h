@@ -74,6 +74,13 @@ int mf_crud_check_write_ns(mf_op_t *op, const char *coll, bool create) MF_WUR;
 
 /* bypassDocumentValidation: true skips the collection's validator for this command. */
 bool mf_crud_bypass_validation(mf_op_t *op);
+/*
+ * mf_crud_write_flags: a write command's MF_WRITE_* flags (query/write.h):
+ * the validator unless bypassDocumentValidation; Timestamp(0, 0) kept for
+ * bypassEmptyTsReplacement and for replication's own writes (an internal
+ * client: the oplog applier, an initial sync).
+ */
+unsigned mf_crud_write_flags(mf_op_t *op);
 
 /* 166 CommandNotSupportedOnView for a write (or index DDL) aimed at view c. */
 int mf_crud_view_write_error(mf_error_t *err, const mf_coll_t *c);

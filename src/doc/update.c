@@ -1063,13 +1063,13 @@ parse_replacement(mf_update_t *u, const bson_t *update, mf_error_t *err)
 }
 
 void
-mf_update_set_clock(mf_update_t *u, mf_ts_tick_fn tick, void *arg)
+mf_update_set_clock(mf_update_t *u, mf_ts_tick_fn tick, void *arg, bool fill_empty)
 {
     if (u == NULL)
         return;
     u->tick = tick;
     u->tick_arg = arg;
-    if (!u->replacement || !mf_doc_has_empty_ts(u->repl))
+    if (!fill_empty || !u->replacement || !mf_doc_has_empty_ts(u->repl))
         return;
     /* Done once, when the statement is parsed (as mongod's ObjectReplaceExecutor): every document it replaces gets the same. */
     bson_t *fixed = bson_new();

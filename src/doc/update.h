@@ -43,11 +43,11 @@ bool mf_update_is_replacement(const mf_update_t *u);
 /*
  * mf_update_set_clock: the server's clock for u (tick(arg) any number of
  * times, from any thread applying u): $currentDate's timestamps take it,
- * and a replacement's top-level Timestamp(0, 0) fields (not _id) are
- * filled from it now, once for every document it replaces, as mongod's
- * ObjectReplaceExecutor fills them.
+ * and, when fill_empty, a replacement's top-level Timestamp(0, 0) fields
+ * (not _id) are filled from it now, once for every document it replaces,
+ * as mongod's ObjectReplaceExecutor fills them.
  */
-void mf_update_set_clock(mf_update_t *u, mf_ts_tick_fn tick, void *arg);
+void mf_update_set_clock(mf_update_t *u, mf_ts_tick_fn tick, void *arg, bool fill_empty);
 
 /*
  * mf_update_apply: applies u to doc, writing the new document into out

@@ -328,6 +328,12 @@ typedef struct mf_engine {
      */
     _Atomic int64_t net_logical_in_extra, net_logical_out_extra;
     _Atomic int64_t batched_deletes_docs, batched_deletes_batches;
+    /*
+     * serverStatus metrics.getLastError (cmd_dispatch.c): waits for a write
+     * concern of w > 1 members after the write, their milliseconds, and how
+     * many ran out of wtimeout.
+     */
+    _Atomic int64_t wc_waits, wc_wait_ms, wc_timeouts;
     _Atomic int64_t next_conn_id;
     _Atomic int64_t fg_ops;   /* data commands started: the TTL pacer yields while it moves */
     /*

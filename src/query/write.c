@@ -111,7 +111,7 @@ _Static_assert(INSERT_CHUNK <= MF_PREP_SLOTS, "a bulk transaction's documents ea
 
 typedef struct insert_ctx {
     mf_sess_t *s;
-    mf_catalog_t *cat; /* its clock fills a Timestamp(0, 0) (mf_catalog_tick_ts) */
+    mf_catalog_t *cat; /* its clock fills a Timestamp(0, 0) (mf_catalog_tick_ts); NULL: kept (MF_WRITE_KEEP_EMPTY_TS) */
     mf_coll_t *c;
     const bson_t *docs;
     int64_t inserted;
@@ -167,7 +167,8 @@ insert_before_items(void *arg, size_t from, size_t to, mf_error_t *err)
     for (size_t j = from; j < to && ctx->prepared; j++) {
         const bson_t *doc = &ctx->docs[j];
         ctx->prepared = mf_check_doc_for_storage(doc, &e) == 0 && mf_doc_id_is_first(doc) &&
-                        !mf_doc_has_empty_ts(doc) && mf_coll_keys_prepare(ctx->c, doc, (int)(j - from)) == 0;
+                        (ctx->cat == NULL || !mf_doc_has_empty_ts(doc)) &&
+                        mf_coll_keys_prepare(ctx->c, doc, (int)(j - from)) == 0;
     }
     return 0;
 }
@@ -219,13 +220,13 @@ insert_item(void *arg, size_t i, mf_error_t *err)
     }
     if (mf_check_doc_size(doc, MF_DOC_INSERTED, err) != 0 || mf_check_doc_for_storage(doc, err) != 0)
         return -1;
-    if (mf_doc_id_is_first(doc) && !mf_doc_has_empty_ts(doc)) {
+    if (mf_doc_id_is_first(doc) && (ctx->cat == NULL || !mf_doc_has_empty_ts(doc))) {
         if (ctx->validate && mf_coll_validate(ctx->c, doc, NULL, err) != 0)
             return -1;
         return insert_doc(ctx, i, doc, err);
     }
     /* _id first, and a top-level Timestamp(0, 0) filled with the server's time, as mongod's fixDocumentForInsert. */
-    mf_doc_for_insert(doc, mf_catalog_tick_ts, ctx->cat, &fixed);
+    mf_doc_for_insert(doc, ctx->cat != NULL ? mf_catalog_tick_ts : NULL, ctx->cat, &fixed);
     if (mf_check_doc_size(&fixed, MF_DOC_INSERTED, err) != 0)
         ret = -1;
     else if (ctx->validate && mf_coll_validate(ctx->c, &fixed, NULL, err) != 0)
@@ -243,10 +244,11 @@ insert_commit(void *arg, size_t from, size_t to)
 }
 
 int
-mf_write_insert(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db, const char *coll,
+mf_write_insert(mf_catalog_t *cat, mf_sess_t *s, bool durable, unsigned wflags, const char *db, const char *coll,
                 const bson_t *docs, size_t n, bool ordered, mf_write_error_fn on_error, void *arg, int64_t *inserted,
                 mf_error_t *err)
 {
+    bool validate = (wflags & MF_WRITE_VALIDATE) != 0;
     insert_ctx_t x;
     size_t i = 0;
     int rc = -1;
@@ -256,7 +258,7 @@ mf_write_insert(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, co
 
     memset(&x, 0, offsetof(insert_ctx_t, done));
     x.s = s;
-    x.cat = cat;
+    x.cat = (wflags & MF_WRITE_KEEP_EMPTY_TS) ? NULL : cat;
     x.docs = docs;
     x.validate = validate;
     x.n = n;
@@ -785,9 +787,10 @@ supplied_check(const bson_t *stmt, bson_t *doc, bool *supplied, mf_error_t *err)
 
 /* One update statement; supplied_doc: its upsertSupplied document (supplied_check), NULL without one. */
 static int
-write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db, const char *coll,
+write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, unsigned wflags, const char *db, const char *coll,
              const bson_t *stmt, const bson_t *supplied_doc, mf_write_update_result_t *res, mf_error_t *err)
 {
+    bool validate = (wflags & MF_WRITE_VALIDATE) != 0;
     bson_iter_t it;
     bson_t ud;
     stmt_common_t sc = {.have_q = false, .hint = NULL};
@@ -870,7 +873,7 @@ write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const
     if ((u = mf_update_spec_new(upl ? NULL : &ud, upl, af, err)) == NULL)
         goto out;
     if (u->u != NULL)
-        mf_update_set_clock(u->u, mf_catalog_tick_ts, cat);
+        mf_update_set_clock(u->u, mf_catalog_tick_ts, cat, !(wflags & MF_WRITE_KEEP_EMPTY_TS));
     if (multi && upd_spec_is_replacement(u)) {
         mf_err_set(err, MF_E_FailedToParse, "multi update is not supported for replacement-style update");
         goto out;
@@ -1029,9 +1032,10 @@ sorted_first_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_det
 }
 
 int
-mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db,
+mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, unsigned wflags, const char *db,
                          const char *coll, const mf_write_fam_t *f, mf_write_fam_result_t *res, mf_error_t *err)
 {
+    bool validate = (wflags & MF_WRITE_VALIDATE) != 0;
     mf_matcher_t *m = NULL;
     mf_sort_t *srt = NULL;
     mf_projection_t *p = NULL;
@@ -1061,7 +1065,7 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool val
     if ((f->update || f->pipeline) && (u = mf_update_spec_new(f->update, f->pipeline, f->array_filters, err)) == NULL)
         goto out;
     if (u != NULL && u->u != NULL)
-        mf_update_set_clock(u->u, mf_catalog_tick_ts, cat);
+        mf_update_set_clock(u->u, mf_catalog_tick_ts, cat, !(wflags & MF_WRITE_KEEP_EMPTY_TS));
     if (coll_acquire(cat, db, coll, f->upsert, &c, err) != 0)
         goto out_unlock;
 
@@ -1291,7 +1295,7 @@ mf_write_consts_end(mf_write_consts_t *k)
 }
 
 int
-mf_write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db, const char *coll,
+mf_write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, unsigned wflags, const char *db, const char *coll,
                 const bson_t *stmt, mf_write_update_result_t *res, mf_error_t *err)
 {
     mf_collation_t *c;
@@ -1307,7 +1311,7 @@ mf_write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, co
         mf_write_consts_end(&k);
         return -1;
     }
-    int rc = write_update(cat, s, durable, validate, db, coll, stmt, supplied ? &sdoc : NULL, res, err);
+    int rc = write_update(cat, s, durable, wflags, db, coll, stmt, supplied ? &sdoc : NULL, res, err);
     stmt_collation_end(c, saved, set);
     mf_write_consts_end(&k);
     return rc;

@@ -45,15 +45,26 @@ int mf_update_spec_apply(const mf_update_spec_t *x, const bson_t *doc, const str
 typedef void (*mf_write_error_fn)(void *arg, size_t index, const mf_error_t *err);
 
 /*
+ * How a write command runs (its wflags): MF_WRITE_VALIDATE applies the
+ * collection's validator (no bypassDocumentValidation);
+ * MF_WRITE_KEEP_EMPTY_TS stores a top-level Timestamp(0, 0) as given
+ * (bypassEmptyTsReplacement, and replication's own writes: a member applying
+ * the oplog or copying documents stores what the primary stored) instead of
+ * filling it with the server's time.
+ */
+#define MF_WRITE_VALIDATE 1u
+#define MF_WRITE_KEEP_EMPTY_TS 2u
+
+/*
  * mf_write_insert: inserts docs[0..n) into db.coll, creating it when
  * missing; each document goes in with _id first (generated when absent),
- * checked for storage and, when validate, against the collection's
- * validator. A document that fails is handed to on_error and, when ordered,
+ * checked for storage and (wflags) against the collection's validator, a
+ * top-level Timestamp(0, 0) filled. A document that fails is handed to on_error and, when ordered,
  * ends the batch. *inserted gets the number committed. Commits with sync when
  * durable. Returns 0 (per-document failures included), or -1 with err when
  * the whole command fails (a view, a failed creation, a failed commit).
  */
-int mf_write_insert(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db, const char *coll,
+int mf_write_insert(mf_catalog_t *cat, mf_sess_t *s, bool durable, unsigned wflags, const char *db, const char *coll,
                     const bson_t *docs, size_t n, bool ordered, mf_write_error_fn on_error, void *arg,
                     int64_t *inserted, mf_error_t *err) MF_WUR;
 
@@ -93,7 +104,7 @@ void mf_write_consts_end(mf_write_consts_t *k);
  * updates the first match in that order, as findAndModify picks it.
  * Returns 0, or -1 with err (res still counts what committed).
  */
-int mf_write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db, const char *coll,
+int mf_write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, unsigned wflags, const char *db, const char *coll,
                     const bson_t *stmt, mf_write_update_result_t *res, mf_error_t *err) MF_WUR;
 
 typedef struct mf_write_delete_result {
@@ -148,7 +159,7 @@ typedef struct mf_write_fam_result {
  * came from finding, updating, removing, upserting or projecting, which
  * findAndModify reports as mongod's executor errors).
  */
-int mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db,
+int mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, unsigned wflags, const char *db,
                              const char *coll, const mf_write_fam_t *f, mf_write_fam_result_t *res,
                              mf_error_t *err) MF_WUR;
 

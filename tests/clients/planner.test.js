@@ -357,6 +357,9 @@ h.test('8.0 express path: an _id lookup explains as EXPRESS_IXSCAN (EXPRESS_CLUS
   assert.notEqual(r.queryPlanner.winningPlan.stage, 'EXPRESS_IXSCAN');
   r = await xc.find({ _id: 1 }).skip(1).explain();
   assert.equal(r.queryPlanner.winningPlan.stage, 'SKIP');
+  // {_id: {$eq: v}} is not 8.0's simple _id query (8.1 takes it express).
+  r = await xc.find({ _id: { $eq: 1 } }).explain();
+  assert.notEqual(r.queryPlanner.winningPlan.stage, 'EXPRESS_IXSCAN');
   // count and aggregate keep their plan trees.
   r = await xdb.command({ explain: { count: 'c', query: { _id: 1 } } });
   assert.equal(r.queryPlanner.winningPlan.stage, 'COUNT');

@@ -598,6 +598,25 @@ R.test('inserts, updates and deletes on the primary reach every member', async (
   assert.deepEqual(await rs.waitForReplication(o.dbName, 'o'), [{ _id: 2 }]);
 });
 
+R.test('Timestamp(0, 0): the primary fills it on insert and replacement, keeps it under $set; every member stores what the primary stored (review helper-112: secondaries filled it again)', async () => {
+  const { Timestamp } = require('mongodb');
+  const zero = () => new Timestamp({ t: 0, i: 0 });
+  const db = rs.freshDb('emptyts');
+  const c = db.collection('c');
+  await c.insertMany([{ _id: 1, a: 1 }, { _id: 2, a: 2, t: zero() }], MAJ);
+  await c.updateOne({ _id: 1 }, { $set: { a: zero() } }, MAJ);
+  await c.updateOne({ _id: 3 }, { $set: { a: zero() } }, { upsert: true, ...MAJ });
+  await c.replaceOne({ _id: 4 }, { r: zero() }, { upsert: true, ...MAJ });
+  // bypassEmptyTsReplacement (mongorestore's) keeps it on insert too.
+  await db.command({ insert: 'c', documents: [{ _id: 5, k: zero() }], bypassEmptyTsReplacement: true, writeConcern: { w: 'majority' } });
+  const docs = await rs.waitForReplication(db.databaseName, 'c');
+  const byId = new Map(docs.map((d) => [d._id, d]));
+  const isZero = (ts) => ts.high === 0 && ts.low === 0;
+  assert.ok(isZero(byId.get(1).a) && isZero(byId.get(3).a), 'kept under $set, upsert included');
+  assert.ok(!isZero(byId.get(2).t) && !isZero(byId.get(4).r), 'filled on insert and replacement');
+  assert.ok(isZero(byId.get(5).k), 'kept with bypassEmptyTsReplacement');
+});
+
 R.test('createIndex, collMod, dropIndex, renameCollection, drop and dropDatabase reach every member', async () => {
   const db = rs.freshDb('ddl');
   const dbName = db.databaseName;

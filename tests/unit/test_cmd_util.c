@@ -160,9 +160,9 @@ Test(strings, a_cut_copy_or_join_ends_between_utf8_characters)
 /* An error message cut by its buffer ends between UTF-8 characters: the reply's errmsg must be valid UTF-8 (a driver cannot decode it otherwise). */
 Test(strings, a_cut_error_message_ends_between_utf8_characters)
 {
-    char name[1200];
+    char name[sizeof(((mf_error_t *)0)->msg) * 2 + 16]; /* longer than any message: the cut always falls in it */
     size_t n = 0;
-    for (int i = 0; i < 400; i++) {
+    for (size_t i = 0; i < sizeof(((mf_error_t *)0)->msg); i++) {
         name[n++] = '\xc3';
         name[n++] = '\xa9'; /* é */
     }
