@@ -55,6 +55,10 @@ h.test('serverStatus has mongod 8.0\'s default sections with their fields and ty
     assert.equal(num(r.transactions[k]), 0, `transactions.${k} on a standalone`);
   }
   assert.equal(r.repl, undefined, 'no repl section on a standalone');
+  // metrics.getLastError: write-concern waits (a standalone waits for no other member).
+  const gle = r.metrics.getLastError;
+  assert.ok(isInt(gle.wtime.num) && isInt(gle.wtime.totalMillis) && isInt(gle.wtimeouts), JSON.stringify(gle));
+  assert.equal(num(gle.wtime.num), 0);
 });
 
 h.test('asserts.user counts failing commands and write errors; opcounters count the failed command', async () => {
