@@ -376,7 +376,7 @@ mf_ts_insert(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, cons
         goto out_unlock;
     pthread_mutex_lock(&b->ts_mu);
     ts_state_t *st = state_of(b);
-    errs = mf_calloc(TS_CHUNK, sizeof *errs);
+    size_t caperrs = 0; /* errs grows with the failures (an error is 5 KB: a chunk's worth up front would be 51 MB) */
     while (start < n && !stop) {
         size_t end = start + TS_CHUNK < n ? start + TS_CHUNK : n, stop_at = end;
         int64_t ok = 0;
@@ -396,6 +396,10 @@ mf_ts_insert(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, cons
                 mf_error_t e;
                 mf_err_clear(&e);
                 if (measurement_check(&spec, &docs[i], &t, &m, &e) != 0) {
+                    if (nerrs == caperrs) {
+                        caperrs = caperrs ? caperrs * 2 : 8;
+                        errs = mf_realloc(errs, caperrs * sizeof(*errs));
+                    }
                     errs[nerrs].index = i;
                     errs[nerrs++].err = e;
                     if (ordered) {
