@@ -1746,6 +1746,39 @@ walk_visit(void *arg, const bson_value_t *v, int32_t array_pos, bool whole)
     return false;
 }
 
+/*
+ * eval_expr: a $expr node over c's document (or value). Apart from eval,
+ * and never inlined into it: its error (5 KB) would otherwise sit in every
+ * frame of eval's recursion over $and / $or / $not.
+ */
+static __attribute__((noinline)) bool
+eval_expr(const node_t *n, const ctx_t *c)
+{
+    bson_value_t out;
+    mf_error_t err;
+    bson_t tmp;
+    const bson_t *root = c->doc;
+    bool ok;
+
+    if (root == NULL) {
+        if (c->value == NULL || c->value->value_type != BSON_TYPE_DOCUMENT ||
+            !bson_init_static(&tmp, c->value->value.v_doc.data, c->value->value.v_doc.data_len))
+            return false;
+        root = &tmp;
+    }
+    mf_err_clear(&err);
+    if (mf_expr_eval(n->expr, root, &out, &err) != 0) {
+        if (!expr_failed) { /* the first one fails the query (mf_matcher_take_failure) */
+            expr_failed = true;
+            expr_failure = err;
+        }
+        return false;
+    }
+    ok = mf_value_truthy(&out);
+    bson_value_destroy(&out);
+    return ok;
+}
+
 static bool
 eval(const node_t *n, const ctx_t *c, int32_t *pos)
 {
@@ -1786,31 +1819,8 @@ eval(const node_t *n, const ctx_t *c, int32_t *pos)
         return false;
     case K_SAMPLE:
         return sample_draw() < n->rate;
-    case K_EXPR: {
-        bson_value_t out;
-        mf_error_t err;
-        bson_t tmp;
-        const bson_t *root = c->doc;
-        bool ok;
-
-        if (root == NULL) {
-            if (c->value == NULL || c->value->value_type != BSON_TYPE_DOCUMENT ||
-                !bson_init_static(&tmp, c->value->value.v_doc.data, c->value->value.v_doc.data_len))
-                return false;
-            root = &tmp;
-        }
-        mf_err_clear(&err);
-        if (mf_expr_eval(n->expr, root, &out, &err) != 0) {
-            if (!expr_failed) { /* the first one fails the query (mf_matcher_take_failure) */
-                expr_failed = true;
-                expr_failure = err;
-            }
-            return false;
-        }
-        ok = mf_value_truthy(&out);
-        bson_value_destroy(&out);
-        return ok;
-    }
+    case K_EXPR:
+        return eval_expr(n, c);
     case K_SCHEMA: {
         /* $jsonSchema ignores collation (enum, uniqueItems compare simply), as mongod's. */
         const mf_collation_t *saved = mf_collation_current();
