@@ -43,6 +43,7 @@ typedef struct out_ctx {
     const char *db, *coll;
     bool durable;
     bool validate; /* documents must pass the collection's validator (no bypassDocumentValidation) */
+    mf_catalog_t *cat; /* its clock fills a top-level Timestamp(0, 0) (mf_catalog_tick_ts) */
 } out_ctx_t;
 
 /* out_insert_item: inserts document i (with _id first, generated when absent). */
@@ -54,12 +55,13 @@ out_insert_item(void *arg, size_t i, mf_error_t *err)
     bson_t fixed;
     int ret;
 
-    if (mf_doc_id_is_first(doc)) {
+    if (mf_doc_id_is_first(doc) && !mf_doc_has_empty_ts(doc)) {
         if (x->validate && mf_coll_validate(x->c, doc, NULL, err) != 0)
             return -1;
         return mf_coll_insert(x->s, x->c, doc, NULL, err);
     }
-    mf_doc_with_id_first(doc, &fixed);
+    /* As an insert command's: _id first, a top-level Timestamp(0, 0) filled (mongod's $out inserts through it). */
+    mf_doc_for_insert(doc, mf_catalog_tick_ts, x->cat, &fixed);
     if (x->validate && mf_coll_validate(x->c, &fixed, NULL, err) != 0)
         ret = -1;
     else
@@ -196,10 +198,22 @@ merge_item(void *arg, size_t i, mf_error_t *err)
                 bson_append_value(&neu, bson_iter_key(&it), (int)bson_iter_key_len(&it), bson_iter_value(&it));
         bson_destroy(res);
     } else if (strcmp(x->when_matched, "replace") == 0) {
+        /* A replacement: a top-level Timestamp(0, 0) is filled, as mongod's ObjectReplaceExecutor. */
         bson_iter_init(&it, doc);
-        while (bson_iter_next(&it))
-            if (strcmp(bson_iter_key(&it), "_id") != 0)
+        while (bson_iter_next(&it)) {
+            if (strcmp(bson_iter_key(&it), "_id") == 0)
+                continue;
+            uint32_t t = 1, inc = 1;
+            if (BSON_ITER_HOLDS_TIMESTAMP(&it))
+                bson_iter_timestamp(&it, &t, &inc);
+            if (t == 0 && inc == 0) {
+                uint64_t ts = mf_catalog_tick_ts(x->cat);
+                bson_append_timestamp(&neu, bson_iter_key(&it), (int)bson_iter_key_len(&it), (uint32_t)(ts >> 32),
+                                      (uint32_t)ts);
+            } else {
                 bson_append_value(&neu, bson_iter_key(&it), (int)bson_iter_key_len(&it), bson_iter_value(&it));
+            }
+        }
     } else {
         /* merge: existing fields keep their place (with the new value), new fields are appended. */
         bson_iter_init(&it, &old);
@@ -438,6 +452,7 @@ mf_agg_writer_begin(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate
     wr->coll = mf_strdup(coll);
     wr->merge_spec = merge_spec ? bson_copy(merge_spec) : NULL;
     wr->w.s = s;
+    wr->w.cat = cat;
     wr->w.durable = durable;
     wr->w.validate = validate;
     wr->w.db = wr->db;

@@ -184,3 +184,23 @@ h.test('$merge whenMatched with a pipeline updates the matching document with $$
   await h.expectCode(src.aggregate([{ $merge: { into: 'totals', whenMatched: [{ $set: { a: '$$nope' } }] } }]).toArray(), 17276);
   assert.deepEqual(await out.find().sort({ _id: 1 }).toArray(), [{ _id: 'a', n: 4, best: 2 }, { _id: 'b', n: 2, best: 5 }], 'the failed runs changed nothing');
 });
+
+h.test('$out and $merge write a top-level Timestamp(0, 0) as an insert or a replacement does: filled (insert, whenMatched replace), kept by whenMatched merge', async () => {
+  const { Timestamp } = require('mongodb');
+  const isZero = (ts) => ts.high === 0 && ts.low === 0;
+  const db = srv.freshDb('outemptyts');
+  await db.collection('s').insertOne({ _id: 1, a: 1 });
+  await db.collection('s').updateOne({ _id: 1 }, { $set: { t: new Timestamp({ t: 0, i: 0 }) } }); /* $set keeps it */
+  assert.ok(isZero((await db.collection('s').findOne()).t));
+  await db.collection('s').aggregate([{ $out: 'o' }]).toArray();
+  assert.ok(!isZero((await db.collection('o').findOne()).t), '$out');
+  await db.collection('s').aggregate([{ $merge: { into: 'm' } }]).toArray();
+  assert.ok(!isZero((await db.collection('m').findOne()).t), '$merge inserting');
+  await db.collection('m2').insertOne({ _id: 1, old: true });
+  await db.collection('s').aggregate([{ $merge: { into: 'm2', whenMatched: 'replace' } }]).toArray();
+  const r = await db.collection('m2').findOne();
+  assert.ok(!isZero(r.t) && r.old === undefined, '$merge replacing');
+  await db.collection('m3').insertOne({ _id: 1, old: true });
+  await db.collection('s').aggregate([{ $merge: { into: 'm3', whenMatched: 'merge' } }]).toArray();
+  assert.ok(isZero((await db.collection('m3').findOne()).t), '$merge merging ($set) keeps it');
+});
