@@ -3836,9 +3836,11 @@ static int
 run_current_op(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
 {
     mf_docvec_destroy(in);
-    if (env == NULL || env->current_op == NULL)
-        return mf_err_set(err, MF_E_InvalidNamespace,
-                          "$currentOp must be run against the 'admin' database with {aggregate: 1}");
+    if (env == NULL || env->current_op == NULL) {
+        /* mongod refuses it while parsing the pipeline: no executor context. */
+        mf_err_set(err, MF_E_InvalidNamespace, "$currentOp must be run against the 'admin' database with {aggregate: 1}");
+        return mf_err_planning(err);
+    }
     return env->current_op(env->ctx, s->spec, out, err);
 }
 

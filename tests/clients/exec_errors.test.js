@@ -207,3 +207,9 @@ h.test('distinct: an expression failing on a document is "Executor error during 
   await fails(db.command({ count: 'c', query: div }), 2, "can't $divide by zero");
   assert.deepEqual(await c.distinct('a', { $expr: { $eq: ['$b', 0] } }), [1]);
 });
+
+h.test('$currentOp on a collection is refused while parsing, bare as mongod\'s: 73, no executor context', async () => {
+  const { c } = await seeded('execcurop');
+  await fails(c.aggregate([{ $currentOp: {} }]).toArray(), 73,
+    "$currentOp must be run against the 'admin' database with {aggregate: 1}");
+});
