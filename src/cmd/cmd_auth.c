@@ -1566,10 +1566,21 @@ cmd_logout(mf_op_t *op)
     return 0;
 }
 
+static void inherit_walk(mf_op_t *op, const bson_t *role_doc, bson_t *names, uint32_t *n, bson_t *privs,
+                         role_seen_t *seen, bson_t *restr, uint32_t *nr);
+static void seen_free(role_seen_t *s);
+
+/*
+ * connectionStatus: the authenticated user and its roles; with
+ * showPrivileges, the privileges those roles grant (merged per resource, as
+ * usersInfo's inheritedPrivileges), an empty array when no one is logged in.
+ */
 static int
 cmd_connection_status(mf_op_t *op)
 {
     bson_t ai, arr, u;
+    bson_iter_t sp;
+    bool show_privs = mf_op_find(op, "showPrivileges", &sp) && bson_iter_as_bool(&sp);
     mf_client_auth_t *a = op->client != NULL ? op->client->auth : NULL;
     if (a != NULL && a->authed && a->gen != atomic_load(&op->eng->users_gen))
         reload_privs(op->eng, op->client);
@@ -1587,6 +1598,22 @@ cmd_connection_status(mf_op_t *op)
     else {
         BSON_APPEND_ARRAY_BEGIN(&ai, "authenticatedUserRoles", &arr);
         bson_append_array_end(&ai, &arr);
+    }
+    if (show_privs) {
+        bson_t privs = BSON_INITIALIZER, user;
+        mf_error_t uerr;
+        if (a != NULL && a->authed && mf_users_get(op->eng->cat, a->db, a->user, &user, &uerr) == 0) {
+            bson_t names = BSON_INITIALIZER, restr = BSON_INITIALIZER;
+            uint32_t nn = 0, nr = 0;
+            role_seen_t *seen = mf_calloc(1, sizeof(*seen));
+            inherit_walk(op, &user, &names, &nn, &privs, seen, &restr, &nr);
+            seen_free(seen);
+            bson_destroy(&names);
+            bson_destroy(&restr);
+            bson_destroy(&user);
+        }
+        BSON_APPEND_ARRAY(&ai, "authenticatedUserPrivileges", &privs);
+        bson_destroy(&privs);
     }
     bson_append_document_end(op->reply, &ai);
     return 0;

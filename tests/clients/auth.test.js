@@ -569,6 +569,12 @@ h.test('createUser stores roles as {role, db}, customData and both SCRAM mechani
   const info = await connStatus(a);
   assert.deepEqual(info.authenticatedUsers.map((x) => ({ user: x.user, db: x.db })), [{ user: 'alice', db: 'appdb' }]);
   assert.deepEqual(sortRoles(info.authenticatedUserRoles), [{ role: 'read', db: 'other' }, { role: 'readWrite', db: 'appdb' }]);
+  assert.equal(info.authenticatedUserPrivileges, undefined, 'privileges only with showPrivileges');
+  // showPrivileges: what the roles grant, per resource (as usersInfo's inheritedPrivileges).
+  const sp = (await a.db('appdb').command({ connectionStatus: 1, showPrivileges: true })).authInfo;
+  const onDb = (db) => sp.authenticatedUserPrivileges.find((p) => p.resource.db === db && p.resource.collection === '');
+  assert.ok(onDb('appdb') && onDb('appdb').actions.includes('insert'), JSON.stringify(sp));
+  assert.ok(onDb('other') && onDb('other').actions.includes('find') && !onDb('other').actions.includes('insert'));
 });
 
 h.test('createUser refuses an existing user (51003), an unknown role (31) and admin-only roles outside admin (31)', async () => {
