@@ -1280,7 +1280,13 @@ cmd_get_diagnostic_data(mf_op_t *op)
 static void
 append_host_extra(bson_t *sub, const struct utsname *u)
 {
-    char line[8192], version[512] = "", mhz[64] = "", flags[4096] = "";
+    char line[8192], version[512] = "", mhz[64] = "", flags[4096] = "", model[256] = "";
+    /* (physical id, core id) pairs seen: mongod's physicalCores and cpuSockets (numbers beyond 255 not told apart) */
+    unsigned char cores[256][256 / 8];
+    unsigned char sockets[256 / 8];
+    int phys = 0, ncores = 0, nsockets = 0;
+    memset(cores, 0, sizeof(cores));
+    memset(sockets, 0, sizeof(sockets));
     FILE *f = fopen("/proc/version", "r");
     if (f != NULL) {
         if (fgets(version, sizeof(version), f) != NULL)
@@ -1291,7 +1297,7 @@ append_host_extra(bson_t *sub, const struct utsname *u)
     BSON_APPEND_UTF8(sub, "libcVersion", gnu_get_libc_version());
     BSON_APPEND_UTF8(sub, "kernelVersion", u->release);
     if ((f = fopen("/proc/cpuinfo", "r")) != NULL) {
-        while (fgets(line, sizeof(line), f) != NULL && (mhz[0] == '\0' || flags[0] == '\0')) {
+        while (fgets(line, sizeof(line), f) != NULL) {
             char *colon = strchr(line, ':');
             if (colon == NULL)
                 continue;
@@ -1301,9 +1307,25 @@ append_host_extra(bson_t *sub, const struct utsname *u)
                 snprintf(mhz, sizeof(mhz), "%.*s", (int)n, val);
             else if (flags[0] == '\0' && strncmp(line, "flags", 5) == 0)
                 snprintf(flags, sizeof(flags), "%.*s", (int)n, val);
+            else if (model[0] == '\0' && strncmp(line, "model name", 10) == 0)
+                snprintf(model, sizeof(model), "%.*s", (int)n, val);
+            else if (strncmp(line, "physical id", 11) == 0) {
+                phys = atoi(val) & 255;
+                if (!(sockets[phys / 8] & (1u << (phys % 8)))) {
+                    sockets[phys / 8] |= (unsigned char)(1u << (phys % 8));
+                    nsockets++;
+                }
+            } else if (strncmp(line, "core id", 7) == 0) {
+                int core = atoi(val) & 255;
+                if (!(cores[phys][core / 8] & (1u << (core % 8)))) {
+                    cores[phys][core / 8] |= (unsigned char)(1u << (core % 8));
+                    ncores++;
+                }
+            }
         }
         fclose(f);
     }
+    BSON_APPEND_UTF8(sub, "cpuString", model);
     BSON_APPEND_UTF8(sub, "cpuFrequencyMHz", mhz);
     BSON_APPEND_UTF8(sub, "cpuFeatures", flags);
     BSON_APPEND_INT64(sub, "pageSize", (int64_t)sysconf(_SC_PAGESIZE));
@@ -1311,6 +1333,36 @@ append_host_extra(bson_t *sub, const struct utsname *u)
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
         BSON_APPEND_INT32(sub, "maxOpenFiles", rl.rlim_cur > INT32_MAX ? INT32_MAX : (int32_t)rl.rlim_cur);
+    if (ncores > 0)
+        BSON_APPEND_INT32(sub, "physicalCores", ncores);
+    if (nsockets > 0)
+        BSON_APPEND_INT32(sub, "cpuSockets", nsockets);
+}
+
+/* The distribution's name, as mongod's hostInfo os.name: /etc/os-release's PRETTY_NAME, else the kernel's name. */
+static void
+os_pretty_name(char *out, size_t cap, const char *fallback)
+{
+    char line[512];
+    snprintf(out, cap, "%s", fallback);
+    FILE *f = fopen("/etc/os-release", "r");
+    if (f == NULL)
+        return;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, "PRETTY_NAME=", 12) != 0)
+            continue;
+        char *v = line + 12;
+        v[strcspn(v, "\n")] = '\0';
+        size_t n = strlen(v);
+        if (n >= 2 && (v[0] == '"' || v[0] == '\'') && v[n - 1] == v[0]) {
+            v[n - 1] = '\0';
+            v++;
+        }
+        if (v[0] != '\0')
+            mf_strlcpy(out, v, cap);
+        break;
+    }
+    fclose(f);
 }
 
 static int
@@ -1325,7 +1377,13 @@ cmd_host_info(mf_op_t *op)
     gethostname(hn, sizeof(hn) - 1);
     BSON_APPEND_DOCUMENT_BEGIN(r, "system", &sub);
     BSON_APPEND_DATE_TIME(&sub, "currentTime", mf_now_ms());
-    BSON_APPEND_UTF8(&sub, "hostname", hn);
+    /* mongod's prettyHostNameAndPort: the port too when it is not the default. */
+    char hostport[300];
+    if (op->eng->port != 0 && op->eng->port != 27017)
+        snprintf(hostport, sizeof(hostport), "%s:%d", hn, op->eng->port);
+    else
+        snprintf(hostport, sizeof(hostport), "%s", hn);
+    BSON_APPEND_UTF8(&sub, "hostname", hostport);
     BSON_APPEND_INT32(&sub, "cpuAddrSize", 64);
     mf_sysres_t res;
     mf_sysres_read("", &res);
@@ -1340,9 +1398,12 @@ cmd_host_info(mf_op_t *op)
     BSON_APPEND_BOOL(&sub, "numaEnabled", false);
     bson_append_document_end(r, &sub);
     BSON_APPEND_DOCUMENT_BEGIN(r, "os", &sub);
+    char osname[256], osversion[300];
+    os_pretty_name(osname, sizeof(osname), u.sysname);
+    snprintf(osversion, sizeof(osversion), "Kernel %s", u.release); /* as mongod's ProcessInfo on Linux */
     BSON_APPEND_UTF8(&sub, "type", u.sysname);
-    BSON_APPEND_UTF8(&sub, "name", u.sysname);
-    BSON_APPEND_UTF8(&sub, "version", u.release);
+    BSON_APPEND_UTF8(&sub, "name", osname);
+    BSON_APPEND_UTF8(&sub, "version", osversion);
     bson_append_document_end(r, &sub);
     BSON_APPEND_DOCUMENT_BEGIN(r, "extra", &sub);
     append_host_extra(&sub, &u);

@@ -143,6 +143,11 @@ h.test('hostInfo reports system and os sections', async () => {
   assert.ok(num(r.system.numCores) > 0);
   assert.equal(typeof r.os.type, 'string');
   assert.equal(r.os.type, 'Linux');
+  // mongod's: the host with its port when not 27017, the distribution's name, "Kernel <release>".
+  assert.equal(r.system.hostname, `${require('node:os').hostname()}:${srv.port}`);
+  const pretty = /^PRETTY_NAME=("?)(.*)\1$/m.exec(require('node:fs').readFileSync('/etc/os-release', 'utf8'));
+  if (pretty) assert.equal(r.os.name, pretty[2]);
+  assert.equal(r.os.version, `Kernel ${require('node:os').release()}`);
   // extra, as mongod's on Linux: read back from the same sources.
   const fs = require('node:fs');
   const os = require('node:os');
@@ -157,6 +162,10 @@ h.test('hostInfo reports system and os sections', async () => {
   const cpuinfo = fs.readFileSync('/proc/cpuinfo', 'utf8');
   const flags = /^flags\s*:\s*(.*)$/m.exec(cpuinfo);
   if (flags) assert.equal(r.extra.cpuFeatures, flags[1]);
+  const model = /^model name\s*:\s*(.*)$/m.exec(cpuinfo);
+  if (model) assert.equal(r.extra.cpuString, model[1]);
+  const coreIds = new Set([...cpuinfo.matchAll(/^physical id\s*:\s*(\d+)[\s\S]*?^core id\s*:\s*(\d+)/gm)].map((m) => `${m[1]}.${m[2]}`));
+  if (coreIds.size) assert.equal(num(r.extra.physicalCores), coreIds.size);
   // The frequency may move between two reads: its form only.
   if (/^cpu MHz/m.test(cpuinfo)) assert.match(r.extra.cpuFrequencyMHz, /^\d+(\.\d+)?$/);
 });
