@@ -303,6 +303,20 @@ mf_param_append(bson_t *doc, const mf_param_t *p)
             BSON_APPEND_DOCUMENT_BEGIN(doc, p->name, &sub);
             BSON_APPEND_UTF8(&sub, "version", p->svalue);
             bson_append_document_end(doc, &sub);
+        } else if (strcmp(p->name, "authenticationMechanisms") == 0) {
+            /* A list in mongod (std::vector<std::string>): an array, not the comma-separated setting. */
+            bson_t arr;
+            char key[16];
+            const char *k, *at = p->svalue;
+            uint32_t i = 0;
+            BSON_APPEND_ARRAY_BEGIN(doc, p->name, &arr);
+            while (at != NULL && *at) {
+                size_t n = strcspn(at, ",");
+                bson_uint32_to_string(i++, &k, key, sizeof(key));
+                bson_append_utf8(&arr, k, -1, at, (int)n);
+                at += n + (at[n] == ',');
+            }
+            bson_append_array_end(doc, &arr);
         } else {
             BSON_APPEND_UTF8(doc, p->name, p->svalue);
         }

@@ -848,6 +848,9 @@ h.test('setFeatureCompatibilityVersion "8.0" with confirm: true succeeds and cha
   await h.expectCode(srv.client.db('test').command({ setFeatureCompatibilityVersion: '8.0', confirm: true }), 13);
   const p = await admin.command({ getParameter: 1, featureCompatibilityVersion: 1 });
   assert.deepEqual(p.featureCompatibilityVersion, { version: '8.0' });
+  // A list parameter is an array, as mongod's std::vector<std::string> ones.
+  const am = await admin.command({ getParameter: 1, authenticationMechanisms: 1 });
+  assert.deepEqual(am.authenticationMechanisms, ['SCRAM-SHA-1', 'SCRAM-SHA-256']);
 });
 
 h.test('a collectionless aggregate runs under db.$cmd.aggregate, as mongod: $currentOp shows itself so', async () => {
