@@ -173,7 +173,8 @@ function typedDocs() {
     { _id: 6, t, re: new BSONRegExp('^a.*b$', 'imsx'), reEmpty: new BSONRegExp('', ''), code: new Code('function () { return 1; }'),
       cws: new Code('function () { return x; }', { x: new Int32(1), y: { z: 'w' } }) },
     { _id: 7, t, i32: new Int32(-2147483648), i32max: new Int32(2147483647), ts: new Timestamp({ t: 1700000000, i: 42 }),
-      tsZero: new Timestamp({ t: 0, i: 0 }), lng: Long.fromString('-9223372036854775808'), lngMax: Long.MAX_VALUE,
+      /* nested: a top-level Timestamp(0, 0) is filled with the server's time on insert, as mongod's */
+      inner: { tsZero: new Timestamp({ t: 0, i: 0 }) }, lng: Long.fromString('-9223372036854775808'), lngMax: Long.MAX_VALUE,
       dec: Decimal128.fromString('1.234567890123456789012345678901234E+6144'), decNeg0: Decimal128.fromString('-0.00'),
       decNaN: Decimal128.fromString('NaN'), decInf: Decimal128.fromString('-Infinity') },
     { _id: 8, t, min: new MinKey(), max: new MaxKey(), sym: new BSONSymbol('symbol') },
