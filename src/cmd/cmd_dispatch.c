@@ -1106,7 +1106,8 @@ write_statement_shown(const char *name, const bson_t *cmd, const mf_docseq_t *se
     }
     if (!found)
         return NULL;
-    static const char *const upd_order[] = {"q", "u", "c", "arrayFilters", "hint", "multi", "upsert", "collation", NULL};
+    static const char *const upd_order[] = {"q",      "u",         "c",    "arrayFilters", "hint", "multi",
+                                            "upsert", "collation", "sort", NULL};
     static const char *const del_order[] = {"q", "limit", "hint", "collation", NULL};
     const char *const *order = upd ? upd_order : del_order;
     bson_t *out = bson_new();

@@ -46,28 +46,37 @@ typedef struct out_ctx {
     mf_catalog_t *cat; /* its clock fills a top-level Timestamp(0, 0) (mf_catalog_tick_ts) */
 } out_ctx_t;
 
-/* out_insert_item: inserts document i (with _id first, generated when absent). */
+/*
+ * insert_doc_item: inserts document i (with _id first, generated when
+ * absent); fill: a top-level Timestamp(0, 0) is filled with the server's
+ * time, as an insert command's or a replacement's would be.
+ */
 static int
-out_insert_item(void *arg, size_t i, mf_error_t *err)
+insert_doc_item(out_ctx_t *x, size_t i, bool fill, mf_error_t *err)
 {
-    out_ctx_t *x = arg;
     const bson_t *doc = x->docs->docs[i];
     bson_t fixed;
     int ret;
 
-    if (mf_doc_id_is_first(doc) && !mf_doc_has_empty_ts(doc)) {
+    if (mf_doc_id_is_first(doc) && !(fill && mf_doc_has_empty_ts(doc))) {
         if (x->validate && mf_coll_validate(x->c, doc, NULL, err) != 0)
             return -1;
         return mf_coll_insert(x->s, x->c, doc, NULL, err);
     }
-    /* As an insert command's: _id first, a top-level Timestamp(0, 0) filled (mongod's $out inserts through it). */
-    mf_doc_for_insert(doc, mf_catalog_tick_ts, x->cat, &fixed);
+    mf_doc_for_insert(doc, fill ? mf_catalog_tick_ts : NULL, x->cat, &fixed);
     if (x->validate && mf_coll_validate(x->c, &fixed, NULL, err) != 0)
         ret = -1;
     else
         ret = mf_coll_insert(x->s, x->c, &fixed, NULL, err);
     bson_destroy(&fixed);
     return ret;
+}
+
+/* out_insert_item: $out's insert of document i: mongod's runs an insert command, which fills Timestamp(0, 0). */
+static int
+out_insert_item(void *arg, size_t i, mf_error_t *err)
+{
+    return insert_doc_item(arg, i, true, err);
 }
 
 static mf_index_t *on_index(const mf_coll_t *c, const char *const *on, int n);
@@ -137,7 +146,14 @@ merge_item(void *arg, size_t i, mf_error_t *err)
             return mf_err_set(err, MF_E_MergeStageNoMatchingDocument,
                               "$merge could not find a matching document in the target collection for at least one "
                               "document in the source collection");
-        return out_insert_item(arg, i, err);
+        /*
+         * As mongod's: whenMatched replace upserts the document as a
+         * replacement and fail inserts it, both filling a Timestamp(0, 0);
+         * merge ($set), keepExisting ($setOnInsert) and a pipeline upsert
+         * keep it.
+         */
+        bool fill = strcmp(x->when_matched, "replace") == 0 || strcmp(x->when_matched, "fail") == 0;
+        return insert_doc_item(x, i, fill, err);
     }
     if (ret != 0)
         return ret;

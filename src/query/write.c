@@ -857,7 +857,7 @@ write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, unsigned wflags, con
         mf_write_fam_t f = {.query = &sc.q, .sort = &sort, .update = upl ? NULL : &ud, .pipeline = upl,
                             .array_filters = af, .hint = sc.hint, .upsert_supplied = supplied_doc, .upsert = upsert};
         mf_write_fam_result_t fr;
-        if (mf_write_find_and_modify(cat, s, durable, validate, db, coll, &f, &fr, err) != 0)
+        if (mf_write_find_and_modify(cat, s, durable, wflags, db, coll, &f, &fr, err) != 0)
             return -1;
         res->matched = fr.n;
         res->modified = fr.modified ? 1 : 0;

@@ -787,4 +787,12 @@ h.test('a top-level Timestamp(0, 0) is filled with the server\'s time on insert 
   assert.ok(!isZero(r.t));
   await c.updateOne({ _id: 3 }, { $set: { t: zero() } });
   assert.ok(isZero((await c.findOne({ _id: 3 })).t));
+  // bypassEmptyTsReplacement keeps it, an 8.0 updateOne with sort included (review helper-114); without, filled.
+  await db.command({ insert: 'c', documents: [{ _id: 5, t: zero() }], bypassEmptyTsReplacement: true });
+  assert.ok(isZero((await c.findOne({ _id: 5 })).t));
+  await db.command({ update: 'c', updates: [{ q: { _id: 6 }, u: { t: zero() }, sort: { _id: 1 }, upsert: true }],
+    bypassEmptyTsReplacement: true });
+  assert.ok(isZero((await c.findOne({ _id: 6 })).t));
+  await db.command({ update: 'c', updates: [{ q: { _id: 6 }, u: { t: zero() }, sort: { _id: 1 } }] });
+  assert.ok(!isZero((await c.findOne({ _id: 6 })).t));
 });

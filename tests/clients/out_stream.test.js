@@ -185,7 +185,7 @@ h.test('$merge whenMatched with a pipeline updates the matching document with $$
   assert.deepEqual(await out.find().sort({ _id: 1 }).toArray(), [{ _id: 'a', n: 4, best: 2 }, { _id: 'b', n: 2, best: 5 }], 'the failed runs changed nothing');
 });
 
-h.test('$out and $merge write a top-level Timestamp(0, 0) as an insert or a replacement does: filled (insert, whenMatched replace), kept by whenMatched merge', async () => {
+h.test('$out and $merge write a top-level Timestamp(0, 0) as mongod\'s insert, replacement or $set upsert does: filled by $out, whenMatched replace and fail; kept by merge and keepExisting', async () => {
   const { Timestamp } = require('mongodb');
   const isZero = (ts) => ts.high === 0 && ts.low === 0;
   const db = srv.freshDb('outemptyts');
@@ -194,8 +194,16 @@ h.test('$out and $merge write a top-level Timestamp(0, 0) as an insert or a repl
   assert.ok(isZero((await db.collection('s').findOne()).t));
   await db.collection('s').aggregate([{ $out: 'o' }]).toArray();
   assert.ok(!isZero((await db.collection('o').findOne()).t), '$out');
+  // Not matched: the default (merge) upserts {$set: doc} and keepExisting {$setOnInsert: doc}, which keep it;
+  // replace upserts the document as a replacement and fail inserts it, which fill it (review helper-114).
   await db.collection('s').aggregate([{ $merge: { into: 'm' } }]).toArray();
-  assert.ok(!isZero((await db.collection('m').findOne()).t), '$merge inserting');
+  assert.ok(isZero((await db.collection('m').findOne()).t), '$merge inserting in merge mode');
+  await db.collection('s').aggregate([{ $merge: { into: 'mk', whenMatched: 'keepExisting' } }]).toArray();
+  assert.ok(isZero((await db.collection('mk').findOne()).t), '$merge inserting in keepExisting mode');
+  await db.collection('s').aggregate([{ $merge: { into: 'mr', whenMatched: 'replace' } }]).toArray();
+  assert.ok(!isZero((await db.collection('mr').findOne()).t), '$merge inserting in replace mode');
+  await db.collection('s').aggregate([{ $merge: { into: 'mf', whenMatched: 'fail' } }]).toArray();
+  assert.ok(!isZero((await db.collection('mf').findOne()).t), '$merge inserting in fail mode');
   await db.collection('m2').insertOne({ _id: 1, old: true });
   await db.collection('s').aggregate([{ $merge: { into: 'm2', whenMatched: 'replace' } }]).toArray();
   const r = await db.collection('m2').findOne();
