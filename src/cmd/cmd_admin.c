@@ -1709,7 +1709,8 @@ cmd_set_default_rw_concern(mf_op_t *op)
     BSON_APPEND_BOOL(&stmt, "upsert", true);
     mf_write_update_result_t res;
     memset(&res, 0, sizeof(res));
-    if (mf_write_update(op->eng->cat, op->sess, true, 0 /* no MF_WRITE_* flags */, "config", "settings", &stmt, &res, &op->err) != 0)
+    if (mf_write_update(op->eng->cat, op->sess, true, 0 /* no MF_WRITE_* flags */, "config", "settings", &stmt, &res,
+                        &op->err) != 0)
         goto done;
     if (res.upserted)
         bson_value_destroy(&res.upserted_id);
