@@ -188,6 +188,17 @@ mf_doc_has_empty_ts(const bson_t *doc)
 }
 
 void
+mf_doc_append_filled(bson_t *out, const bson_iter_t *it, mf_ts_tick_fn tick, void *arg)
+{
+    if (tick != NULL && is_empty_ts(it)) {
+        uint64_t ts = tick(arg);
+        bson_append_timestamp(out, bson_iter_key(it), (int)bson_iter_key_len(it), (uint32_t)(ts >> 32), (uint32_t)ts);
+    } else {
+        bson_append_iter(out, bson_iter_key(it), (int)bson_iter_key_len(it), it);
+    }
+}
+
+void
 mf_doc_for_insert(const bson_t *doc, mf_ts_tick_fn tick, void *arg, bson_t *out)
 {
     bson_iter_t it;
@@ -201,15 +212,8 @@ mf_doc_for_insert(const bson_t *doc, mf_ts_tick_fn tick, void *arg, bson_t *out)
     }
     bson_iter_init(&it, doc);
     while (bson_iter_next(&it)) {
-        if (strcmp(bson_iter_key(&it), "_id") == 0)
-            continue;
-        if (tick != NULL && is_empty_ts(&it)) {
-            uint64_t ts = tick(arg);
-            bson_append_timestamp(out, bson_iter_key(&it), (int)bson_iter_key_len(&it), (uint32_t)(ts >> 32),
-                                  (uint32_t)ts);
-        } else {
-            bson_append_value(out, bson_iter_key(&it), (int)bson_iter_key_len(&it), bson_iter_value(&it));
-        }
+        if (strcmp(bson_iter_key(&it), "_id") != 0)
+            mf_doc_append_filled(out, &it, tick, arg);
     }
 }
 

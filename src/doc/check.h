@@ -71,6 +71,13 @@ typedef uint64_t (*mf_ts_tick_fn)(void *arg);
 bool mf_doc_has_empty_ts(const bson_t *doc);
 
 /*
+ * mf_doc_append_filled: appends the element at it to out, under its own
+ * key; a Timestamp(0, 0) as a new one from tick(arg) instead, when tick is
+ * not NULL. The caller decides which fields may be filled (never _id).
+ */
+void mf_doc_append_filled(bson_t *out, const bson_iter_t *it, mf_ts_tick_fn tick, void *arg);
+
+/*
  * mf_doc_for_insert: mf_doc_with_id_first, each top-level Timestamp(0, 0)
  * but _id's replaced by tick(arg) (tick may be NULL: none replaced).
  */

@@ -1075,21 +1075,8 @@ mf_update_set_clock(mf_update_t *u, mf_ts_tick_fn tick, void *arg, bool fill_emp
     bson_t *fixed = bson_new();
     bson_iter_t it;
     bson_iter_init(&it, u->repl);
-    while (bson_iter_next(&it)) {
-        uint32_t t, i;
-        bool empty = BSON_ITER_HOLDS_TIMESTAMP(&it) && strcmp(bson_iter_key(&it), "_id") != 0;
-        if (empty) {
-            bson_iter_timestamp(&it, &t, &i);
-            empty = t == 0 && i == 0;
-        }
-        if (empty) {
-            uint64_t ts = tick(arg);
-            bson_append_timestamp(fixed, bson_iter_key(&it), (int)bson_iter_key_len(&it), (uint32_t)(ts >> 32),
-                                  (uint32_t)ts);
-        } else {
-            bson_append_iter(fixed, bson_iter_key(&it), (int)bson_iter_key_len(&it), &it);
-        }
-    }
+    while (bson_iter_next(&it))
+        mf_doc_append_filled(fixed, &it, strcmp(bson_iter_key(&it), "_id") != 0 ? tick : NULL, arg);
     bson_destroy(u->repl);
     u->repl = fixed;
 }

@@ -216,20 +216,9 @@ merge_item(void *arg, size_t i, mf_error_t *err)
     } else if (strcmp(x->when_matched, "replace") == 0) {
         /* A replacement: a top-level Timestamp(0, 0) is filled, as mongod's ObjectReplaceExecutor. */
         bson_iter_init(&it, doc);
-        while (bson_iter_next(&it)) {
-            if (strcmp(bson_iter_key(&it), "_id") == 0)
-                continue;
-            uint32_t t = 1, inc = 1;
-            if (BSON_ITER_HOLDS_TIMESTAMP(&it))
-                bson_iter_timestamp(&it, &t, &inc);
-            if (t == 0 && inc == 0) {
-                uint64_t ts = mf_catalog_tick_ts(x->cat);
-                bson_append_timestamp(&neu, bson_iter_key(&it), (int)bson_iter_key_len(&it), (uint32_t)(ts >> 32),
-                                      (uint32_t)ts);
-            } else {
-                bson_append_value(&neu, bson_iter_key(&it), (int)bson_iter_key_len(&it), bson_iter_value(&it));
-            }
-        }
+        while (bson_iter_next(&it))
+            if (strcmp(bson_iter_key(&it), "_id") != 0)
+                mf_doc_append_filled(&neu, &it, mf_catalog_tick_ts, x->cat);
     } else {
         /* merge: existing fields keep their place (with the new value), new fields are appended. */
         bson_iter_init(&it, &old);
