@@ -42,7 +42,8 @@
     "serverStatus top useUUID inprog shardingState allCollectionStats shardedDataDistribution"
 #define A_CM_DB "collStats dbStats getDatabaseVersion getShardVersion indexStats"
 #define A_HM_CLUSTER                                                                                            \
-    "applicationMessage auditConfigure connPoolSync dropConnections logRotate oidReset setParameter shutdown "  \
+    "applicationMessage auditConfigure compact connPoolSync dropConnections logRotate oidReset setParameter "   \
+    "shutdown "                                                                                                 \
     "touch unlock flushRouterConfig fsync invalidateUserCache killAnyCursor killAnySession killop "            \
     "replSetResizeOplog resync trafficRecord rotateCertificates oidcListKeys oidcRefreshKeys"
 #define A_CMG_CLUSTER                                                                                          \

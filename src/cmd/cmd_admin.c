@@ -31,6 +31,7 @@
 #include "catalog/catalog.h"
 #include "catalog/coll_write.h"
 #include "auth/roles.h"
+#include "catalog/autocompact.h"
 #include "cmd/cmd.h"
 #include "common/alloc.h"
 #include "common/curop.h"
@@ -1151,6 +1152,7 @@ cmd_server_status(mf_op_t *op)
         BSON_APPEND_DOCUMENT_BEGIN(r, "wiredTiger", &sub);
         if (mf_storage_conn_stats_bson(op->sess, &sub, &werr) != 0)
             BSON_APPEND_UTF8(&sub, "error", werr.msg);
+        mf_autocompact_stats_bson(e->autocompact, &sub); /* "compact": background compaction, as WiredTiger 11 counts it */
         bson_append_document_end(r, &sub);
     }
 

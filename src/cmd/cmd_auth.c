@@ -691,6 +691,7 @@ static const rule_t rules[] = {
     {"setParameter", R_CLUSTER, MF_CACT_ADMIN},
     {"killOp", R_AUTHED, 0}, /* its own operations; anyone's with the killop privilege (cmd_admin.c) */
     {"killAllSessions", R_CLUSTER, MF_CACT_ADMIN},
+    {"autoCompact", R_CLUSTER, MF_CACT_ADMIN}, /* mongod: compact on the cluster (hostManager) */
     {"fsync", R_CLUSTER, MF_CACT_ADMIN},
     {"fsyncUnlock", R_CLUSTER, MF_CACT_ADMIN},
     {"shutdown", R_CLUSTER, MF_CACT_ADMIN},

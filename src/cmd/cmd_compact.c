@@ -30,6 +30,9 @@
  * collection itself is a view over them), then refuses a view (166) or
  * answers 26.
  *
+ * autoCompact: the same compaction in the background, over every table
+ * (catalog/autocompact.c), without the exclusive lock; see cmd_auto_compact.
+ *
  * fsync: {fsync: 1} on admin writes a checkpoint and answers {numFiles: 1}
  * (a dummy value mongod keeps for old clients). {fsync: 1, lock: true}
  * (db.fsyncLock(), for filesystem-snapshot backups) first stops writes,
@@ -45,6 +48,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "catalog/autocompact.h"
 #include "cmd/cmd.h"
 #include "common/curop.h"
 #include "common/log.h"
@@ -262,10 +266,45 @@ cmd_fsync_unlock(mf_op_t *op)
     return 0;
 }
 
+/*
+ * {autoCompact: <bool>, freeSpaceTargetMB, runOnce} on admin: background
+ * compaction on or off (catalog/autocompact.h), as mongod 8.0's
+ * autoCompact: the command's value is an IDL bool (14 otherwise), runOnce
+ * a bool, freeSpaceTargetMB a safeInt64 >= 1 (51024). Refused under
+ * --inMemory (IllegalOperation, canRunAutoCompact's message); turning it
+ * on when on, or off when off, fails with 2 (stop it first to change its
+ * options). Not replicated: each member compacts its own files. Logged as
+ * mongod's 8012100 "AutoCompact".
+ */
+static int
+cmd_auto_compact(mf_op_t *op)
+{
+    bson_iter_t it;
+    bool enable, run_once = false;
+    int64_t target_mb;
+    if (!bson_iter_init(&it, op->cmd) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_BOOL(&it))
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'autoCompact.autoCompact' is the wrong type '%s', expected type 'bool'",
+                          mf_type_name(bson_iter_type(&it)));
+    enable = bson_iter_bool(&it);
+    if (get_idl_bool(op, "runOnce", &run_once) != 0 || get_free_space_target(op, &target_mb) != 0)
+        return -1;
+    if (op->eng->in_memory)
+        return mf_err_set(&op->err, MF_E_IllegalOperation, "autoCompact() cannot be executed for in-memory configurations");
+    if (mf_autocompact_set(op->eng->autocompact, enable, run_once, target_mb, &op->err) != 0)
+        return -1;
+    char attr[32], ctx[32];
+    snprintf(attr, sizeof(attr), "{\"enabled\":%s}", enable ? "true" : "false");
+    snprintf(ctx, sizeof(ctx), "conn%lld", (long long)(op->client != NULL ? op->client->id : 0));
+    mf_log_attr(MF_LOG_INFO, "COMMAND", 8012100, ctx, "AutoCompact", attr);
+    return 0;
+}
+
 static const char *const compact_fields[] = {"force", "dryRun", "freeSpaceTargetMB", NULL};
+static const char *const auto_compact_fields[] = {"freeSpaceTargetMB", "runOnce", NULL};
 
 const mf_cmd_def_t mf_cmds_compact[] = {
     {"compact", cmd_compact, 0, compact_fields},
+    {"autoCompact", cmd_auto_compact, MF_CMD_ADMIN_ONLY, auto_compact_fields},
     {"fsync", cmd_fsync, MF_CMD_ADMIN_ONLY, NULL},
     {"fsyncUnlock", cmd_fsync_unlock, MF_CMD_ADMIN_ONLY, NULL},
     {NULL, NULL, 0, NULL},

@@ -1076,8 +1076,10 @@ slow_log_limited(const mf_client_t *client, const char *ns, const bson_t *cmd, c
  * the command of an update or delete with one statement, which it records
  * as its own operation: the statement as its IDL writes it ({q, u,
  * arrayFilters, hint, multi, upsert, collation}; {q, limit, hint,
- * collation}), and the command's comment. A new document the caller destroys, or NULL for any other
- * command (and for several statements, shown as the command).
+ * collation}), and the command's comment. Built for the profile entry
+ * only: the slow-query line shows the whole command. A new document the
+ * caller destroys, or NULL for any other command (and for several
+ * statements, shown as the command).
  */
 static bson_t *
 write_statement_shown(const char *name, const bson_t *cmd, const mf_docseq_t *seqs, size_t nseqs)
@@ -1244,7 +1246,6 @@ op_finished(mf_engine_t *eng, const mf_client_t *client, const char *db, const c
         if (!slow && !profiled)
             return;
         coll = command_ns(ns, sizeof(ns), db, name, cmd);
-        shown = write_statement_shown(name, cmd, seqs, nseqs);
     }
     /*
      * Written after the command released its locks. Not a transaction's
@@ -1252,8 +1253,10 @@ op_finished(mf_engine_t *eng, const mf_client_t *client, const char *db, const c
      * command on system.profile itself.
      */
     if (profiled && !mf_cmd_in_txn() && !(coll != NULL && strcmp(coll, "system.profile") == 0)) {
-        if (!have_entry)
+        if (!have_entry) {
+            shown = write_statement_shown(name, cmd, seqs, nseqs);
             profile_entry(client, ns, name, cmd, shown, origin, reply, millis, legacy, scan, err, &entry);
+        }
         have_entry = true;
         mf_profile_write(eng, db, &entry);
     }

@@ -30,6 +30,7 @@
 #include "common/sched.h"
 #include "query/agg_spill.h"
 #include "query/agg_write.h"
+#include "catalog/autocompact.h"
 #include "catalog/timeseries.h"
 #include "ttl/ttl.h"
 #include "archive/archive.h"
@@ -155,6 +156,32 @@ reaper_main(void *arg)
     }
     pthread_mutex_unlock(&e->reaper_mu);
     return NULL;
+}
+
+/*
+ * The background compactor's way through the write gate (catalog/
+ * autocompact.h): never waits here (it waits in its own thread, where it
+ * can be stopped), counted in flight while a compaction round or its
+ * checkpoint writes, as gate_enter counts a writer.
+ */
+static bool
+autocompact_enter(void *arg)
+{
+    mf_engine_t *eng = arg;
+    if (atomic_load(&eng->fsync_locked))
+        return false;
+    atomic_fetch_add(&eng->fsync_inflight, 1);
+    if (!atomic_load(&eng->fsync_locked))
+        return true;
+    atomic_fetch_sub(&eng->fsync_inflight, 1);
+    return false;
+}
+
+static void
+autocompact_leave(void *arg)
+{
+    mf_engine_t *eng = arg;
+    atomic_fetch_sub(&eng->fsync_inflight, 1);
 }
 
 /* ---------- open / close ---------- */
@@ -309,12 +336,16 @@ engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
                          .cpus = eng->sysres.cpus_usable};
     if (mf_ttl_monitor_start(&tenv, &eng->ttl, err) != 0)
         goto err_catalog;
+    mf_autocompact_env_t aenv = {.st = eng->st, .cat = eng->cat, .enter = autocompact_enter,
+                                 .leave = autocompact_leave, .arg = eng};
+    eng->autocompact = mf_autocompact_new(&aenv);
     pthread_mutex_init(&eng->reaper_mu, NULL);
     mf_cond_init_mono(&eng->reaper_cv);
     if (pthread_create(&eng->reaper, NULL, reaper_main, eng) != 0) {
         mf_err_set(err, MF_E_InternalError, "cannot start the cursor reaper thread");
         pthread_cond_destroy(&eng->reaper_cv);
         pthread_mutex_destroy(&eng->reaper_mu);
+        mf_autocompact_free(eng->autocompact);
         mf_ttl_monitor_free(eng->ttl);
         goto err_catalog;
     }
@@ -584,6 +615,7 @@ mf_engine_close(mf_engine_t *eng)
     pthread_cond_destroy(&eng->reaper_cv);
     pthread_mutex_destroy(&eng->reaper_mu);
     mf_ttl_monitor_stop(eng->ttl);
+    mf_autocompact_free(eng->autocompact); /* its thread ends within a compaction round */
     mf_cursors_free(eng->cursors); /* removes the spill files of open aggregation cursors */
     free(eng->tmp_dir);
     mf_catalog_close(eng->cat);

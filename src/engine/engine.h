@@ -187,6 +187,7 @@ typedef struct mf_engine {
     mf_param_t *prm_notablescan;     /* params' notablescan, read as each command begins (found once) */
     mf_observers_t *observers;   /* write observers: opcounters, TTL wake-ups */
     mf_ttl_monitor_t *ttl;       /* the TTL monitor */
+    struct mf_autocompact *autocompact; /* background compaction (autoCompact; catalog/autocompact.h) */
     struct mf_archive *archive;  /* archive-on-expire's segments under <dbpath>/archive (archive/archive.h) */
     mf_profiler_t *profiler;     /* profiling levels */
     struct mf_sessions *sessions; /* the logical session cache (engine/sessions.h) */

@@ -170,6 +170,18 @@ int mf_storage_checkpoint(mf_sess_t *s, mf_error_t *err) MF_WUR;
 int mf_storage_compact(mf_sess_t *s, const char *uri, mf_error_t *err) MF_WUR;
 
 /*
+ * mf_storage_compact_round: one round of mf_storage_compact (about a
+ * second of WT_SESSION::compact on table uri), for a caller that paces
+ * itself (the background compactor, catalog/autocompact.h). *out says what
+ * is left: DONE, MORE (call again), BUSY (the file is in use by a drop or
+ * a checkpoint: try later) or GONE (the table was dropped). Returns 0, or
+ * -1 with err for any other failure. Same preconditions as
+ * mf_storage_compact; checks no operation.
+ */
+typedef enum { MF_COMPACT_DONE, MF_COMPACT_MORE, MF_COMPACT_BUSY, MF_COMPACT_GONE } mf_compact_round_t;
+int mf_storage_compact_round(mf_sess_t *s, const char *uri, mf_compact_round_t *out, mf_error_t *err) MF_WUR;
+
+/*
  * mf_storage_fds_low: a descriptor handed out elsewhere (an accepted socket)
  * lay within the reserve below the open-files limit (common/fds.h): the
  * next table open counts the free descriptors instead of spending a budget

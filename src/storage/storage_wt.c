@@ -1094,10 +1094,9 @@ mf_storage_checkpoint(mf_sess_t *s, mf_error_t *err)
 #define COMPACT_BUSY_PAUSE_MS 10
 
 int
-mf_storage_compact(mf_sess_t *s, const char *uri, mf_error_t *err)
+mf_storage_compact_round(mf_sess_t *s, const char *uri, mf_compact_round_t *out, mf_error_t *err)
 {
-    int busy = 0;
-
+    *out = MF_COMPACT_DONE;
     if (s->st->in_memory)
         return 0;
     if (s->in_txn)
@@ -1105,22 +1104,44 @@ mf_storage_compact(mf_sess_t *s, const char *uri, mf_error_t *err)
     mf_storage_session_release(s); /* compact wants no cursor of ours on the file */
     if (fd_gate(s->st, uri, err) != 0)
         return -1;
+    int ret = s->wt->compact(s->wt, uri, "timeout=1");
+    if (ret == 0)
+        return 0;
+    if (ret == ETIMEDOUT) {
+        *out = MF_COMPACT_MORE;
+        return 0;
+    }
+    if (ret == EBUSY || ret == WT_ROLLBACK) {
+        *out = MF_COMPACT_BUSY;
+        return 0;
+    }
+    if (ret == ENOENT) {
+        *out = MF_COMPACT_GONE;
+        return 0;
+    }
+    return wt_err(err, ret, "compact");
+}
+
+int
+mf_storage_compact(mf_sess_t *s, const char *uri, mf_error_t *err)
+{
+    int busy = 0;
     for (;;) {
-        if (mf_curop_check_current(err) != 0)
+        mf_compact_round_t r;
+        if (mf_curop_check_current(err) != 0 || mf_storage_compact_round(s, uri, &r, err) != 0)
             return -1;
-        int ret = s->wt->compact(s->wt, uri, "timeout=1");
-        if (ret == 0)
+        if (r == MF_COMPACT_DONE)
             return 0;
-        if (ret == ETIMEDOUT) {
+        if (r == MF_COMPACT_GONE)
+            return wt_err(err, ENOENT, "compact");
+        if (r == MF_COMPACT_MORE) {
             busy = 0;
             continue;
         }
-        if ((ret == EBUSY || ret == WT_ROLLBACK) && ++busy <= COMPACT_BUSY_RETRIES) {
-            struct timespec ts = {0, COMPACT_BUSY_PAUSE_MS * 1000000L};
-            nanosleep(&ts, NULL);
-            continue;
-        }
-        return wt_err(err, ret, "compact");
+        if (++busy > COMPACT_BUSY_RETRIES)
+            return wt_err(err, EBUSY, "compact");
+        struct timespec ts = {0, COMPACT_BUSY_PAUSE_MS * 1000000L};
+        nanosleep(&ts, NULL);
     }
 }
 
