@@ -67,6 +67,13 @@
 #define UPDATE_CHUNK 100 /* updated documents per transaction */
 /* Times an upsert that lost the race to insert its document runs again as an update (upsert_dup_retryable). */
 #define UPSERT_DUP_RETRIES 100
+/*
+ * Times an upsert with any other filter runs again after a duplicate key
+ * (upsert_dup_rerun): enough for a writer that inserted the document
+ * since this statement's scan; a duplicate that stays is the statement's
+ * own (a document the filter leaves out holds the key), reported as E11000.
+ */
+#define UPSERT_RACE_RETRIES 3
 
 /*
  * coll_acquire: opens a shared lock session and finds db.name for a write
@@ -514,6 +521,28 @@ eq_collect(const bson_t *q, eq_set_t *eq)
 }
 
 /*
+ * upsert_dup_rerun: whether an upsert whose insert failed with err runs
+ * again whatever its filter, its attempt-th time (counted from 0), as
+ * mongod's does: there, a unique index's insert conflicts with any writer
+ * that inserted the same key after the statement's snapshot began
+ * (WiredTigerIndex::_checkDups writes and removes a prefix key), and the
+ * WriteConflict reruns the whole statement, which now finds the new
+ * document and updates it if it matches. Rate limiters (rate-limiter-
+ * flexible: {key, $or: [{expire: {$gt: now}}, ...]} with $inc and
+ * $setOnInsert) send such upserts for one new key from many connections at
+ * once; each must count. Here the rerun is bounded: a duplicate that
+ * survives UPSERT_RACE_RETRIES reruns was there before the statement (the
+ * filter leaves its document out: an expired entry), and is the
+ * statement's E11000, as in mongod.
+ */
+static bool
+upsert_dup_rerun(mf_sess_t *s, const mf_error_t *err, int attempt)
+{
+    /* A multi-document transaction reads one snapshot: a rerun would see what the first attempt saw. */
+    return err->code == MF_E_DuplicateKey && attempt < UPSERT_RACE_RETRIES && !mf_txn_user(s);
+}
+
+/*
  * upsert_dup_retryable: whether an upsert whose insert failed with err (a
  * duplicate key: another writer inserted the document first) may run again,
  * now finding and updating that document, as mongod retries it
@@ -908,7 +937,8 @@ write_update(mf_catalog_t *cat, mf_sess_t *s, bool durable, unsigned wflags, con
             if (do_upsert(s, c, durable, validate, &sc.q, ins != NULL ? ins : u, upd_spec_is_replacement(u), NULL,
                           &res->upserted_id, NULL, err) != 0) {
                 /* Another writer inserted the document first: update it instead (multi upserts are not retried). */
-                if (!multi && dup_retries < UPSERT_DUP_RETRIES && upsert_dup_retryable(&sc.q, err)) {
+                if ((!multi && dup_retries < UPSERT_DUP_RETRIES && upsert_dup_retryable(&sc.q, err)) ||
+                    upsert_dup_rerun(s, err, dup_retries)) {
                     mf_err_clear(err);
                     continue;
                 }
@@ -1110,8 +1140,9 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, unsigned
                               ins != NULL ? ins : u, upd_spec_is_replacement(u), p, &res->upserted_id,
                               f->want_new ? &res->value : NULL, err) != 0) {
                     /* Another writer inserted the document first: find and modify it instead. */
-                    if (f->query != NULL && dup_retries++ < UPSERT_DUP_RETRIES &&
-                        upsert_dup_retryable(f->query, err)) {
+                    if ((f->query != NULL && dup_retries < UPSERT_DUP_RETRIES && upsert_dup_retryable(f->query, err)) ||
+                        upsert_dup_rerun(s, err, dup_retries)) {
+                        dup_retries++;
                         mf_err_clear(err);
                         continue;
                     }

@@ -8,7 +8,12 @@
  * caches depend on it: connect-mongo's set() is updateOne({_id: sid}, ...,
  * {upsert: true}), @keyv/mongo's updateOne({key: {$eq: k}}, ...) on a unique
  * {key: 1}; a stampede on one key used to answer some of them E11000.
- * Upserts whose filter holds more than the key still get E11000, as in mongod.
+ * Upserts whose filter holds more than the key still get E11000, as in mongod,
+ * when the duplicate was there before the statement (its document left out by
+ * the filter); one inserted by a concurrent writer meanwhile reruns the whole
+ * statement (mongod's WriteConflict retry: WiredTigerIndex::_checkDups), so a
+ * rate limiter's {key, $or: [{expire: {$gt: now}}, ...]} upsert with $inc
+ * counts every hit (rate-limiter-flexible's RateLimiterMongo).
  */
 const assert = require('node:assert/strict');
 const h = require('./harness');
@@ -67,6 +72,40 @@ h.test('an upsert whose filter holds more than the unique key still answers E110
   const f = await kv.findOneAndUpdate({ key: 'x', other: { $gt: 5 } }, { $set: { v: 1 } }, { upsert: true }).then(() => null, (x) => x);
   assert.equal(f && f.code, 11000, String(f));
   assert.deepEqual(await kv.find({}, { projection: { _id: 0 } }).toArray(), [{ key: 'x', other: 2 }]);
+});
+
+h.test('concurrent upserts with more than the key in the filter (rate-limiter-flexible) all succeed and count every hit; an expired entry still answers E11000', async () => {
+  const db = srv.freshDb('race_rlf');
+  const rl = db.collection('rlflx');
+  await rl.createIndex({ expire: -1 }, { expireAfterSeconds: 0 });
+  await rl.createIndex({ key: 1 }, { unique: true });
+  const clients = [srv.client];
+  for (let i = 0; i < 3; i++) clients.push(await srv.newClient({ maxPoolSize: 10 }));
+  const coll = (i) => clients[i % clients.length].db(db.databaseName).collection('rlflx');
+  // RateLimiterMongo._upsert: findOneAndUpdate {$or: [unexpired, no expiry], key} with $setOnInsert and $inc.
+  const fails = await stampede(20, 20, (r, i) => coll(i).findOneAndUpdate(
+    { $or: [{ expire: { $gt: new Date() } }, { expire: { $eq: null } }], key: `ip${r}` },
+    { $setOnInsert: { key: `ip${r}`, expire: new Date(Date.now() + 60000) }, $inc: { points: 1 } },
+    { upsert: true, returnDocument: 'after' }));
+  assert.deepEqual(fails.map((e) => e.message), [], 'no consume() rejected');
+  const docs = await rl.find({}).toArray();
+  assert.equal(docs.length, 20);
+  for (const d of docs) assert.equal(d.points, 20, `every hit on ${d.key} counted`);
+  // updateOne with a range beside the key: the same.
+  const hits = db.collection('hits');
+  await hits.createIndex({ key: 1 }, { unique: true });
+  const ufails = await stampede(20, 20, (r, i) => clients[i % clients.length].db(db.databaseName).collection('hits')
+    .updateOne({ key: `k${r}`, expiresAt: { $gt: new Date() } },
+      { $inc: { n: 1 }, $setOnInsert: { expiresAt: new Date(Date.now() + 60000) } }, { upsert: true }));
+  assert.deepEqual(ufails.map((e) => e.message), []);
+  for (const d of await hits.find({}).toArray()) assert.equal(d.n, 20, JSON.stringify(d));
+  // An entry that expired (the TTL monitor has not removed it yet: its date is a minute ahead of the
+  // filter's now, but the filter asks for later): the filter leaves it out and its key is taken: E11000.
+  await rl.insertOne({ key: 'old', points: 5, expire: new Date(Date.now() + 60000) });
+  const e = await rl.findOneAndUpdate({ key: 'old', expire: { $gt: new Date(Date.now() + 3600000) } },
+    { $inc: { points: 1 } }, { upsert: true }).then(() => null, (x) => x);
+  assert.equal(e && e.code, 11000, String(e));
+  assert.equal((await rl.findOne({ key: 'old' })).points, 5);
 });
 
 h.test('on a collated unique index: concurrent upserts with the index\'s collation all succeed (strings compared by their collation keys); without it they are not retried, as mongod', async () => {
