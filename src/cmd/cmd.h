@@ -108,6 +108,8 @@ typedef struct mf_op {
      * (mf_failcommand_labels), as mongod's ErrorLabelBuilder gives them.
      */
     bool change_stream;
+    /* failCommand gave errorLabels (even []): they replace every label mongod would add (its errorLabelsOverride). */
+    bool fp_labels_given;
     /*
      * Fields an error reply carries after code and codeName that do not fit
      * err's info (collMod's violations): set by the handler that fails,
@@ -176,8 +178,10 @@ extern const mf_cmd_def_t mf_cmds_test[];    /* configureFailPoint (cmd_failpoin
  * errorLabels (an array; left empty when none are given). 0 otherwise.
  * mf_failcommand_after: appends the point's writeConcernError (and its
  * labels) to a successful reply. mf_failcommand_labels: appends
- * errorLabels to reply: labels when not empty, else MongoDB's
- * RetryableWriteError for a retryable write that failed with a retryable code.
+ * errorLabels to reply: the point's when it gave any (op->fp_labels_given,
+ * [] included), else MongoDB's own (RetryableWriteError for a retryable
+ * write that failed with a retryable code, ResumableChangeStreamError for
+ * a change stream's).
  */
 int mf_failcommand_before(mf_op_t *op, bson_t *labels);
 /* mf_cmd_is_retryable_write: the commands a txnNumber makes retryable writes (insert, update, delete, findAndModify, bulkWrite). */

@@ -35,6 +35,7 @@
 #include "common/failpoint.h"
 #include "common/params.h"
 #include "doc/value.h"
+#include "engine/cursor.h"
 
 static const char *const fp_msg = "Failing command via 'failCommand' failpoint";
 
@@ -116,12 +117,13 @@ failcommand_filter(void *arg, const bson_t *data)
 
 /* Copies data's errorLabels array (if any) into labels (an array being built). */
 static void
-take_labels(const bson_t *data, bson_t *labels)
+take_labels(mf_op_t *op, const bson_t *data, bson_t *labels)
 {
     bson_iter_t it, a;
     if (labels == NULL || !bson_iter_init_find(&it, data, "errorLabels") || !BSON_ITER_HOLDS_ARRAY(&it) ||
         !bson_iter_recurse(&it, &a))
         return;
+    op->fp_labels_given = true;
     bson_reinit(labels);
     uint32_t i = 0;
     while (bson_iter_next(&a)) {
@@ -164,7 +166,16 @@ mf_failcommand_before(mf_op_t *op, bson_t *labels)
         return 0;
     if (!mf_failpoint_eval(fp, failcommand_filter, &fa, &data))
         return 0;
-    take_labels(&data, labels);
+    take_labels(op, &data, labels);
+    /* A getMore failed here never reaches its cursor: whether it reads a change stream is looked up now (its labels). */
+    if (strcmp(op->name, "getMore") == 0 && mf_op_find(op, "getMore", &it) && BSON_ITER_HOLDS_INT64(&it)) {
+        bool busy = false;
+        mf_cursor_t *cur = mf_cursors_checkout(op->eng->cursors, bson_iter_int64(&it), &busy);
+        if (cur != NULL) {
+            op->change_stream = cur->kind == MF_CURSOR_EXT && cur->ext_fill != NULL;
+            mf_cursors_checkin(op->eng->cursors, cur);
+        }
+    }
     if (data_bool(&data, "blockConnection")) {
         int64_t ms = 0;
         if (!bson_iter_init_find(&it, &data, "blockTimeMS") || !BSON_ITER_HOLDS_NUMBER(&it)) {
@@ -218,7 +229,7 @@ mf_failcommand_labels(mf_op_t *op, const bson_t *labels, bson_t *reply)
     bson_t arr;
     if (bson_has_field(reply, "errorLabels"))
         return;
-    if (labels != NULL && !bson_empty(labels)) {
+    if (op->fp_labels_given && labels != NULL) {
         BSON_APPEND_ARRAY(reply, "errorLabels", labels);
         return;
     }
@@ -271,7 +282,7 @@ mf_failcommand_after(mf_op_t *op, bson_t *reply)
     if (!mf_failpoint_eval(fp, failcommand_filter, &fa, &data))
         return;
     bson_init(&labels);
-    take_labels(&data, &labels);
+    take_labels(op, &data, &labels);
     if (bson_iter_init_find(&it, &data, "writeConcernError") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
         !bson_has_field(reply, "writeConcernError"))
         bson_append_value(reply, "writeConcernError", -1, bson_iter_value(&it));

@@ -1261,7 +1261,8 @@ mf_cmd_txn_failed(mf_op_t *op, bson_t *reply, bool ran, const bson_t *fp_labels)
      */
     if (!commit && !abort && (ran || !e->first_ran))
         abort_here(op);
-    if (fp_labels != NULL && !bson_empty(fp_labels))
+    (void)fp_labels;
+    if (op->fp_labels_given)
         return; /* failCommand's errorLabels replace mongod's own (mf_failcommand_labels appends them) */
     if (commit && e->state == T_UNKNOWN)
         return; /* its entry may still commit: nothing that would have the driver run it again */

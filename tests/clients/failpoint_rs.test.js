@@ -43,6 +43,55 @@ test('a retryable error on insert: RetryableWriteError, the driver retries with 
   }
 });
 
+test('errorLabels: [] in failCommand replaces every label (mongod\'s errorLabelsOverride): no RetryableWriteError, no retry', async () => {
+  const { c, started } = await client();
+  try {
+    const admin = c.db('admin');
+    await admin.command({ configureFailPoint: 'failCommand', mode: { times: 1 },
+      data: { failCommands: ['insert'], errorCode: 189, errorLabels: [] } });
+    const coll = c.db('fprs').collection('nolabels');
+    const err = await coll.insertOne({ _id: 1 }).then(() => null, (e) => e);
+    assert.equal(err && err.code, 189);
+    assert.deepEqual(err.errorLabels || [], []);
+    assert.equal(started.length, 1, 'not retried');
+    assert.equal(await coll.countDocuments({}), 0);
+    // A label given is the only one.
+    await admin.command({ configureFailPoint: 'failCommand', mode: { times: 1 },
+      data: { failCommands: ['insert'], errorCode: 2, errorLabels: ['Foo'] } });
+    const err2 = await coll.insertOne({ _id: 2 }).then(() => null, (e) => e);
+    assert.deepEqual(err2.errorLabels, ['Foo']);
+  } finally {
+    await c.close();
+  }
+});
+
+test('failCommand on a change stream\'s getMore with a retryable code: ResumableChangeStreamError, and the driver resumes the stream', async () => {
+  const c = new MongoClient(set.uri);
+  await c.connect();
+  try {
+    const coll = c.db('fprs').collection('cs');
+    await coll.insertOne({ _id: 0 });
+    const cs = coll.watch([], { maxAwaitTimeMS: 200 });
+    await cs.tryNext(); // opens the cursor
+    await c.db('admin').command({ configureFailPoint: 'failCommand', mode: { times: 1 },
+      data: { failCommands: ['getMore'], errorCode: 91 } });
+    await coll.insertOne({ _id: 1 });
+    const ev = await cs.next();
+    assert.equal(ev.operationType, 'insert');
+    assert.equal(ev.documentKey._id, 1);
+    await cs.close();
+    // Over the raw command: the label itself.
+    const agg = await c.db('fprs').command({ aggregate: 'cs', pipeline: [{ $changeStream: {} }], cursor: {} });
+    await c.db('admin').command({ configureFailPoint: 'failCommand', mode: { times: 1 },
+      data: { failCommands: ['getMore'], errorCode: 10107 } });
+    const err = await c.db('fprs').command({ getMore: agg.cursor.id, collection: 'cs' }).then(() => null, (e) => e);
+    assert.equal(err && err.code, 10107);
+    assert.deepEqual(err.errorLabels, ['ResumableChangeStreamError']);
+  } finally {
+    await c.close();
+  }
+});
+
 test('a retryable writeConcernError: the write ran, the retry answers it again, one document', async () => {
   const { c, started } = await client();
   try {
