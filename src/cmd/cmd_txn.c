@@ -1162,6 +1162,10 @@ mf_cmd_txn_prepare(mf_op_t *op, bool *done)
         *done = true;
         return 0;
     }
+    /* mongod's doTransactionValidationForWrites (time-series buckets excepted; admin is refused before). */
+    if (strncmp(name, "system.", 7) == 0 && strncmp(name, "system.buckets.", 15) != 0)
+        return mf_err_set(&op->err, MF_E_Location50791, "Cannot write to system collection %s.%s within a transaction.",
+                          op->db, name);
     bool creates = strcmp(op->name, "insert") == 0 ||
                    (strcmp(op->name, "update") == 0 && any_upsert(op, "updates")) ||
                    (fam && mf_op_find(op, "upsert", &it) && bson_iter_as_bool(&it));
@@ -1526,6 +1530,15 @@ mf_cmd_txn_retryable(mf_op_t *op)
         rc = mf_err_set(&op->err, MF_E_TransactionTooOld, "Retryable write with txnNumber %lld is prohibited on "
                         "session because a newer transaction with txnNumber %lld has already started on this "
                         "session.", (long long)num, (long long)e->num);
+    } else if (e != NULL && e->num == num && e->state != T_NONE) {
+        /*
+         * The number is a transaction's (running, committed or aborted): a
+         * write without autocommit: false may not join it or run beside it
+         * (mongod's _beginOrContinueRetryableWrite); it would have run
+         * outside the transaction, and the commit then failed on its row.
+         */
+        rc = mf_err_set(&op->err, MF_E_InvalidOptions,
+                        "Must specify autocommit=false on all operations of a multi-statement transaction.");
     } else if (e != NULL && e->num < num && e->thread) {
         e->abort_req = true; /* a newer number on the session ends its transaction, as in mongod */
         pthread_cond_broadcast(&e->cv);

@@ -23,6 +23,7 @@
     X(4, NoSuchKey)                                                            \
     X(5, GraphContainsCycle)                                                   \
     X(6, HostUnreachable)                                                      \
+    X(7, HostNotFound)                                                         \
     X(8, UnknownError)                                                         \
     X(9, FailedToParse)                                                        \
     X(10, CannotMutateObject)                                                  \
@@ -144,6 +145,8 @@
     X(13436, NotPrimaryOrSecondary)                                            \
     X(91, ShutdownInProgress)                                                  \
     X(89, NetworkTimeout)                                                      \
+    X(134, ReadConcernMajorityNotAvailableYet)                                 \
+    X(9001, SocketException)                                                   \
     X(225, TransactionTooOld)                                                  \
     X(217, IncompleteTransactionHistory)                                       \
     X(10107, NotWritablePrimary)                                               \

@@ -695,6 +695,22 @@ R.test('an older transaction number than the session\'s newest is refused with T
   assert.deepEqual(await ids((await outside(db.databaseName)).collection('c')), ['t5']);
 });
 
+R.test('a retryable write (no autocommit) with a transaction\'s own number is 72 while it runs and after it committed; the transaction is untouched and commits', async () => {
+  // transaction_participant.cpp _beginOrContinueRetryableWrite (found by helper-115: the write ran outside
+  // the transaction, and the commit then answered 112 though it committed).
+  const db = await freshDbWith('rw_same', ['c']);
+  const s = new RawSession(db.databaseName);
+  const msg = /^Must specify autocommit=false on all operations of a multi-statement transaction\.$/;
+  expectOk(await s.start(3, { insert: 'c', documents: [{ _id: 't3' }] }));
+  expectError(await primaryCmd(db.databaseName, { update: 'c', updates: [{ q: { _id: 'rw' }, u: { $set: { x: 1 } }, upsert: true }],
+    lsid: s.lsid, txnNumber: Long.fromNumber(3) }), 72, 'InvalidOptions', msg);
+  assert.deepEqual(await ids((await outside(db.databaseName)).collection('c')), [], 'nothing outside the transaction');
+  expectOk(await s.commit(3));
+  expectError(await primaryCmd(db.databaseName, { insert: 'c', documents: [{ _id: 'late' }], lsid: s.lsid, txnNumber: Long.fromNumber(3) }),
+    72, 'InvalidOptions', msg);
+  assert.deepEqual(await ids((await outside(db.databaseName)).collection('c')), ['t3']);
+});
+
 R.test('after a commit: commitTransaction again succeeds, abortTransaction and further statements answer TransactionCommitted (256), restarting the number ConflictingOperationInProgress (117)', async () => {
   // jstests/core/txns/finished_transaction_error_handling.js, errors_on_committed_transaction.js,
   // multi_statement_transaction_command_args.js ("start an already in progress transaction").
@@ -1152,6 +1168,12 @@ R.test('MongoClient.bulkWrite in a transaction (MongoDB 8.0): its ops on two col
   expectError(await s.start(2, bw('local.txn_bw')), 50790, 'Location50790', /^Cannot write to unreplicated collection local\.txn_bw within a transaction\.$/);
   expectError(await s.start(3, bw('config.txn_bw')), 263, 'OperationNotSupportedInTransaction');
   expectError(await s.start(4, bw(`${db.databaseName}.system.js`)), 50791, 'Location50791', /^Cannot write to system collection/);
+  // The same for the plain write commands (helper-115: insert into system.js in a transaction was accepted).
+  const sj = new RawSession(db.databaseName);
+  expectError(await sj.start(5, { insert: 'system.js', documents: [{ _id: 'f' }] }), 50791, 'Location50791',
+    new RegExp(`^Cannot write to system collection ${db.databaseName}\\.system\\.js within a transaction\\.$`));
+  expectError(await sj.start(6, { update: 'system.js', updates: [{ q: {}, u: { $set: { a: 1 } }, upsert: true }] }), 50791, 'Location50791');
+  expectError(await sj.start(7, { delete: 'system.js', deletes: [{ q: {}, limit: 0 }] }), 50791, 'Location50791');
   const localNames = (await rs.client.db('local').listCollections({ name: 'txn_bw' }).toArray()).map((x) => x.name);
   assert.deepEqual(localNames, [], 'nothing was created in local');
 });
