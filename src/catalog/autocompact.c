@@ -50,6 +50,7 @@
 #define BUSY_RETRIES 200 /* rounds that found the file in use, 10 ms apart, before the pass moves on */
 #define BUSY_PAUSE_MS 10
 #define HELD_PAUSE_MS 200
+#define ROUND_GAP_MS 20
 #define AUTOCOMPACT_NICE 19
 
 typedef struct table {
@@ -260,7 +261,9 @@ compact_one(mf_autocompact_t *ac, mf_sess_t *s, const table_t *t, int64_t file_b
         if (r == MF_COMPACT_GONE)
             return true;
         if (r == MF_COMPACT_MORE) {
+            /* A breath between rounds: a compact command on this table (EBUSY while a round runs) gets its turn. */
             busy = 0;
+            (void)pause_while_wanted(ac, gen, ROUND_GAP_MS);
             continue;
         }
         if (r == MF_COMPACT_BUSY) {
