@@ -2225,7 +2225,8 @@ mf_expr_is_constant(const mf_expr_t *e)
 
 static int ev(const mf_expr_t *e, ctx_t *c, bson_value_t *o);
 struct mf_tz;
-static int date_from_string(ctx_t *c, const char *str, const char *fmt, const mf_tz_t *z, bool tz_given, int64_t *ms);
+static int date_from_string(ctx_t *c, const char *str, size_t len, const char *fmt, const mf_tz_t *z, bool tz_given,
+                            int64_t *ms);
 
 /*
  * walk_path: the aggregation field-path rule. Documents are descended by
@@ -3591,7 +3592,7 @@ convert(ctx_t *c, const bson_value_t *v, int to, bson_value_t *o)
             mf_value_set_date(o, l);
             return 0;
         case BSON_TYPE_UTF8:
-            if (date_from_string(c, v->value.v_utf8.str, NULL, NULL, false, &l) < 0) {
+            if (date_from_string(c, v->value.v_utf8.str, v->value.v_utf8.len, NULL, NULL, false, &l) < 0) {
                 /* the same parser as $dateFromString, as MongoDB's */
                 mf_err_clear(c->err);
                 snprintf(msg, sizeof msg, "Error parsing date string '%.200s'", v->value.v_utf8.str);
@@ -5628,11 +5629,26 @@ out:
 
 /* ---- $dateFromString ---- */
 
+/*
+ * Strings without a format go through a hand-written scanner for the
+ * grammar of timelib's strtotime (parse_date.re), the parser mongod uses:
+ * the string is a run of tokens in any order (a date, a time, a zone, a
+ * day name, "noon" ...) separated by spaces, tabs, commas or dots, each
+ * token one of timelib's patterns, the longest that matches. A second
+ * date, time or zone is an error, as in timelib; what is missing is left
+ * for date_from_string, which raises mongod's "incomplete" error.
+ * Relative phrases ("next monday", "+1 week") are not covered.
+ */
 typedef struct dparse {
     int64_t y, m, d, h, mi, s, ms, iy, iw, idw, doy, wk, wd;
     bool has_y, has_m, has_d, has_h, has_mi, has_s, has_iy, has_iw, has_idw, has_doy, has_wk, has_wd;
     bool has_off;
-    int32_t off; /* seconds east, from the string */
+    bool freeform;   /* parsed by parse_date_auto: y, m and d must all be there */
+    bool have_date;  /* a date token was seen (timelib's have_date) */
+    int have_time;   /* time tokens seen (timelib's have_time) */
+    int rel_wday;    /* a day name: move forward to this weekday (0 Sunday), -1 none */
+    int64_t rel_days; /* "tomorrow" / "yesterday" */
+    int32_t off;     /* seconds east, from the string */
     const char *errmsg;
     size_t errpos;
 } dparse_t;
@@ -5654,7 +5670,17 @@ read_num(const char **p, int min, int max)
     return n < min ? -1 : v;
 }
 
-/* read_month_name: a month's full or 3-letter name (any case) at *p; 0 if none. */
+/* count_digits: how many digits start at p. */
+static int
+count_digits(const char *p)
+{
+    int n = 0;
+    while (isdigit((unsigned char)p[n]))
+        n++;
+    return n;
+}
+
+/* read_month_name: a month's full or 3-letter name (any case; "sept" too) at *p; 0 if none. */
 static int
 read_month_name(const char **p)
 {
@@ -5665,6 +5691,10 @@ read_month_name(const char **p)
             return i + 1;
         }
     }
+    if (strncasecmp(*p, "sept", 4) == 0 && !isalpha((unsigned char)(*p)[4])) {
+        *p += 4;
+        return 9;
+    }
     for (int i = 0; i < 12; i++) {
         if (strncasecmp(*p, month_names[i], 3) == 0 && !isalpha((unsigned char)(*p)[3])) {
             *p += 3;
@@ -5674,69 +5704,214 @@ read_month_name(const char **p)
     return 0;
 }
 
-/* read_offset: "Z", "UTC", "GMT", "+hh", "+hhmm", "+hh:mm" (or '-'), and US zone abbreviations. */
+/*
+ * Zone abbreviations and their UTC offsets in seconds: the first entry of
+ * each name in timelib's timezonemap.h (which is the one timelib_lookup_abbr
+ * answers), for the names people write, plus the military letters at the
+ * end of that table ("a" +1 ... "m" +12, "n" -1 ... "y" -12, "z" 0). A
+ * summer-time name carries its summer offset (BST +1, CEST +2), as timelib
+ * adds the dst hour back. Names outside this subset are "not found".
+ */
+static const struct zone_abbr {
+    const char *name;
+    int32_t off;
+} zone_abbrs[] = {
+    {"utc", 0},          {"gmt", 0},          {"uct", 0},          {"wet", 0},          {"west", 3600},
+    {"bst", 3600},       {"cet", 3600},       {"cest", 7200},      {"met", 3600},       {"mest", 7200},
+    {"eet", 7200},       {"eest", 10800},     {"ist", 7200},       {"idt", 10800},      {"msk", 10800},
+    {"msd", 14400},      {"wat", 3600},       {"sast", 7200},      {"eat", 10800},      {"est", -18000},
+    {"edt", -14400},     {"cst", -21600},     {"cdt", -18000},     {"mst", -25200},     {"mdt", -21600},
+    {"pst", -28800},     {"pdt", -25200},     {"akst", -32400},    {"akdt", -28800},    {"hst", -36000},
+    {"hdt", -34200},     {"ast", 10800},      {"adt", -10800},     {"nst", -12600},     {"pkt", 18000},
+    {"ict", 25200},      {"hkt", 28800},      {"sgt", 28800},      {"pht", 28800},      {"jst", 32400},
+    {"awst", 28800},     {"aest", 36000},     {"aedt", 39600},     {"acdt", 37800},     {"nzst", 43200},
+    {"nzdt", 46800},     {"a", 3600},         {"b", 7200},         {"c", 10800},        {"d", 14400},
+    {"e", 18000},        {"f", 21600},        {"g", 25200},        {"h", 28800},        {"i", 32400},
+    {"k", 36000},        {"l", 39600},        {"m", 43200},        {"n", -3600},        {"o", -7200},
+    {"p", -10800},       {"q", -14400},       {"r", -18000},       {"s", -21600},       {"t", -25200},
+    {"u", -28800},       {"v", -32400},       {"w", -36000},       {"x", -39600},       {"y", -43200},
+    {"z", 0},
+};
+
+/* zone_abbr_find: the offset of the n-letter abbreviation at s (any case); false if unknown. */
 static bool
-read_offset(const char **p, int32_t *off)
+zone_abbr_find(const char *s, size_t n, int32_t *off)
 {
-    static const struct { const char *n; int h; } abbr[] = {
-        {"UTC", 0}, {"GMT", 0}, {"EST", -5}, {"EDT", -4}, {"CST", -6}, {"CDT", -5},
-        {"MST", -7}, {"MDT", -6}, {"PST", -8}, {"PDT", -7}, {NULL, 0}};
-    const char *s = *p;
-    if (*s == 'Z' || *s == 'z') {
-        *off = 0;
-        *p = s + 1;
-        return true;
-    }
-    for (int i = 0; abbr[i].n; i++)
-        if (strncmp(s, abbr[i].n, 3) == 0 && !isalpha((unsigned char)s[3])) {
-            *off = abbr[i].h * 3600;
-            s += 3;
-            if ((abbr[i].h == 0) && (*s == '+' || *s == '-'))
-                break; /* GMT+02:00 */
-            *p = s;
+    for (size_t i = 0; i < sizeof zone_abbrs / sizeof zone_abbrs[0]; i++)
+        if (strlen(zone_abbrs[i].name) == n && strncasecmp(s, zone_abbrs[i].name, n) == 0) {
+            *off = zone_abbrs[i].off;
             return true;
         }
-    if (*s == '+' || *s == '-') {
-        int sign = *s == '-' ? -1 : 1;
-        const char *q = s + 1;
-        int64_t h = read_num(&q, 1, 2), m = 0;
-        if (h < 0)
-            return false;
-        if (*q == ':') {
-            q++;
-            if ((m = read_num(&q, 2, 2)) < 0)
-                return false;
-        } else if (isdigit((unsigned char)*q)) {
-            if ((m = read_num(&q, 2, 2)) < 0)
-                return false;
-        }
-        *off = sign * (int32_t)(h * 3600 + m * 60);
-        *p = q;
-        return true;
-    }
     return false;
 }
 
-/* read_time: HH:MM[:SS[.frac]] at *p. */
+/*
+ * read_tz_correction: timelib's timelib_parse_tz_cor after the sign at *p:
+ * the run of digits and colons read by its length, "H", "HH", "H:M",
+ * "H:MM" / "HH:M" / "HHMM" / "HMM", "HH:MM". Seconds east, unsigned; false
+ * when no digit follows.
+ */
+static bool
+read_tz_correction(const char **p, int32_t *off)
+{
+    const char *b = *p, *q = b;
+    long v;
+    while ((isdigit((unsigned char)*q) || *q == ':') && q - b < 5)
+        q++;
+    if (q == b || !isdigit((unsigned char)*b))
+        return false;
+    switch (q - b) {
+    case 1:
+    case 2:
+        *off = (int32_t)strtol(b, NULL, 10) * 3600;
+        break;
+    case 3:
+    case 4:
+        if (b[1] == ':')
+            *off = (int32_t)(strtol(b, NULL, 10) * 3600 + strtol(b + 2, NULL, 10) * 60);
+        else if (b[2] == ':')
+            *off = (int32_t)(strtol(b, NULL, 10) * 3600 + strtol(b + 3, NULL, 10) * 60);
+        else {
+            v = strtol(b, NULL, 10);
+            *off = (int32_t)(v / 100 * 3600 + v % 100 * 60);
+        }
+        break;
+    default:
+        *off = (int32_t)(strtol(b, NULL, 10) * 3600 + strtol(b + 3, NULL, 10) * 60);
+        break;
+    }
+    *p = q;
+    return true;
+}
+
+/*
+ * read_zone: timelib_parse_zone at *p, for a format's %z and for a zone
+ * token of a free-form string: spaces and '(' skipped, "GMT" before a sign
+ * dropped, "+hh[:mm]" / "-hhmm" read as an offset, otherwise a word (to a
+ * space, ')' or the end; only letters in a free-form string) looked up as
+ * an abbreviation. 1 found, 0 nothing zone-like here, -1 a word that is no
+ * known abbreviation (*p at it), -2 a time zone identifier ("Europe/Paris").
+ */
+static int
+read_zone(const char **p, int32_t *off, bool freeform)
+{
+    const char *s = *p, *w;
+    int sign;
+    while (*s == ' ' || *s == '\t' || *s == '(')
+        s++;
+    if (strncmp(s, "GMT", 3) == 0 && (s[3] == '+' || s[3] == '-'))
+        s += 3;
+    if (*s == '+' || *s == '-') {
+        sign = *s == '-' ? -1 : 1;
+        s++;
+        if (!read_tz_correction(&s, off))
+            return 0;
+        *off *= sign;
+        goto found;
+    }
+    w = s;
+    if (freeform) {
+        while (isalpha((unsigned char)*s))
+            s++;
+        if (isupper((unsigned char)*w) && (*s == '/' || *s == '_' || *s == '-') && isalpha((unsigned char)s[1])) {
+            *p = w;
+            return -2; /* [A-Z][a-z]+([_/-][A-Za-z]+)+: an identifier */
+        }
+        if (s == w || s - w > 6)
+            return 0;
+    } else {
+        while (*s && *s != ' ' && *s != ')')
+            s++;
+        if (s == w)
+            return 0;
+        if (memchr(w, '/', (size_t)(s - w)) != NULL) {
+            *p = w;
+            return -2;
+        }
+    }
+    if (!zone_abbr_find(w, (size_t)(s - w), off)) {
+        *p = w;
+        return -1;
+    }
+found:
+    while (*s == ')')
+        s++;
+    *p = s;
+    return 1;
+}
+
+/* read_offset: a zone for the format parser's %z (see read_zone). */
+static bool
+read_offset(const char **p, int32_t *off)
+{
+    return read_zone(p, off, false) == 1;
+}
+
+/* read_meridian: timelib's meridian at *p ([AaPp] "."? [Mm] "."? then a space or the end); 0 none, else 'a' or 'p'. */
+static int
+read_meridian(const char **p)
+{
+    const char *q = *p;
+    int ap = tolower((unsigned char)*q);
+    if (ap != 'a' && ap != 'p')
+        return 0;
+    q++;
+    if (*q == '.')
+        q++;
+    if (*q != 'm' && *q != 'M')
+        return 0;
+    q++;
+    if (*q == '.')
+        q++;
+    if (*q != '\0' && *q != ' ' && *q != '\t')
+        return 0;
+    *p = q;
+    return ap;
+}
+
+/* skip_day_suffix: "st", "nd", "rd" or "th" after a day number. */
+static void
+skip_day_suffix(const char **p)
+{
+    if (strncasecmp(*p, "st", 2) == 0 || strncasecmp(*p, "nd", 2) == 0 || strncasecmp(*p, "rd", 2) == 0 ||
+        strncasecmp(*p, "th", 2) == 0)
+        *p += 2;
+}
+
+/* two_digit_year: timelib's TIMELIB_PROCESS_YEAR: a year of fewer than 4 digits below 70 is 20xx, else 19xx. */
+static int64_t
+two_digit_year(int64_t y, ptrdiff_t len)
+{
+    if (len >= 4 || y >= 100)
+        return y;
+    return y < 70 ? y + 2000 : y + 1900;
+}
+
+/*
+ * read_time: timelib's 24-hour times at *p (the caller has skipped a 't'):
+ * hour24 [:.] minute ([:.] second ("." fraction)?)?, with an optional
+ * meridian after an hour of 1-12 ("11:56 pm"). The fields are set only
+ * when the whole form matches; false otherwise.
+ */
 static bool
 read_time(const char **p, dparse_t *r)
 {
-    const char *q = *p;
+    const char *q = *p, *t;
     int64_t h = read_num(&q, 1, 2), mi, s = 0, ms = 0;
-    if (h < 0 || *q != ':')
+    int mer;
+    if (h < 0 || h > 24 || (*q != ':' && *q != '.'))
         return false;
     q++;
-    if ((mi = read_num(&q, 2, 2)) < 0)
+    if ((mi = read_num(&q, 1, 2)) < 0 || mi > 59)
         return false;
-    if (*q == ':') {
-        q++;
-        if ((s = read_num(&q, 2, 2)) < 0)
+    if ((*q == ':' || *q == '.') && isdigit((unsigned char)q[1])) {
+        t = q + 1;
+        if ((s = read_num(&t, 1, 2)) < 0 || s > 60)
             return false;
-        if (*q == '.' || *q == ',') {
+        q = t;
+        if ((*q == '.' || *q == ',') && isdigit((unsigned char)q[1])) {
             int n = 0;
             q++;
-            if (!isdigit((unsigned char)*q))
-                return false;
             while (isdigit((unsigned char)*q)) {
                 if (n < 3)
                     ms = ms * 10 + (*q - '0');
@@ -5749,164 +5924,432 @@ read_time(const char **p, dparse_t *r)
             }
         }
     }
+    t = q;
+    while (*t == ' ' || *t == '\t')
+        t++;
+    if (h >= 1 && h <= 12 && (mer = read_meridian(&t)) != 0) {
+        h = h % 12 + (mer == 'p' ? 12 : 0);
+        q = t;
+    }
     r->h = h, r->mi = mi, r->s = s, r->ms = ms;
     r->has_h = r->has_mi = r->has_s = true;
     *p = q;
     return true;
 }
 
-/* parse_date_auto: the date/time forms timelib's strtotime parser is most often given. */
-static bool
-parse_date_auto(const char *str, dparse_t *r)
-{
-    const char *p = str, *q;
-    int64_t a, b, cc;
-    int mon;
+/* Token outcomes of the free-form scanner's helpers. */
+enum { TOK_NONE = 0, TOK_DATE, TOK_TIME };
 
-    while (*p == ' ')
-        p++;
-    {
-        /* a leading day name ("Tue, 04 Jul 2017 ..."), ignored as timelib does */
-        static const char *const days[] = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"};
-        for (int i = 0; i < 7; i++) {
-            size_t fl = strlen(days[i]);
-            size_t l = strncasecmp(p, days[i], fl) == 0 ? fl
-                     : strncasecmp(p, days[i], 3) == 0 && !isalpha((unsigned char)p[3]) ? 3 : 0;
-            if (l) {
-                p += l;
-                if (*p == ',')
-                    p++;
-                while (*p == ' ')
-                    p++;
-                break;
-            }
-        }
-    }
-    q = p;
-    if ((a = read_num(&q, 8, 8)) >= 0 && !isdigit((unsigned char)*q)) {
-        /* YYYYMMDD */
+/*
+ * scan_numeric_date: a date token starting with digits at *p, the longest
+ * of timelib's forms: YYYYMMDD, YYYY-Www[-D], YYYY-MM-DD, YYYY/MM/DD,
+ * YYYY-MM (day 1), YYYY-Mon-DD, YYYY Month (day 1), DD-MM-YYYY and
+ * DD.MM.YYYY / DD.MM.YY (pointed), YY-MM-DD, M/D[/Y] (American), and
+ * D[suffix] Month [Year]. TOK_DATE with the fields set, or TOK_NONE.
+ */
+static int
+scan_numeric_date(const char **p, dparse_t *r)
+{
+    const char *s = *p, *q = s, *t;
+    int n = count_digits(s), mon;
+    int64_t a, b, cc;
+
+    if (n == 8) {
+        a = read_num(&q, 8, 8);
         r->y = a / 10000, r->m = a / 100 % 100, r->d = a % 100;
-    } else if ((q = p, a = read_num(&q, 4, 4)) >= 0 && (*q == '-' || *q == '/')) {
-        char sep = *q++;
-        if (sep == '-' && *q == 'W') {
+        if (r->m > 12 || r->d > 31)
+            return TOK_NONE;
+        r->has_y = r->has_m = r->has_d = true;
+        goto done;
+    }
+    if (n == 4) {
+        a = read_num(&q, 4, 4);
+        if (q[0] == '-' && q[1] == 'W' && isdigit((unsigned char)q[2])) {
             /* ISO week date: YYYY-Www[-D] */
-            q++;
-            if ((b = read_num(&q, 2, 2)) < 0)
-                goto bad;
+            t = q + 2;
+            if ((b = read_num(&t, 2, 2)) < 1 || b > 53)
+                return TOK_NONE;
             cc = 1;
-            if (*q == '-') {
-                q++;
-                if ((cc = read_num(&q, 1, 1)) < 0)
-                    goto bad;
+            if (t[0] == '-' && isdigit((unsigned char)t[1])) {
+                t++;
+                cc = read_num(&t, 1, 1);
             }
             r->iy = a, r->iw = b, r->idw = cc;
             r->has_iy = r->has_iw = r->has_idw = true;
-        } else if (isalpha((unsigned char)*q) && (mon = read_month_name(&q)) > 0) {
-            if (*q++ != sep || (cc = read_num(&q, 1, 2)) < 0)
-                goto bad;
+            q = t;
+            goto done;
+        }
+        if ((q[0] == '-' || q[0] == '/') && isalpha((unsigned char)q[1])) {
+            /* pgtextreverse: YYYY-Mon-DD */
+            char sep = *q;
+            t = q + 1;
+            if ((mon = read_month_name(&t)) == 0 || *t != sep)
+                return TOK_NONE;
+            t++;
+            if ((cc = read_num(&t, 1, 2)) < 0 || cc > 31)
+                return TOK_NONE;
             r->y = a, r->m = mon, r->d = cc;
-        } else {
-            if ((b = read_num(&q, 1, 2)) < 0)
-                goto bad;
-            cc = 1;
-            if (*q == sep) {
-                q++;
-                if ((cc = read_num(&q, 1, 2)) < 0)
-                    goto bad;
+            r->has_y = r->has_m = r->has_d = true;
+            q = t;
+            goto done;
+        }
+        if ((q[0] == '-' || q[0] == '/') && isdigit((unsigned char)q[1])) {
+            char sep = *q;
+            t = q + 1;
+            if ((b = read_num(&t, 1, 2)) < 0 || b > 12)
+                return TOK_NONE;
+            cc = 1; /* gnudateshorter: YYYY-MM is the month's first day */
+            if (*t == sep && isdigit((unsigned char)t[1])) {
+                t++;
+                if ((cc = read_num(&t, 1, 2)) < 0 || cc > 31)
+                    return TOK_NONE;
+                skip_day_suffix(&t);
             } else if (sep == '/') {
-                goto bad;
+                return TOK_NONE;
             }
             r->y = a, r->m = b, r->d = cc;
+            r->has_y = r->has_m = r->has_d = true;
+            q = t;
+            goto done;
         }
-    } else if ((q = p, (a = read_num(&q, 1, 2)) >= 0) && *q == '/') {
-        /* American: MM/DD/YYYY */
-        q++;
-        if ((b = read_num(&q, 1, 2)) < 0 || *q++ != '/' || (cc = read_num(&q, 4, 4)) < 0)
-            goto bad;
-        r->y = cc, r->m = a, r->d = b;
-    } else if ((q = p, (a = read_num(&q, 1, 2)) >= 0) &&
-               (*q == ' ' || *q == '-' || ((strncasecmp(q, "st", 2) == 0 || strncasecmp(q, "nd", 2) == 0 ||
-                                           strncasecmp(q, "rd", 2) == 0 || strncasecmp(q, "th", 2) == 0) &&
-                                          q[2] == ' '))) {
-        /* DD Month YYYY, DD-Mon-YYYY, 4th July 2017 */
-        if (isalpha((unsigned char)*q))
-            q += 2;
-        char sep = *q++;
-        if ((mon = read_month_name(&q)) == 0 || (*q != sep && !(sep == ' ' && *q == ',')))
-            goto bad;
-        q++;
-        while (*q == ' ')
-            q++;
-        if ((cc = read_num(&q, 4, 4)) < 0)
-            goto bad;
-        r->y = cc, r->m = mon, r->d = a;
-    } else if ((q = p, mon = read_month_name(&q)) > 0) {
-        /* Month DD[,] YYYY */
-        while (*q == ' ' || *q == '-')
-            q++;
-        if ((a = read_num(&q, 1, 2)) < 0)
-            goto bad;
-        if (strncasecmp(q, "st", 2) == 0 || strncasecmp(q, "nd", 2) == 0 || strncasecmp(q, "rd", 2) == 0 ||
-            strncasecmp(q, "th", 2) == 0)
-            q += 2;
-        if (*q == ',')
-            q++;
-        while (*q == ' ' || *q == '-')
-            q++;
-        if ((cc = read_num(&q, 4, 4)) < 0)
-            goto bad;
-        r->y = cc, r->m = mon, r->d = a;
-    } else {
-        q = p;
-        goto bad;
+        /* datenodayrev: YYYY [ .\t-]* Month, the month's first day */
+        t = q;
+        while (*t == ' ' || *t == '.' || *t == '\t' || *t == '-')
+            t++;
+        if (isalpha((unsigned char)*t) && (mon = read_month_name(&t)) > 0 && !isalpha((unsigned char)*t)) {
+            r->y = a, r->m = mon, r->d = 1;
+            r->has_y = r->has_m = r->has_d = true;
+            q = t;
+            goto done;
+        }
+        return TOK_NONE;
     }
-    if (!r->has_iy)
-        r->has_y = r->has_m = r->has_d = true;
-    p = q;
-    if (*p == 'T' || *p == 't' || *p == ' ') {
-        const char *t = p + 1;
-        while (*t == ' ')
+    if (n < 1 || n > 2)
+        return TOK_NONE;
+    a = read_num(&q, 1, 2);
+    if (*q == '/' && isdigit((unsigned char)q[1])) {
+        /* American: M/D[/Y], the year of 1-4 digits */
+        t = q + 1;
+        if (a > 12 || (b = read_num(&t, 1, 2)) < 0 || b > 31)
+            return TOK_NONE;
+        r->m = a, r->d = b;
+        r->has_m = r->has_d = true;
+        if (*t == '/' && isdigit((unsigned char)t[1])) {
+            const char *y0 = ++t;
+            cc = read_num(&t, 1, 4);
+            r->y = two_digit_year(cc, t - y0);
+            r->has_y = true;
+        }
+        q = t;
+        goto done;
+    }
+    if ((*q == '-' || *q == '.' || *q == '\t') && isdigit((unsigned char)q[1])) {
+        char sep1 = *q;
+        t = q + 1;
+        if ((b = read_num(&t, 1, 2)) < 0)
+            return TOK_NONE;
+        if ((*t == '-' || *t == '.') && isdigit((unsigned char)t[1])) {
+            char sep2 = *t++;
+            int yn = count_digits(t);
+            if (yn >= 4 && a <= 31 && b <= 12) {
+                /* pointeddate4: DD[.-]MM[.-]YYYY */
+                r->y = read_num(&t, 4, 4), r->m = b, r->d = a;
+            } else if (yn == 2 && sep1 == '.' && sep2 == '.' && a <= 31 && b <= 12) {
+                /* pointeddate2: DD.MM.YY */
+                r->y = two_digit_year(read_num(&t, 2, 2), 2), r->m = b, r->d = a;
+            } else if (sep1 == '-' && sep2 == '-' && b <= 12 && yn <= 2) {
+                /* gnudateshort / iso8601date2: YY-MM-DD */
+                r->d = read_num(&t, 1, 2);
+                if (r->d > 31)
+                    return TOK_NONE;
+                skip_day_suffix(&t);
+                r->y = two_digit_year(a, q - s), r->m = b;
+            } else {
+                return TOK_NONE;
+            }
+            r->has_y = r->has_m = r->has_d = true;
+            q = t;
+            goto done;
+        }
+        if (sep1 == '.')
+            return TOK_NONE; /* "11.56" is a time */
+    }
+    /* datefull / datenoyearrev: D[suffix] [ \t.-]* Month [ \t.-]* [Year] */
+    if (a > 31)
+        return TOK_NONE;
+    t = q;
+    skip_day_suffix(&t);
+    while (*t == ' ' || *t == '\t' || *t == '.' || *t == '-')
+        t++;
+    if (!isalpha((unsigned char)*t) || (mon = read_month_name(&t)) == 0 || isalpha((unsigned char)*t))
+        return TOK_NONE;
+    r->m = mon, r->d = a;
+    r->has_m = r->has_d = true;
+    q = t;
+    while (*t == ' ' || *t == '\t' || *t == '.' || *t == '-')
+        t++;
+    if (isdigit((unsigned char)*t) && t[1] != ':' && t[2] != ':' && !(count_digits(t) <= 2 && t[count_digits(t)] == '.')) {
+        const char *y0 = t;
+        cc = read_num(&t, 1, 4);
+        if (!isdigit((unsigned char)*t)) {
+            r->y = two_digit_year(cc, t - y0);
+            r->has_y = true;
+            q = t;
+        }
+    }
+done:
+    *p = q;
+    return TOK_DATE;
+}
+
+/*
+ * scan_month_date: a date token starting with a month name at *p:
+ * Month D[suffix][,] Year (datetextual), Month D (datenoyear), Month YYYY
+ * (datenoday, the first), Mon-DD-YYYY, or the month alone.
+ */
+static int
+scan_month_date(const char **p, dparse_t *r)
+{
+    const char *q = *p, *t;
+    int mon = read_month_name(&q);
+    int64_t a;
+    if (mon == 0 || isalpha((unsigned char)*q))
+        return TOK_NONE;
+    r->m = mon, r->has_m = true;
+    t = q;
+    while (*t == ' ' || *t == '.' || *t == '\t' || *t == '-')
+        t++;
+    if (count_digits(t) == 4 && t[4] != ':') {
+        r->y = read_num(&t, 4, 4), r->d = 1; /* datenoday: "July 2017" */
+        r->has_y = r->has_d = true;
+        q = t;
+    } else if (count_digits(t) >= 1 && count_digits(t) <= 2 && t[count_digits(t)] != ':' &&
+               t[count_digits(t)] != '.') {
+        a = read_num(&t, 1, 2);
+        if (a > 31)
+            return TOK_NONE;
+        r->d = a, r->has_d = true;
+        skip_day_suffix(&t);
+        q = t;
+        /* [,.stndrh\t ]+ year */
+        while (*t == ',' || *t == '.' || *t == ' ' || *t == '\t')
             t++;
         if (isdigit((unsigned char)*t)) {
-            if (!read_time(&t, r)) {
-                p = t;
-                goto bad;
+            const char *y0 = t;
+            int n = count_digits(t);
+            if (n <= 4 && t[n] != ':' && t[n] != '.' && !(n <= 2 && (t[n] == ':' || t[n] == '.'))) {
+                int64_t y = read_num(&t, 1, 4);
+                r->y = two_digit_year(y, t - y0), r->has_y = true;
+                q = t;
             }
-            p = t;
         }
     }
-    while (*p == ' ')
-        p++;
-    if (r->has_h && (strncasecmp(p, "am", 2) == 0 || strncasecmp(p, "pm", 2) == 0 || strncasecmp(p, "a.m.", 4) == 0 ||
-                     strncasecmp(p, "p.m.", 4) == 0)) {
-        bool pm = tolower((unsigned char)*p) == 'p';
-        if (r->h < 1 || r->h > 12) {
-            r->errmsg = "Unexpected character";
-            r->errpos = (size_t)(p - str);
-            return false;
+    *p = q;
+    return TOK_DATE;
+}
+
+/* The words timelib's scanner knows before it tries a zone. */
+static const char *const day_names[] = {"sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"};
+
+/* read_day_name: a day's full or 3-letter name at *p; its number (0 Sunday) or -1. */
+static int
+read_day_name(const char **p)
+{
+    for (int i = 0; i < 7; i++) {
+        size_t fl = strlen(day_names[i]);
+        size_t l = strncasecmp(*p, day_names[i], fl) == 0 && !isalpha((unsigned char)(*p)[fl])    ? fl
+                 : strncasecmp(*p, day_names[i], 3) == 0 && !isalpha((unsigned char)(*p)[3]) ? 3
+                                                                                               : 0;
+        if (l) {
+            *p += l;
+            return i;
         }
-        r->h = r->h % 12 + (pm ? 12 : 0);
-        p += p[1] == '.' ? 4 : 2;
-        while (*p == ' ')
-            p++;
     }
-    if (*p && read_offset(&p, &r->off)) {
-        r->has_off = true;
-        while (*p == ' ')
+    return -1;
+}
+
+/* word_is: the word w (any case) at p, not followed by a letter. */
+static bool
+word_is(const char *p, const char *w)
+{
+    size_t n = strlen(w);
+    return strncasecmp(p, w, n) == 0 && !isalpha((unsigned char)p[n]);
+}
+
+/* parse_date_auto: a free-form date string of len bytes (NULs in it are separators, as in timelib). */
+static bool
+parse_date_auto(const char *str, size_t len, dparse_t *r)
+{
+    const char *p = str, *end = str + len, *q;
+    int rc;
+
+    r->freeform = true;
+    r->rel_wday = -1;
+    while (p < end) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch == ' ' || ch == '\t' || ch == ',' || ch == '.' || ch == '\n' || ch == '\0') {
             p++;
-    }
-    if (*p != '\0') {
-        if (isupper((unsigned char)*p) && strchr(p, '/') != NULL) {
-            r->errmsg = "passing a time zone identifier as part of the string is not allowed";
-            r->errpos = (size_t)(p - str);
-            return false;
+            continue;
         }
         q = p;
+        if (isdigit(ch) || ((ch == 't' || ch == 'T') && isdigit((unsigned char)p[1]))) {
+            bool tprefix = !isdigit(ch);
+            const char *t = tprefix ? p + 1 : p;
+            int n = count_digits(t);
+            dparse_t save = *r;
+            if (!tprefix && (rc = scan_numeric_date(&q, r)) == TOK_DATE) {
+                if (save.have_date) {
+                    *r = save;
+                    r->errmsg = "Double date specification";
+                    goto bad;
+                }
+                r->have_date = true;
+                p = q;
+                continue;
+            }
+            *r = save;
+            q = t;
+            if (n <= 2 && (t[n] == ':' || t[n] == '.') && read_time(&q, r)) {
+                /* timeshort24 / timelong24 / iso8601long, with a 12-hour meridian */
+            } else if (!tprefix && n <= 2) {
+                /* timetiny12: "11am", "11 pm" */
+                int64_t h = read_num(&t, 1, 2);
+                int mer;
+                q = t;
+                while (*q == ' ' || *q == '\t')
+                    q++;
+                if (h < 1 || h > 12 || (mer = read_meridian(&q)) == 0) {
+                    q = p;
+                    r->errmsg = "Unexpected character";
+                    goto bad;
+                }
+                r->h = h % 12 + (mer == 'p' ? 12 : 0), r->mi = r->s = r->ms = 0;
+                r->has_h = r->has_mi = r->has_s = true;
+            } else if ((n == 4 || n == 6) && !isdigit((unsigned char)t[n])) {
+                /* gnunocolon HHMM / iso8601nocolon HHMMSS; HHMM after a time is the year */
+                int64_t v = read_num(&t, n, n), h, mi, s;
+                if (n == 4 && !tprefix && r->have_time == 1) {
+                    r->y = v, r->has_y = true;
+                    r->have_time++;
+                    p = t;
+                    continue;
+                }
+                h = n == 4 ? v / 100 : v / 10000;
+                mi = n == 4 ? v % 100 : v / 100 % 100;
+                s = n == 4 ? 0 : v % 100;
+                if (h > 24 || mi > 59 || s > 60) {
+                    r->errmsg = "Unexpected character";
+                    goto bad;
+                }
+                if (r->have_time) {
+                    r->errmsg = "Double time specification";
+                    goto bad;
+                }
+                r->h = h, r->mi = mi, r->s = s, r->ms = 0;
+                r->has_h = r->has_mi = r->has_s = true;
+                q = t;
+            } else {
+                r->errmsg = "Unexpected character";
+                goto bad;
+            }
+            if (save.have_time) {
+                *r = save;
+                q = p;
+                r->errmsg = "Double time specification";
+                goto bad;
+            }
+            r->have_time = 1;
+            p = q;
+            continue;
+        }
+        if (isalpha(ch)) {
+            int wd;
+            int32_t off;
+            if (word_is(p, "noon") || word_is(p, "midnight") || word_is(p, "today") || word_is(p, "now") ||
+                word_is(p, "tomorrow") || word_is(p, "yesterday")) {
+                /* timelib's keywords: all but "now" reset the time to 00:00:00, "noon" then sets 12 */
+                if (!word_is(p, "now")) {
+                    r->h = r->mi = r->s = r->ms = 0;
+                    r->has_h = r->has_mi = r->has_s = true;
+                    r->have_time = 0;
+                    if (word_is(p, "noon"))
+                        r->h = 12, r->have_time = 1;
+                    if (word_is(p, "tomorrow"))
+                        r->rel_days += 1;
+                    if (word_is(p, "yesterday"))
+                        r->rel_days -= 1;
+                }
+                while (isalpha((unsigned char)*p))
+                    p++;
+                continue;
+            }
+            if ((wd = read_day_name(&q)) >= 0) {
+                /* a day name moves the date forward to that weekday, and resets the time */
+                r->rel_wday = wd;
+                r->h = r->mi = r->s = r->ms = 0;
+                r->has_h = r->has_mi = r->has_s = true;
+                r->have_time = 0;
+                p = q;
+                continue;
+            }
+            if (!(toupper(ch) == 'G' && strncasecmp(p, "GMT", 3) == 0 && (p[3] == '+' || p[3] == '-'))) {
+                dparse_t save = *r;
+                if (scan_month_date(&q, r) == TOK_DATE) {
+                    if (save.have_date) {
+                        *r = save;
+                        q = p;
+                        r->errmsg = "Double date specification";
+                        goto bad;
+                    }
+                    r->have_date = true;
+                    p = q;
+                    continue;
+                }
+                *r = save;
+            }
+            q = p;
+            switch (read_zone(&q, &off, true)) {
+            case 1:
+                goto zone;
+            case -2:
+                r->errmsg = "passing a time zone identifier as part of the string is not allowed";
+                goto bad;
+            case -1:
+                r->errmsg = "The timezone could not be found in the database";
+                goto bad;
+            default:
+                r->errmsg = "Unexpected character";
+                goto bad;
+            }
+        zone:
+            if (r->has_off) {
+                q = p;
+                r->errmsg = "Double timezone specification";
+                goto bad;
+            }
+            r->off = off, r->has_off = true;
+            p = q;
+            continue;
+        }
+        if (ch == '+' || ch == '-' || ch == '(') {
+            int32_t off;
+            if (read_zone(&q, &off, true) == 1) {
+                if (r->has_off) {
+                    q = p;
+                    r->errmsg = "Double timezone specification";
+                    goto bad;
+                }
+                r->off = off, r->has_off = true;
+                p = q;
+                continue;
+            }
+            q = p;
+        }
+        r->errmsg = "Unexpected character";
         goto bad;
     }
     return true;
 bad:
-    r->errmsg = *q ? "Unexpected character" : "Unexpected end of string";
     r->errpos = (size_t)(q - str);
     return false;
 }
@@ -5927,7 +6370,7 @@ typedef struct date_num {
 #define DATE_NUM(c, lo, hi, msg, f) {c, lo, hi, msg, offsetof(dparse_t, f), offsetof(dparse_t, has_##f)}
 static const date_num_t date_nums[] = {
     DATE_NUM('Y', 4, 4, "A four digit year could not be found", y),
-    DATE_NUM('G', 4, 4, "A four digit ISO year could not be found", iy),
+    DATE_NUM('G', 1, 4, "A four digit ISO year could not be found", iy), /* timelib_get_nr(4): 1-4 digits */
     DATE_NUM('m', 1, 2, "A two digit month could not be found", m),
     DATE_NUM('d', 1, 2, "A two digit day could not be found", d),
     DATE_NUM('H', 1, 2, "A two digit hour could not be found", h),
@@ -5954,14 +6397,24 @@ date_num_of(char spec)
 static bool
 parse_date_fmt(const char *str, const char *fmt, dparse_t *r)
 {
-    const char *p = str;
+    const char *p = str, *f;
     int64_t v;
 
-    for (const char *f = fmt; *f; f++) {
+    /*
+     * timelib_parse_from_format_with_map: both strings are read as C
+     * strings (an embedded NUL ends them) and the loop stops when either
+     * ends; what is left of the string is "Trailing data", what is left of
+     * the format "Data missing". A literal that does not match (an escaped
+     * "%%" too) is TIMELIB_ERR_FORMAT_LITERAL_MISMATCH, which mongod words
+     * "Format literal not found".
+     */
+    for (f = fmt; *f && *p; f++) {
         const date_num_t *dn;
-        if (*f != '%') {
+        if (*f != '%' || f[1] == '%') {
+            if (*f == '%')
+                f++;
             if (*p != *f) {
-                r->errmsg = "The format separator does not match";
+                r->errmsg = "Format literal not found";
                 goto bad;
             }
             p++;
@@ -5969,8 +6422,14 @@ parse_date_fmt(const char *str, const char *fmt, dparse_t *r)
         }
         f++;
         if ((dn = date_num_of(*f)) != NULL) {
+            const char *begin = p;
             if ((v = read_num(&p, dn->min, dn->max)) < 0) {
                 r->errmsg = dn->missing;
+                goto bad;
+            }
+            if ((*f == 'V' && (v < 1 || v > 53)) || (*f == 'u' && (v < 1 || v > 7))) {
+                r->errmsg = *f == 'V' ? "ISO Week must be between 1 and 53" : "Day of week must be between 1 and 7";
+                p = begin;
                 goto bad;
             }
             *(int64_t *)((char *)r + dn->val) = v;
@@ -6034,13 +6493,6 @@ parse_date_fmt(const char *str, const char *fmt, dparse_t *r)
             r->m = mon, r->has_m = true;
             break;
         }
-        case '%':
-            if (*p != '%') {
-                r->errmsg = "The escaped character could not be found";
-                goto bad;
-            }
-            p++;
-            break;
         default:
             r->errmsg = "The format separator does not match";
             goto bad;
@@ -6048,6 +6500,10 @@ parse_date_fmt(const char *str, const char *fmt, dparse_t *r)
     }
     if (*p != '\0') {
         r->errmsg = "Trailing data";
+        goto bad;
+    }
+    if (*f != '\0') {
+        r->errmsg = "Data missing";
         goto bad;
     }
     if ((r->has_y || r->has_m || r->has_d) && (r->has_iy || r->has_iw || r->has_idw)) {
@@ -6060,30 +6516,59 @@ bad:
     return false;
 }
 
-/* date_from_string: parses str (fmt NULL: free form) in zone z into *ms; -1 with 241 ConversionFailure. */
+/*
+ * shown_string: str (len bytes) as the error messages quote it. mongod
+ * quotes the whole StringData, embedded NULs included; an mf_error_t
+ * message is a C string, so a NUL is shown as the two characters "\0"
+ * rather than cutting the rest of the string off. buf holds size bytes.
+ */
+static const char *
+shown_string(const char *str, size_t len, char *buf, size_t size)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len && o + 3 < size; i++) {
+        if (str[i] == '\0') {
+            buf[o++] = '\\';
+            buf[o++] = '0';
+        } else {
+            buf[o++] = str[i];
+        }
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+/*
+ * date_from_string: parses str (len bytes; fmt NULL: free form) in zone z
+ * into *ms; -1 with 241 ConversionFailure, worded as mongod's
+ * TimeZoneDatabase::fromString words timelib's errors and warnings.
+ */
 static int
-date_from_string(ctx_t *c, const char *str, const char *fmt, const mf_tz_t *z, bool tz_given, int64_t *ms)
+date_from_string(ctx_t *c, const char *str, size_t len, const char *fmt, const mf_tz_t *z, bool tz_given, int64_t *ms)
 {
     dparse_t r;
     bool ok;
     int64_t days;
+    char shown[600];
 
     memset(&r, 0, sizeof r);
     r.m = r.d = 1;
-    ok = fmt ? parse_date_fmt(str, fmt, &r) : parse_date_auto(str, &r);
+    r.rel_wday = -1;
+    ok = fmt ? parse_date_fmt(str, fmt, &r) : parse_date_auto(str, len, &r);
     if (!ok) {
-        char ch = r.errpos < strlen(str) ? str[r.errpos] : '\0';
-        return mf_err_set(c->err, MF_E_ConversionFailure, "Error parsing date string '%s'; %zu: %s '%c'", str,
-                          r.errpos, r.errmsg, ch ? ch : ' ');
+        char ch = r.errpos < len ? str[r.errpos] : '\0';
+        return mf_err_set(c->err, MF_E_ConversionFailure, "Error parsing date string '%s'; %zu: %s '%c'",
+                          shown_string(str, len, shown, sizeof shown), r.errpos, r.errmsg, ch ? ch : ' ');
     }
     if (!r.has_h && !r.has_mi && !r.has_s)
         r.has_h = true;
     if (r.has_h) /* a time without seconds (or minutes) has them at 0 */
         r.has_mi = r.has_s = true;
-    if (r.has_iy || r.has_iw || r.has_idw) {
-        if (!r.has_iy || !(r.has_iw || r.has_idw))
-            goto incomplete;
+    if (r.has_iy) {
+        /* timelib: a missing ISO week or day of week is 1 ("2017" as %G is 2017-01-02) */
         days = iso_to_days(r.iy, r.has_iw ? r.iw : 1, r.has_idw ? r.idw : 1);
+    } else if (r.has_iw || r.has_idw) {
+        goto invalid; /* an ISO week or day without an ISO year: timelib's "parsed date was invalid" */
     } else if (r.has_y && !r.has_m && !r.has_d && (r.has_wk || r.has_wd)) {
         /* %U (weeks from the year's first Sunday, as $week) and %w (1 = Sunday) */
         int64_t jan1 = days_from_civil(r.y, 1, 1);
@@ -6097,6 +6582,8 @@ date_from_string(ctx_t *c, const char *str, const char *fmt, const mf_tz_t *z, b
     } else {
         if (!r.has_y || !(r.has_m || r.has_d) || !r.has_h || !r.has_mi || !r.has_s)
             goto incomplete;
+        if (r.freeform && !(r.has_m && r.has_d)) /* timelib leaves them unset: mongod's incomplete */
+            goto incomplete;
         if (r.m < 1 || r.m > 12 || r.d < 1 || r.d > days_in_month(r.y, (int)r.m))
             goto invalid;
         days = days_from_civil(r.y, (int)r.m, (int)r.d);
@@ -6105,7 +6592,11 @@ date_from_string(ctx_t *c, const char *str, const char *fmt, const mf_tz_t *z, b
         goto incomplete;
     if (r.h > 23 || r.mi > 59 || r.s > 59) /* timelib_valid_time: 24:00 is a warning, which mongod raises */
         return mf_err_set(c->err, MF_E_ConversionFailure, "Error parsing date string '%s'; %zu: The parsed time was invalid ' '",
-                          str, strlen(str));
+                          shown_string(str, len, shown, sizeof shown), len);
+    /* timelib's relative parts of a free-form string: "tomorrow", then a day name moving forward */
+    days += r.rel_days;
+    if (r.rel_wday >= 0)
+        days += ((r.rel_wday - (((days + 4) % 7 + 7) % 7)) % 7 + 7) % 7;
     if (r.has_off) {
         if (tz_given && !mf_tz_is_utc(z))
             return mf_err_set(c->err, MF_E_ConversionFailure,
@@ -6116,11 +6607,12 @@ date_from_string(ctx_t *c, const char *str, const char *fmt, const mf_tz_t *z, b
     *ms = local_parts_to_ms(z, days, r.h, r.mi, r.s, r.ms);
     return 0;
 invalid:
-    return mf_err_set(c->err, MF_E_ConversionFailure,
-                      "Error parsing date string '%s'; %zu: The parsed date was invalid ' '", str, strlen(str));
+    return mf_err_set(c->err, MF_E_ConversionFailure, "Error parsing date string '%s'; %zu: The parsed date was invalid ' '",
+                      shown_string(str, len, shown, sizeof shown), len);
 incomplete:
     return mf_err_set(c->err, MF_E_ConversionFailure,
-                      "an incomplete date/time string has been found, with elements missing: \"%s\"", str);
+                      "an incomplete date/time string has been found, with elements missing: \"%s\"",
+                      shown_string(str, len, shown, sizeof shown));
 }
 
 /* check_format: MongoDB's validateFormat for $dateToString (to) or $dateFromString. */
@@ -6215,7 +6707,7 @@ ev_date_from_string(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         mf_value_set_null(o);
         goto done;
     } else {
-        rc = date_from_string(c, ds.value.v_utf8.str, has_slot(e, 2) ? fv.value.v_utf8.str : NULL, z,
+        rc = date_from_string(c, ds.value.v_utf8.str, ds.value.v_utf8.len, has_slot(e, 2) ? fv.value.v_utf8.str : NULL, z,
                               has_slot(e, 1), &ms);
         if (rc == 0)
             mf_value_set_date(o, ms);
