@@ -760,6 +760,34 @@ value_str(const bson_value_t *v, char *buf, size_t n)
     }
 }
 
+/*
+ * value_repr: value_str, with an array written out element by element:
+ * "[0.5, 1]" as mongod's Value::toString, or "[ 0.5, 1 ]" as
+ * BSONElement::toString (bson_style). Nested arrays recurse; other values
+ * are value_str's rendering. Truncated to n bytes.
+ */
+static void
+value_repr(const bson_value_t *v, char *buf, size_t n, bool bson_style)
+{
+    bson_iter_t it;
+    size_t o;
+    bool first = true;
+    if (v->value_type != BSON_TYPE_ARRAY || n < 8) {
+        value_str(v, buf, n);
+        return;
+    }
+    o = (size_t)snprintf(buf, n, "[");
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it) && o + 4 < n) {
+        o += (size_t)snprintf(buf + o, n - o, "%s", first ? (bson_style ? " " : "") : ", ");
+        value_repr(bson_iter_value(&it), buf + o, n - o, bson_style);
+        o += strlen(buf + o);
+        first = false;
+    }
+    if (o + 3 < n)
+        snprintf(buf + o, n - o, "%s]", bson_style && !first ? " " : "");
+}
+
 /* integral64: MongoDB's Value::integral64Bit: an integer, or a double/decimal with an integral value in int64 range. */
 static bool
 integral64(const bson_value_t *v, int64_t *out)
@@ -1908,28 +1936,56 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
         if (!have_m)
             return mf_err_set(err, MF_E_Location40414, "BSON field '%s.method' is missing but a required field", op->name);
         if (!med) {
+            /*
+             * mongod's parseP: 'p' is an expression that must optimize to a
+             * constant ({$literal: [0.5]} and [{$add: [0.25, 0.25]}] do,
+             * ["$q"] does not: 7750300), whose value must be a non-empty
+             * array (7750301) of numbers (7750302) within [0, 1] (7750303).
+             */
             const bson_value_t *pv = bson_iter_value(&pi);
+            static const char pmsg[] = "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: ";
+            mf_expr_t *pe = parse(pv, sc, err);
+            bson_value_t pval;
             bson_iter_t ai;
-            value_str(pv, buf, sizeof buf);
-            if (pv->value_type != BSON_TYPE_ARRAY || pv->value.v_doc.data_len <= 5)
-                return mf_err_set(err, MF_E_Location7750301,
-                                  "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s", buf);
-            bson_iter_recurse(&pi, &ai);
+            int prc = 0;
+            if (pe == NULL)
+                return -1;
+            if (!node_is_const(pe)) {
+                value_repr(pv, buf, sizeof buf, true);
+                mf_expr_free(pe);
+                return mf_err_set(err, MF_E_Location7750300,
+                                  "The $percentile 'p' field must be an array of constant values, but found value: %s.", buf);
+            }
+            prc = mf_expr_eval(pe, NULL, &pval, err);
+            mf_expr_free(pe);
+            if (prc < 0)
+                return -1;
+            value_repr(&pval, buf, sizeof buf, false);
+            if (pval.value_type != BSON_TYPE_ARRAY || pval.value.v_doc.data_len <= 5) {
+                prc = mf_err_set(err, MF_E_Location7750301, "%s%s", pmsg, buf);
+                goto p_done;
+            }
+            bson_iter_init_from_data(&ai, pval.value.v_doc.data, pval.value.v_doc.data_len);
             while (bson_iter_next(&ai)) {
                 const bson_value_t *x = bson_iter_value(&ai);
+                double d;
                 value_str(x, buf, sizeof buf);
-                if (!mf_value_is_number(x))
-                    return mf_err_set(err, MF_E_Location7750302,
-                                      "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s",
-                                      buf);
-                double d = as_dbl(x);
-                if (!(d >= 0 && d <= 1))
-                    return mf_err_set(err, MF_E_Location7750303,
-                                      "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s",
-                                      buf);
+                if (!mf_value_is_number(x)) {
+                    prc = mf_err_set(err, MF_E_Location7750302, "%s%s", pmsg, buf);
+                    goto p_done;
+                }
+                d = as_dbl(x);
+                if (!(d >= 0 && d <= 1)) {
+                    prc = mf_err_set(err, MF_E_Location7750303, "%s%s", pmsg, buf);
+                    goto p_done;
+                }
                 e->ps = bson_realloc(e->ps, (e->nps + 1) * sizeof *e->ps);
                 e->ps[e->nps++] = d;
             }
+        p_done:
+            mf_value_free(&pval);
+            if (prc < 0)
+                return -1;
         }
         if (!BSON_ITER_HOLDS_UTF8(&mi))
             return mf_err_set(err, MF_E_TypeMismatch, "BSON field '%s.method' is the wrong type '%s', expected type 'string'",

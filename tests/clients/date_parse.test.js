@@ -154,3 +154,23 @@ h.test('more timelib forms: day names, keywords, 2-digit years, pointed dates, d
   const got = await evs(db, cases.map(([s]) => dfs(s)));
   cases.forEach(([s, want], i) => assert.deepEqual(got[i], D(want), s));
 });
+
+// Not a date case: the $percentile expression's 'p' read as mongod's parseP
+// (accumulator_percentile.cpp), kept here with the other parse-time checks
+// of this change.
+h.test('$percentile expression: p must fold to a constant array of numbers in [0, 1]', async () => {
+  const db = srv.freshDb('dp_pct');
+  const pct = (p) => ({ $percentile: { input: [1, 2, 3], p, method: 'approximate' } });
+  const [a, b, c] = await evs(db, [pct({ $literal: [0.5] }), pct([{ $add: [0.25, 0.25] }]), pct([0, 1])]);
+  assert.deepEqual(a, [2]);
+  assert.deepEqual(b, [2]);
+  assert.deepEqual(c, [1, 3]);
+  await fails(db, pct(['$q']), 7750300, "The $percentile 'p' field must be an array of constant values, but found value: ");
+  await fails(db, pct('$q'), 7750300);
+  await fails(db, pct([]), 7750301, 'but found: []');
+  await fails(db, pct(5), 7750301, 'but found: 5');
+  await fails(db, pct({ $literal: [] }), 7750301);
+  await fails(db, pct(['a']), 7750302);
+  await fails(db, pct([1.5]), 7750303);
+  await fails(db, pct({ $literal: [-0.5] }), 7750303);
+});
