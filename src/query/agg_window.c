@@ -32,12 +32,17 @@
  *     $bottomN $top $bottom $addToSet $median $percentile) keep their window
  *     sorted, inserting in place while the window only grows, so
  *     [unbounded, current] never sorts per document; $push $firstN $lastN
- *     $integral read the window; an unchanged window reuses its result;
+ *     read the window; an unchanged window reuses its result; $integral
+ *     sums trapezoids computed once each, extending the sum while lo_i stays;
  *   - positional functions ($first $last $derivative $shift $rank
  *     $denseRank $documentNumber $locf $linearFill $expMovingAvg) read the
  *     documents they need directly, with mongod's arithmetic order where
  *     results are compared exactly (dates in milliseconds scaled last;
  *     $linearFill's y1 + (x - x1) * ((y2 - y1) / (x2 - x1))).
+ * Arithmetic follows mongod's types: $derivative and $integral compute
+ * through the $subtract/$add/$multiply/$divide expressions (so a decimal
+ * input gives a decimal, and $subtract's errors surface), $expMovingAvg in
+ * Decimal128 (a decimal result once a decimal input has been seen).
  * The default window is the whole partition (MongoDB's default for every
  * function that takes one); rank functions and $expMovingAvg/$locf use
  * [unbounded, current] by construction. A missing value leaves its output
@@ -73,6 +78,7 @@
 #include "doc/check.h"
 #include "doc/expr.h"
 #include "doc/sort.h"
+#include "doc/sum.h"
 #include "doc/value.h"
 #include "query/agg_spill.h"
 #include "query/exec.h"
@@ -124,7 +130,14 @@ typedef struct wfield {
     int fn_unit;          /* $derivative / $integral unit, U_NONE */
     int64_t by;           /* $shift */
     bson_value_t dflt;    /* $shift default (EOD: null) */
-    long double alpha_l;  /* $expMovingAvg */
+    bson_decimal128_t alpha; /* $expMovingAvg: as mongod keeps it, a Decimal128 */
+    /*
+     * $derivative / $integral: {$subtract|$add|$multiply|$divide: ["$a", "$b"]},
+     * through which they compute (see binop) so that their results have
+     * mongod's types and values: decimal once an operand is, integer
+     * differences of integers and dates, and $subtract's own errors.
+     */
+    mf_expr_t *op_sub, *op_add, *op_mul, *op_div;
     int64_t n;            /* N functions */
     mf_sort_t *inner;     /* $topN ... sortBy */
     double *ps;           /* $percentile p values, $median: {0.5} */
@@ -153,6 +166,10 @@ wfield_free(wfield_t *f)
     mf_value_free(&f->dflt);
     mf_sort_free(f->inner);
     bson_free(f->ps);
+    mf_expr_free(f->op_sub);
+    mf_expr_free(f->op_add);
+    mf_expr_free(f->op_mul);
+    mf_expr_free(f->op_div);
 }
 
 void
@@ -491,6 +508,58 @@ parse_quantile(const bson_value_t *v, wfield_t *f, mf_error_t *err)
     return f->input ? 0 : -1;
 }
 
+/* parse_binop: *out = {<op>: ["$a", "$b"]}. Returns 0, or -1 with err set. */
+static int
+parse_binop(const char *op, mf_expr_t **out, mf_error_t *err)
+{
+    bson_t doc = BSON_INITIALIZER, args;
+    bson_value_t v;
+
+    bson_append_array_begin(&doc, op, -1, &args);
+    BSON_APPEND_UTF8(&args, "0", "$a");
+    BSON_APPEND_UTF8(&args, "1", "$b");
+    bson_append_array_end(&doc, &args);
+    v.value_type = BSON_TYPE_DOCUMENT;
+    v.value.v_doc.data = (uint8_t *)bson_get_data(&doc);
+    v.value.v_doc.data_len = doc.len;
+    *out = mf_expr_parse(&v, err);
+    bson_destroy(&doc);
+    return *out ? 0 : -1;
+}
+
+/* parse_binops: the four operators $derivative and $integral compute with (wfield_t.op_sub ...). */
+static int
+parse_binops(wfield_t *f, mf_error_t *err)
+{
+    if (parse_binop("$subtract", &f->op_sub, err) < 0 || parse_binop("$add", &f->op_add, err) < 0 ||
+        parse_binop("$multiply", &f->op_mul, err) < 0 || parse_binop("$divide", &f->op_div, err) < 0)
+        return -1;
+    return 0;
+}
+
+/*
+ * binop: *out = op(a, b) for an operator of parse_binops, evaluated over
+ * {a, b} (a missing operand left out, so it stays missing). This is how
+ * mongod's $derivative and $integral compute (evaluateSubtract, evaluateAdd,
+ * evaluateMultiply, evaluateDivide), so reusing the expressions gives their
+ * numeric promotion and their errors word for word. *out is owned by the
+ * caller. Returns 0, or -1 with err set.
+ */
+static int
+binop(const mf_expr_t *op, const bson_value_t *a, const bson_value_t *b, bson_value_t *out, mf_error_t *err)
+{
+    bson_t doc = BSON_INITIALIZER;
+    int rc;
+
+    if (a->value_type != BSON_TYPE_EOD)
+        BSON_APPEND_VALUE(&doc, "a", a);
+    if (b->value_type != BSON_TYPE_EOD)
+        BSON_APPEND_VALUE(&doc, "b", b);
+    rc = mf_expr_eval(op, &doc, out, err);
+    bson_destroy(&doc);
+    return rc;
+}
+
 /* parse_with_unit: {$derivative|$integral: {input, unit}}. */
 static int
 parse_with_unit(const bson_value_t *v, wfield_t *f, mf_error_t *err)
@@ -519,7 +588,9 @@ parse_with_unit(const bson_value_t *v, wfield_t *f, mf_error_t *err)
     if (in == NULL)
         return mf_err_set(err, MF_E_FailedToParse, "%s requires an 'input' expression", f->name);
     f->input = mf_expr_parse(in, err);
-    return f->input ? 0 : -1;
+    if (f->input == NULL)
+        return -1;
+    return parse_binops(f, err);
 }
 
 static int
@@ -589,14 +660,24 @@ parse_ema(const mf_window_t *w, const bson_value_t *v, wfield_t *f, mf_error_t *
                               mf_value_as_double(n));
         if (nv <= 0)
             return mf_err_set(err, MF_E_FailedToParse, "'N' must be greater than zero. Got %lld", (long long)nv);
-        f->alpha_l = 2.0L / ((long double)nv + 1.0L);
+        /* mongod: Decimal128(2).divide(Decimal128(N).add(Decimal128(1))). */
+        bson_decimal128_t two, one, np1;
+        mf_dec_from_int64(2, &two);
+        mf_dec_from_int64(1, &one);
+        mf_dec_from_int64(nv, &np1);
+        mf_dec_arith(MF_DEC_ADD, &np1, &one, &np1);
+        mf_dec_arith(MF_DEC_DIV, &two, &np1, &f->alpha);
     } else if (alpha != NULL) {
         if (!mf_value_is_number(alpha))
             return mf_err_set(err, MF_E_FailedToParse, "'alpha' must be a number");
-        double a = mf_value_as_double(alpha);
-        if (!(a > 0 && a < 1))
-            return mf_err_set(err, MF_E_FailedToParse, "'alpha' must be between 0 and 1 (exclusive), found %g", a);
-        f->alpha_l = (long double)a;
+        /* mongod: BSONElement::numberDecimal (a double rounded to 15 digits), compared as a decimal. */
+        bson_decimal128_t zero, one;
+        mf_dec_from_int64(0, &zero);
+        mf_dec_from_int64(1, &one);
+        (void)mf_dec_from_value(alpha, 15, &f->alpha);
+        if (!(mf_dec_cmp(&f->alpha, &zero) > 0 && mf_dec_cmp(&f->alpha, &one) < 0))
+            return mf_err_set(err, MF_E_FailedToParse, "'alpha' must be between 0 and 1 (exclusive), found %g",
+                              mf_value_as_double(alpha));
     } else {
         return mf_err_set(err, MF_E_FailedToParse,
                           "Got unrecognized field in $expMovingAvg$expMovingAvg sub object must have exactly two "
@@ -1228,6 +1309,55 @@ x_value(const bson_value_t *v, int unit, double *x)
     return false;
 }
 
+/*
+ * derivative_of: $derivative between the window's endpoints (sortBy values
+ * x0, x1, inputs y0, y1, already checked for their types), as mongod's
+ * WindowFunctionExecDerivative: run = x1 - x0 (dates: milliseconds), rise =
+ * y1 - y0 ($subtract's error for a non-numeric input: 16556 TypeMismatch),
+ * 5624903 when the rise is null, rise / run (null when run is 0: a window
+ * of one document), times the unit's milliseconds. Decimal in, decimal out.
+ * *out is owned by the caller. Returns 0, or -1 with err set.
+ */
+static int
+derivative_of(const wfield_t *f, const bson_value_t *x0, const bson_value_t *x1, const bson_value_t *y0,
+              const bson_value_t *y1, bson_value_t *out, mf_error_t *err)
+{
+    bson_value_t run, rise, q, ms;
+    int rc = -1;
+
+    run.value_type = rise.value_type = q.value_type = BSON_TYPE_EOD;
+    if (binop(f->op_sub, x1, x0, &run, err) < 0 || binop(f->op_sub, y1, y0, &rise, err) < 0)
+        goto free_parts;
+    if (mf_value_is_nullish(&rise)) {
+        mf_err_set(err, MF_E_Location5624903, "$derivative input must not be null or missing");
+        goto free_parts;
+    }
+    if (binop(f->op_div, &rise, &run, &q, err) < 0) {
+        if (err->code != MF_E_BadValue)
+            goto free_parts;
+        /* Divide by zero is no error here (mongod returns the default, null). */
+        mf_err_clear(err);
+        mf_value_set_null(out);
+        rc = 0;
+        goto free_parts;
+    }
+    if (f->fn_unit == U_NONE) {
+        *out = q;
+        q.value_type = BSON_TYPE_EOD;
+    } else {
+        /* 1/millisecond scaled to 1/unit, last, as mongod. */
+        mf_value_set_int64(&ms, unit_ms[f->fn_unit]);
+        if (binop(f->op_mul, &q, &ms, out, err) < 0)
+            goto free_parts;
+    }
+    rc = 0;
+free_parts:
+    mf_value_free(&run);
+    mf_value_free(&rise);
+    mf_value_free(&q);
+    return rc;
+}
+
 typedef struct cmpctx {
     const bson_value_t *vals;
     const part_t *p;
@@ -1273,42 +1403,150 @@ acc_result(const wfield_t *f, const part_t *p, const bson_value_t *vals, const b
         mf_value_array_finish(&arr, out);
         return 0;
     }
-    case WF_INTEGRAL: {
-        /* Trapezoids between neighbours; every point must be [number or date, number] (mongod: 5423900-2). */
-        double sum = 0, comp = 0, px = 0, py = 0; /* compensated, as mongod's double-double sum */
-        bool nan = false;
-        for (int64_t j = l; j <= h; j++) {
-            double x = 0, y;
-            bool date = sv[j].value_type == BSON_TYPE_DATE_TIME;
-            if (!mf_value_is_number(&vals[j]) || !(date || mf_value_is_number(&sv[j])))
-                return mf_err_set(err, MF_E_Location5423900,
-                                  "The input value of $integral window function must be a vector of 2 value, the first "
-                                  "value must be numeric or date type and the second must be numeric.");
-            if (f->fn_unit != U_NONE && !date)
-                return mf_err_set(err, MF_E_Location5423901,
-                                  "$integral with 'outputUnit' expects the sortBy field to be a Date");
-            if (f->fn_unit == U_NONE && date)
-                return mf_err_set(err, MF_E_Location5423902,
-                                  "$integral (with no 'outputUnit') expects the sortBy field to be numeric");
-            x_value(&sv[j], U_NONE, &x); /* milliseconds for dates: scaled to the unit at the end, as mongod */
-            y = mf_value_as_double(&vals[j]);
-            if (isnan(x) || isnan(y))
-                nan = true;
-            if (j > l) {
-                double t = (y + py) * (x - px) / 2.0 - comp, u = sum + t;
-                comp = (u - sum) - t;
-                sum = u;
-            }
-            px = x;
-            py = y;
-        }
-        mf_value_set_double(out, nan ? NAN : f->fn_unit != U_NONE ? sum / (double)unit_ms[f->fn_unit] : sum);
-        return 0;
-    }
     default:
         mf_value_set_null(out);
         return 0;
     }
+}
+
+/* value_is_nan: a double or decimal NaN (mongod's Value::isNaN). */
+static bool
+value_is_nan(const bson_value_t *v)
+{
+    if (v->value_type == BSON_TYPE_DOUBLE)
+        return isnan(v->value.v_double);
+    return v->value_type == BSON_TYPE_DECIMAL128 && mf_dec_is_nan(&v->value.v_decimal128);
+}
+
+/* integral_check: mongod's WindowFunctionIntegral::assertValueType for the point (x = sortBy value, y = input). */
+static int
+integral_check(const wfield_t *f, const bson_value_t *x, const bson_value_t *y, mf_error_t *err)
+{
+    bool date = x->value_type == BSON_TYPE_DATE_TIME;
+
+    if (!mf_value_is_number(y) || !(date || mf_value_is_number(x)))
+        return mf_err_set(err, MF_E_Location5423900,
+                          "The input value of $integral window function must be a vector of 2 value, the first "
+                          "value must be numeric or date type and the second must be numeric.");
+    if (f->fn_unit != U_NONE && !date)
+        return mf_err_set(err, MF_E_Location5423901, "$integral with 'outputUnit' expects the sortBy field to be a Date");
+    if (f->fn_unit == U_NONE && date)
+        return mf_err_set(err, MF_E_Location5423902,
+                          "$integral (with no 'outputUnit') expects the sortBy field to be numeric");
+    return 0;
+}
+
+/*
+ * trapezoid: the area between points (x0, y0) and (x1, y1), checked and not
+ * NaN, as mongod's integralOfTwoPointsByTrapezoidalRule: (y1 + y0) *
+ * (x1 - x0) / 2.0 with $add/$subtract/$multiply/$divide's promotion (dates
+ * subtract to milliseconds; a decimal operand makes it a decimal, else it is
+ * a double). *out is owned by the caller. Returns 0, or -1 with err set.
+ */
+static int
+trapezoid(const wfield_t *f, const bson_value_t *x0, const bson_value_t *y0, const bson_value_t *x1,
+          const bson_value_t *y1, bson_value_t *out, mf_error_t *err)
+{
+    bson_value_t delta, sum_y, prod, two;
+    int rc = -1;
+
+    delta.value_type = sum_y.value_type = prod.value_type = BSON_TYPE_EOD;
+    mf_value_set_double(&two, 2.0);
+    if (binop(f->op_sub, x1, x0, &delta, err) < 0 || binop(f->op_add, y1, y0, &sum_y, err) < 0 ||
+        binop(f->op_mul, &sum_y, &delta, &prod, err) < 0 || binop(f->op_div, &prod, &two, out, err) < 0)
+        goto free_parts;
+    rc = 0;
+free_parts:
+    mf_value_free(&delta);
+    mf_value_free(&sum_y);
+    mf_value_free(&prod);
+    return rc;
+}
+
+/*
+ * integral_all: $integral for every document of a partition of n (inputs
+ * vals, sortBy values sv, windows [lo, hi]) into res, as mongod's
+ * WindowFunctionIntegral: every point of a window is checked (5423900-2);
+ * the trapezoids between neighbours are summed as $sum sums (RemovableSum:
+ * a double unless one is a decimal; int 0 for a window of one point); a NaN
+ * point makes the result a double NaN; with a unit the sum (in
+ * milliseconds) is divided by the unit's milliseconds last.
+ *
+ * Each trapezoid is computed once. Windows never move left, so the points
+ * checked so far [cl, ch] and the summed window [sl, sh] only extend to the
+ * right while the left bound stays; a window that moves starts its sum again.
+ * Returns 0, or -1 with err set.
+ */
+static int
+integral_all(const wfield_t *f, size_t n, const bson_value_t *vals, const bson_value_t *sv, const int64_t *lo,
+             const int64_t *hi, bson_value_t *res, mf_error_t *err)
+{
+    bson_value_t *trap = bson_malloc(n * sizeof *trap); /* trap[j]: between points j-1 and j; EOD until computed */
+    mf_sum_t s;
+    int64_t cl = 0, ch = -1, sl = 0, sh = -1, nnan = 0;
+    int rc = -1;
+
+    for (size_t j = 0; j < n; j++)
+        trap[j].value_type = BSON_TYPE_EOD;
+    mf_sum_init(&s);
+    for (size_t i = 0; i < n; i++) {
+        int64_t l = lo[i], h = hi[i];
+        if (l > h) {
+            mf_value_set_null(&res[i]);
+            continue;
+        }
+        if (l < cl || l > ch + 1) {
+            cl = l;
+            ch = l - 1;
+        }
+        while (ch < h) {
+            ch++;
+            if (integral_check(f, &sv[ch], &vals[ch], err) < 0)
+                goto err_free_trap;
+        }
+        if (l != sl || h < sh) {
+            mf_sum_init(&s);
+            nnan = 0;
+            sl = l;
+            sh = l - 1;
+        }
+        while (sh < h) {
+            int64_t j = ++sh;
+            if (value_is_nan(&sv[j]) || value_is_nan(&vals[j])) {
+                nnan++;
+                continue;
+            }
+            /* A trapezoid with a NaN end adds 0 in mongod; the result is NaN then anyway. */
+            if (j == sl || value_is_nan(&sv[j - 1]) || value_is_nan(&vals[j - 1]))
+                continue;
+            if (trap[j].value_type == BSON_TYPE_EOD &&
+                trapezoid(f, &sv[j - 1], &vals[j - 1], &sv[j], &vals[j], &trap[j], err) < 0)
+                goto err_free_trap;
+            mf_sum_add(&s, &trap[j]);
+        }
+        if (nnan > 0) {
+            mf_value_set_double(&res[i], NAN);
+        } else if (f->fn_unit == U_NONE) {
+            mf_sum_result(&s, &res[i]);
+        } else {
+            bson_value_t total, ms;
+            int brc;
+            mf_sum_result(&s, &total);
+            mf_value_set_int64(&ms, unit_ms[f->fn_unit]);
+            brc = binop(f->op_div, &total, &ms, &res[i], err);
+            mf_value_free(&total);
+            if (brc < 0)
+                goto err_free_trap;
+        }
+        if ((i & 255) == 255 && mf_exec_check_deadline(err) != 0)
+            goto err_free_trap;
+    }
+    rc = 0;
+err_free_trap:
+    for (size_t j = 0; j < n; j++)
+        mf_value_free(&trap[j]);
+    bson_free(trap);
+    return rc;
 }
 
 /*
@@ -1780,7 +2018,11 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
         }
         break;
     }
-    case WF_PUSH: case WF_ADDTOSET: case WF_INTEGRAL: case WF_FIRSTN: case WF_LASTN: case WF_MINN:
+    case WF_INTEGRAL:
+        if (integral_all(f, n, vals, sv, lo, hi, res, err) < 0)
+            goto done;
+        break;
+    case WF_PUSH: case WF_ADDTOSET: case WF_FIRSTN: case WF_LASTN: case WF_MINN:
     case WF_MAXN: case WF_TOPN: case WF_BOTTOMN: case WF_TOP: case WF_BOTTOM: case WF_MEDIAN:
     case WF_PERCENTILE: {
         ostate_t os = {bson_malloc(n * sizeof *os.ix), bson_malloc(n * sizeof *os.xs), 0};
@@ -1838,7 +2080,6 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
         break;
     case WF_DERIVATIVE:
         for (size_t i = 0; i < n; i++) {
-            double x0, x1;
             int64_t l = lo[i], h = hi[i];
             if (l > h) {
                 mf_value_set_null(&res[i]);
@@ -1858,18 +2099,8 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
                            "$derivative (with no 'unit') expects the sortBy field to be numeric");
                 goto done;
             }
-            if (mf_value_is_nullish(&vals[l]) || mf_value_is_nullish(&vals[h])) {
-                mf_err_set(err, MF_E_Location5624903, "$derivative input must not be null or missing");
+            if (derivative_of(f, &sv[l], &sv[h], &vals[l], &vals[h], &res[i], err) < 0)
                 goto done;
-            }
-            if (!mf_value_is_number(&vals[l]) || !mf_value_is_number(&vals[h]) ||
-                !x_value(&sv[l], U_NONE, &x0) || !x_value(&sv[h], U_NONE, &x1) || x1 == x0) {
-                mf_value_set_null(&res[i]);
-                continue;
-            }
-            /* rise / run in 1/millisecond for dates, then scaled by the unit (mongod's order). */
-            double d = (mf_value_as_double(&vals[h]) - mf_value_as_double(&vals[l])) / (x1 - x0);
-            mf_value_set_double(&res[i], f->fn_unit != U_NONE ? d * (double)unit_ms[f->fn_unit] : d);
         }
         break;
     case WF_SHIFT:
@@ -1972,19 +2203,36 @@ compute_field(const mf_window_t *w, const wfield_t *f, const part_t *p, bson_val
         break;
     }
     case WF_EMA: {
-        /* MongoDB computes in Decimal128; a long double keeps the rounding to double the same in practice. */
-        bool have = false;
-        long double cur = 0, alpha = f->alpha_l;
+        /*
+         * As mongod's AccumulatorExpMovingAvg: in Decimal128 throughout (a double
+         * input rounded to 15 digits, as Value::coerceToDecimal), x * alpha +
+         * avg * (1 - alpha); the average comes back as a double until a decimal
+         * input has been seen in the partition, as a decimal from then on.
+         */
+        bool have = false, dec = false;
+        bson_decimal128_t cur, one, keep_w, x, t;
+        mf_dec_from_int64(1, &one);
+        mf_dec_arith(MF_DEC_SUB, &one, &f->alpha, &keep_w);
         for (size_t i = 0; i < n; i++) {
-            if (mf_value_is_number(&vals[i])) {
-                long double x = (long double)mf_value_as_double(&vals[i]);
-                cur = have ? x * alpha + cur * (1.0L - alpha) : x;
+            if (mf_dec_from_value(&vals[i], 15, &x)) {
+                dec = dec || vals[i].value_type == BSON_TYPE_DECIMAL128;
+                if (have) {
+                    mf_dec_arith(MF_DEC_MUL, &x, &f->alpha, &x);
+                    mf_dec_arith(MF_DEC_MUL, &cur, &keep_w, &t);
+                    mf_dec_arith(MF_DEC_ADD, &x, &t, &cur);
+                } else {
+                    cur = x;
+                }
                 have = true;
             }
-            if (have)
-                mf_value_set_double(&res[i], (double)cur);
-            else
+            if (!have) {
                 mf_value_set_null(&res[i]);
+            } else if (dec) {
+                mf_value_set_type(&res[i], BSON_TYPE_DECIMAL128);
+                res[i].value.v_decimal128 = cur;
+            } else {
+                mf_value_set_double(&res[i], mf_dec_to_double(&cur));
+            }
         }
         break;
     }
