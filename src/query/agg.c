@@ -101,6 +101,13 @@
 #include "query/exec.h"
 #include "doc/text.h"
 
+/*
+ * $percentile's 'p' as mongod's parseP (agg_window.c), shared by the $group
+ * accumulator and the window function; declared here until agg_window.h
+ * carries it.
+ */
+int mf_window_quantile_p(const bson_value_t *v, double **ps, size_t *nps, mf_error_t *err);
+
 static int sub_text_check(const struct mf_pipeline *sub, mf_error_t *err);
 
 enum stage_kind { S_MATCH, S_PROJECT, S_ADDFIELDS, S_UNSET, S_SORT, S_LIMIT, S_SKIP, S_GROUP, S_COUNT,
@@ -1718,47 +1725,8 @@ parse_acc_multi(acc_def_t *a, const char *op, const bson_value_t *arg, mf_error_
             a->ps[0] = 0.5;
             a->nps = 1;
         } else {
-            /* p: constant expressions only, an array of numbers in [0, 1]. */
-            bson_value_t pv;
-            bson_iter_t pi;
-            mf_expr_t *pe = mf_expr_parse(p, err);
-            if (pe == NULL)
-                return -1;
-            bool constant = mf_expr_is_constant(pe);
-            int rc = constant ? mf_expr_eval(pe, NULL, &pv, err) : 0;
-            mf_expr_free(pe);
-            if (!constant)
-                return mf_err_set(err, MF_E_Location7750300,
-                                  "The $percentile 'p' field must be an array of constant values, but found value: %s.",
-                                  mf_type_name(p->value_type));
-            if (rc < 0)
-                return -1;
-            if (pv.value_type != BSON_TYPE_ARRAY || pv.value.v_doc.data_len <= 5) {
-                mf_value_free(&pv);
-                return mf_err_set(err, MF_E_Location7750301,
-                                  "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s",
-                                  mf_type_name(pv.value_type));
-            }
-            bson_iter_init_from_data(&pi, pv.value.v_doc.data, pv.value.v_doc.data_len);
-            while (bson_iter_next(&pi)) {
-                const bson_value_t *e = bson_iter_value(&pi);
-                if (!mf_value_is_number(e)) {
-                    rc = mf_err_set(err, MF_E_Location7750302,
-                                    "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s",
-                                    mf_type_name(e->value_type));
-                    break;
-                }
-                double d = mf_value_as_double(e);
-                if (!(d >= 0 && d <= 1)) {
-                    rc = mf_err_set(err, MF_E_Location7750303,
-                                    "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %g", d);
-                    break;
-                }
-                a->ps = bson_realloc(a->ps, (a->nps + 1) * sizeof *a->ps);
-                a->ps[a->nps++] = d;
-            }
-            mf_value_free(&pv);
-            if (rc < 0)
+            /* p: as mongod's parseP, in the code the window function uses, so both fail alike. */
+            if (mf_window_quantile_p(p, &a->ps, &a->nps, err) < 0)
                 return -1;
         }
     } else {

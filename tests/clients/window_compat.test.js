@@ -98,3 +98,48 @@ h.test('$derivative of a non-numeric input fails as $subtract does; $integral wi
   await assert.rejects(itg([{ x: 0, v: 1 }, { x: 2, v: 'a' }]), { code: 5423900 });
   await assert.rejects(itg([{ x: 0, v: 1 }, { x: 2 }]), { code: 5423900 });
 });
+
+/* The error of $percentile with p (method 'approximate') as a window function and as a $group accumulator. */
+async function pErrors(db, p) {
+  const spec = { $percentile: { input: '$v', p, method: 'approximate' } };
+  const out = [];
+  for (const pipeline of [
+    [{ $documents: [{ x: 1, v: 1 }] }, { $setWindowFields: { sortBy: { x: 1 }, output: { r: spec } } }],
+    [{ $documents: [{ x: 1, v: 1 }] }, { $group: { _id: null, r: spec } }],
+  ]) {
+    try {
+      await db.aggregate(pipeline).toArray();
+      out.push('ok');
+    } catch (e) {
+      out.push(`${e.code} ${e.message.split(':: caused by :: ').pop()}`);
+    }
+  }
+  return out;
+}
+
+h.test('$percentile p is read as mongod\'s parseP, with the same messages in $setWindowFields and $group', async () => {
+  const db = srv.freshDb('wpct');
+  const msg = "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: ";
+  const both = (s) => [s, s];
+  assert.deepEqual(await pErrors(db, '$x'),
+    both(`7750300 The $percentile 'p' field must be an array of constant values, but found value: "$x".`));
+  assert.deepEqual(await pErrors(db, [0.5, '$x']),
+    both(`7750300 The $percentile 'p' field must be an array of constant values, but found value: [ 0.5, "$x" ].`));
+  assert.deepEqual(await pErrors(db, []), both(`7750301 ${msg}[]`));
+  assert.deepEqual(await pErrors(db, 0.5), both(`7750301 ${msg}0.5`));
+  assert.deepEqual(await pErrors(db, 'a'), both(`7750301 ${msg}"a"`));
+  assert.deepEqual(await pErrors(db, {}), both(`7750301 ${msg}{}`));
+  assert.deepEqual(await pErrors(db, { $literal: [] }), both(`7750301 ${msg}[]`));
+  assert.deepEqual(await pErrors(db, ['a']), both(`7750302 ${msg}"a"`));
+  assert.deepEqual(await pErrors(db, [0.5, null]), both(`7750302 ${msg}null`));
+  assert.deepEqual(await pErrors(db, [[0.5]]), both(`7750302 ${msg}[0.5]`));
+  assert.deepEqual(await pErrors(db, [1.5]), both(`7750303 ${msg}1.5`));
+  assert.deepEqual(await pErrors(db, [-0.1]), both(`7750303 ${msg}-0.1`));
+  assert.deepEqual(await pErrors(db, [0.1, 1.00000001]), both(`7750303 ${msg}1`));
+  // Constant expressions fold: a $literal array, an array of constant expressions.
+  assert.deepEqual(await pErrors(db, { $literal: [0.5] }), both('ok'));
+  assert.deepEqual(await pErrors(db, [{ $add: [0.25, 0.25] }, 1]), both('ok'));
+  const r = await db.aggregate([{ $documents: [{ x: 1, v: 1 }, { x: 2, v: 3 }] },
+    { $setWindowFields: { sortBy: { x: 1 }, output: { r: { $percentile: { input: '$v', p: { $literal: [0.5, 1] }, method: 'approximate' } } } } }]).toArray();
+  assert.deepEqual(r.map((d) => d.r), [[1, 3], [1, 3]]);
+});
