@@ -54,6 +54,7 @@
  * released with mf_value_free() (bson_value_destroy, which is a no-op for EOD).
  */
 #include "doc/expr.h"
+#include "common/fmt.h"
 #include "doc/dec128.h"
 #include "doc/hash.h"
 #include "doc/sum.h"
@@ -760,34 +761,6 @@ value_str(const bson_value_t *v, char *buf, size_t n)
     }
 }
 
-/*
- * value_repr: value_str, with an array written out element by element:
- * "[0.5, 1]" as mongod's Value::toString, or "[ 0.5, 1 ]" as
- * BSONElement::toString (bson_style). Nested arrays recurse; other values
- * are value_str's rendering. Truncated to n bytes.
- */
-static void
-value_repr(const bson_value_t *v, char *buf, size_t n, bool bson_style)
-{
-    bson_iter_t it;
-    size_t o;
-    bool first = true;
-    if (v->value_type != BSON_TYPE_ARRAY || n < 8) {
-        value_str(v, buf, n);
-        return;
-    }
-    o = (size_t)snprintf(buf, n, "[");
-    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
-    while (bson_iter_next(&it) && o + 4 < n) {
-        o += (size_t)snprintf(buf + o, n - o, "%s", first ? (bson_style ? " " : "") : ", ");
-        value_repr(bson_iter_value(&it), buf + o, n - o, bson_style);
-        o += strlen(buf + o);
-        first = false;
-    }
-    if (o + 3 < n)
-        snprintf(buf + o, n - o, "%s]", bson_style && !first ? " " : "");
-}
-
 /* integral64: MongoDB's Value::integral64Bit: an integer, or a double/decimal with an integral value in int64 range. */
 static bool
 integral64(const bson_value_t *v, int64_t *out)
@@ -915,6 +888,157 @@ u8decode(const char *s, size_t n, int *len)
 static int rx_compile(const char *op, mf_error_t *err, const bson_value_t *rv, const bson_value_t *ov, pcre2_code **re);
 static mf_expr_t *parse(const bson_value_t *v, const scope_t *sc, mf_error_t *err);
 static bool node_is_const(const mf_expr_t *a);
+
+/*
+ * value_ostream: v appended to s as mongod's Value::toString prints it
+ * (operator<< on a Value, which parseP's messages use): a string quoted,
+ * a double with the stream's defaults (%g: 6 significant digits), arrays as
+ * "[1, 2]", documents as "{a: 1}", a missing value as "MISSING"; types a
+ * 'p' hardly holds fall back to the BSON element form.
+ */
+static void
+value_ostream(bson_string_t *s, const bson_value_t *v)
+{
+    char buf[512];
+    bson_iter_t it;
+    bool first = true;
+
+    switch (v->value_type) {
+    case BSON_TYPE_EOD:
+        bson_string_append(s, "MISSING");
+        return;
+    case BSON_TYPE_UTF8:
+        bson_string_append_printf(s, "\"%s\"", v->value.v_utf8.str);
+        return;
+    case BSON_TYPE_DOUBLE:
+        bson_string_append_printf(s, "%g", v->value.v_double);
+        return;
+    case BSON_TYPE_INT32:
+        bson_string_append_printf(s, "%d", (int)v->value.v_int32);
+        return;
+    case BSON_TYPE_INT64:
+        bson_string_append_printf(s, "%lld", (long long)v->value.v_int64);
+        return;
+    case BSON_TYPE_DECIMAL128:
+        bson_decimal128_to_string(&v->value.v_decimal128, buf);
+        bson_string_append(s, buf);
+        return;
+    case BSON_TYPE_BOOL:
+        bson_string_append(s, v->value.v_bool ? "true" : "false");
+        return;
+    case BSON_TYPE_NULL:
+        bson_string_append(s, "null");
+        return;
+    case BSON_TYPE_UNDEFINED:
+        bson_string_append(s, "undefined");
+        return;
+    case BSON_TYPE_ARRAY:
+    case BSON_TYPE_DOCUMENT:
+        bson_string_append(s, v->value_type == BSON_TYPE_ARRAY ? "[" : "{");
+        bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            if (!first)
+                bson_string_append(s, ", ");
+            first = false;
+            if (v->value_type == BSON_TYPE_DOCUMENT)
+                bson_string_append_printf(s, "%s: ", bson_iter_key(&it));
+            value_ostream(s, bson_iter_value(&it));
+        }
+        bson_string_append(s, v->value_type == BSON_TYPE_ARRAY ? "]" : "}");
+        return;
+    default:
+        mf_fmt_value(v, buf, sizeof buf);
+        bson_string_append(s, buf);
+        return;
+    }
+}
+
+/* p_error: err set to code with "<prefix><v as Value::toString>"; returns -1. */
+static int
+p_error(mf_error_t *err, int code, const bson_value_t *v)
+{
+    bson_string_t *s = bson_string_new(NULL);
+    int rc;
+
+    value_ostream(s, v);
+    rc = mf_err_set(err, code, "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s",
+                    s->str);
+    bson_string_free(s, true);
+    return rc;
+}
+
+/*
+ * percentile_p: $percentile's 'p' (v) read as mongod's parseP
+ * (accumulator_percentile.cpp), under scope sc (NULL: a pipeline stage's),
+ * for the expression, the window function and the $group accumulator
+ * (mf_expr_percentile_p) alike: an expression that must fold
+ * to a constant ({$literal: [0.5]} and [0.25, 0.75] do; a field path does
+ * not: 7750300 naming v as a BSON element), holding a non-empty array
+ * (7750301), of numbers (7750302) in [0, 1] (7750303, the number with %g, as
+ * mongod's StringBuilder prints a double). An error of the expression's own
+ * parse or evaluation passes through, as in mongod. A NaN is refused with
+ * 7750303 where mongod lets it through to an undefined rank. On success *ps
+ * (owned by the caller, bson_free) holds the *nps values. Returns 0 or -1.
+ */
+static int
+percentile_p(const bson_value_t *v, const scope_t *sc, double **ps, size_t *nps, mf_error_t *err)
+{
+    mf_expr_t *e = parse(v, sc, err);
+    bson_value_t c;
+    bson_iter_t it;
+    char buf[512];
+    int rc = -1;
+
+    *ps = NULL;
+    *nps = 0;
+    c.value_type = BSON_TYPE_EOD;
+    if (e == NULL)
+        return -1;
+    if (!mf_expr_is_constant(e)) {
+        mf_fmt_value(v, buf, sizeof buf);
+        mf_err_set(err, MF_E_Location7750300,
+                   "The $percentile 'p' field must be an array of constant values, but found value: %s.", buf);
+        goto err_free_expr;
+    }
+    if (mf_expr_eval(e, NULL, &c, err) < 0)
+        goto err_free_expr;
+    if (c.value_type != BSON_TYPE_ARRAY || c.value.v_doc.data_len <= 5) {
+        p_error(err, MF_E_Location7750301, &c);
+        goto err_free_expr;
+    }
+    bson_iter_init_from_data(&it, c.value.v_doc.data, c.value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const bson_value_t *x = bson_iter_value(&it);
+        if (!mf_value_is_number(x)) {
+            p_error(err, MF_E_Location7750302, x);
+            goto err_free_expr;
+        }
+        double d = mf_value_as_double(x);
+        if (!(d >= 0 && d <= 1)) {
+            mf_err_set(err, MF_E_Location7750303,
+                       "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %g", d);
+            goto err_free_expr;
+        }
+        *ps = bson_realloc(*ps, (*nps + 1) * sizeof **ps);
+        (*ps)[(*nps)++] = d;
+    }
+    rc = 0;
+err_free_expr:
+    if (rc < 0) {
+        bson_free(*ps);
+        *ps = NULL;
+        *nps = 0;
+    }
+    mf_value_free(&c);
+    mf_expr_free(e);
+    return rc;
+}
+
+int
+mf_expr_percentile_p(const bson_value_t *v, double **ps, size_t *nps, mf_error_t *err)
+{
+    return percentile_p(v, NULL, ps, nps, err);
+}
 
 static mf_expr_t *
 node_new(int kind)
@@ -1935,58 +2059,8 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
             return mf_err_set(err, MF_E_Location40414, "BSON field '%s.p' is missing but a required field", op->name);
         if (!have_m)
             return mf_err_set(err, MF_E_Location40414, "BSON field '%s.method' is missing but a required field", op->name);
-        if (!med) {
-            /*
-             * mongod's parseP: 'p' is an expression that must optimize to a
-             * constant ({$literal: [0.5]} and [{$add: [0.25, 0.25]}] do,
-             * ["$q"] does not: 7750300), whose value must be a non-empty
-             * array (7750301) of numbers (7750302) within [0, 1] (7750303).
-             */
-            const bson_value_t *pv = bson_iter_value(&pi);
-            static const char pmsg[] = "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: ";
-            mf_expr_t *pe = parse(pv, sc, err);
-            bson_value_t pval;
-            bson_iter_t ai;
-            int prc = 0;
-            if (pe == NULL)
-                return -1;
-            if (!node_is_const(pe)) {
-                value_repr(pv, buf, sizeof buf, true);
-                mf_expr_free(pe);
-                return mf_err_set(err, MF_E_Location7750300,
-                                  "The $percentile 'p' field must be an array of constant values, but found value: %s.", buf);
-            }
-            prc = mf_expr_eval(pe, NULL, &pval, err);
-            mf_expr_free(pe);
-            if (prc < 0)
-                return -1;
-            value_repr(&pval, buf, sizeof buf, false);
-            if (pval.value_type != BSON_TYPE_ARRAY || pval.value.v_doc.data_len <= 5) {
-                prc = mf_err_set(err, MF_E_Location7750301, "%s%s", pmsg, buf);
-                goto p_done;
-            }
-            bson_iter_init_from_data(&ai, pval.value.v_doc.data, pval.value.v_doc.data_len);
-            while (bson_iter_next(&ai)) {
-                const bson_value_t *x = bson_iter_value(&ai);
-                double d;
-                value_str(x, buf, sizeof buf);
-                if (!mf_value_is_number(x)) {
-                    prc = mf_err_set(err, MF_E_Location7750302, "%s%s", pmsg, buf);
-                    goto p_done;
-                }
-                d = as_dbl(x);
-                if (!(d >= 0 && d <= 1)) {
-                    prc = mf_err_set(err, MF_E_Location7750303, "%s%s", pmsg, buf);
-                    goto p_done;
-                }
-                e->ps = bson_realloc(e->ps, (e->nps + 1) * sizeof *e->ps);
-                e->ps[e->nps++] = d;
-            }
-        p_done:
-            mf_value_free(&pval);
-            if (prc < 0)
-                return -1;
-        }
+        if (!med && percentile_p(bson_iter_value(&pi), sc, &e->ps, &e->nps, err) < 0)
+            return -1;
         if (!BSON_ITER_HOLDS_UTF8(&mi))
             return mf_err_set(err, MF_E_TypeMismatch, "BSON field '%s.method' is the wrong type '%s', expected type 'string'",
                               op->name, mf_type_name(bson_iter_type(&mi)));

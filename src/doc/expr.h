@@ -61,6 +61,16 @@ void mf_expr_free(mf_expr_t *e);
  */
 int mf_expr_eval(const mf_expr_t *e, const bson_t *root, bson_value_t *out, mf_error_t *err) MF_WUR;
 
+/*
+ * mf_expr_percentile_p: $percentile's 'p' (v) as mongod's parseP reads it:
+ * an expression folding to a constant (7750300 otherwise), a non-empty
+ * array (7750301) of numbers (7750302) within [0, 1] (7750303). On success
+ * *ps (the caller's, bson_free) holds the *nps values. For the $group
+ * accumulator and the window function; the expression form reads it the
+ * same way. Returns 0 or -1 with err.
+ */
+int mf_expr_percentile_p(const bson_value_t *v, double **ps, size_t *nps, mf_error_t *err);
+
 /* mf_expr_is_constant: true if e references no field or variable. */
 bool mf_expr_is_constant(const mf_expr_t *e);
 

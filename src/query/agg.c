@@ -101,13 +101,6 @@
 #include "query/exec.h"
 #include "doc/text.h"
 
-/*
- * $percentile's 'p' as mongod's parseP (agg_window.c), shared by the $group
- * accumulator and the window function; declared here until agg_window.h
- * carries it.
- */
-int mf_window_quantile_p(const bson_value_t *v, double **ps, size_t *nps, mf_error_t *err);
-
 static int sub_text_check(const struct mf_pipeline *sub, mf_error_t *err);
 
 enum stage_kind { S_MATCH, S_PROJECT, S_ADDFIELDS, S_UNSET, S_SORT, S_LIMIT, S_SKIP, S_GROUP, S_COUNT,
@@ -1726,7 +1719,7 @@ parse_acc_multi(acc_def_t *a, const char *op, const bson_value_t *arg, mf_error_
             a->nps = 1;
         } else {
             /* p: as mongod's parseP, in the code the window function uses, so both fail alike. */
-            if (mf_window_quantile_p(p, &a->ps, &a->nps, err) < 0)
+            if (mf_expr_percentile_p(p, &a->ps, &a->nps, err) < 0)
                 return -1;
         }
     } else {

@@ -84,12 +84,6 @@
 #include "query/agg_spill.h"
 #include "query/exec.h"
 
-/*
- * Shared with agg.c's $group $percentile (declared there too): its place is
- * agg_window.h, which this change could not touch.
- */
-int mf_window_quantile_p(const bson_value_t *v, double **ps, size_t *nps, mf_error_t *err);
-
 enum wf_kind {
     WF_SUM, WF_AVG, WF_COUNT, WF_MIN, WF_MAX, /* removable */
     WF_PUSH, WF_ADDTOSET, WF_STDDEVPOP, WF_STDDEVSAMP, WF_COVPOP, WF_COVSAMP, WF_INTEGRAL,
@@ -441,150 +435,6 @@ parse_n_args(const mf_window_t *w, const bson_value_t *v, wfield_t *f, mf_error_
 }
 
 /*
- * value_ostream: v appended to s as mongod's Value::toString prints it
- * (operator<< on a Value, which parseP's messages use): a string quoted,
- * a double with the stream's defaults (%g: 6 significant digits), arrays as
- * "[1, 2]", documents as "{a: 1}", a missing value as "MISSING"; types a
- * 'p' hardly holds fall back to the BSON element form.
- */
-static void
-value_ostream(bson_string_t *s, const bson_value_t *v)
-{
-    char buf[512];
-    bson_iter_t it;
-    bool first = true;
-
-    switch (v->value_type) {
-    case BSON_TYPE_EOD:
-        bson_string_append(s, "MISSING");
-        return;
-    case BSON_TYPE_UTF8:
-        bson_string_append_printf(s, "\"%s\"", v->value.v_utf8.str);
-        return;
-    case BSON_TYPE_DOUBLE:
-        bson_string_append_printf(s, "%g", v->value.v_double);
-        return;
-    case BSON_TYPE_INT32:
-        bson_string_append_printf(s, "%d", (int)v->value.v_int32);
-        return;
-    case BSON_TYPE_INT64:
-        bson_string_append_printf(s, "%lld", (long long)v->value.v_int64);
-        return;
-    case BSON_TYPE_DECIMAL128:
-        bson_decimal128_to_string(&v->value.v_decimal128, buf);
-        bson_string_append(s, buf);
-        return;
-    case BSON_TYPE_BOOL:
-        bson_string_append(s, v->value.v_bool ? "true" : "false");
-        return;
-    case BSON_TYPE_NULL:
-        bson_string_append(s, "null");
-        return;
-    case BSON_TYPE_UNDEFINED:
-        bson_string_append(s, "undefined");
-        return;
-    case BSON_TYPE_ARRAY:
-    case BSON_TYPE_DOCUMENT:
-        bson_string_append(s, v->value_type == BSON_TYPE_ARRAY ? "[" : "{");
-        bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
-        while (bson_iter_next(&it)) {
-            if (!first)
-                bson_string_append(s, ", ");
-            first = false;
-            if (v->value_type == BSON_TYPE_DOCUMENT)
-                bson_string_append_printf(s, "%s: ", bson_iter_key(&it));
-            value_ostream(s, bson_iter_value(&it));
-        }
-        bson_string_append(s, v->value_type == BSON_TYPE_ARRAY ? "]" : "}");
-        return;
-    default:
-        mf_fmt_value(v, buf, sizeof buf);
-        bson_string_append(s, buf);
-        return;
-    }
-}
-
-/* p_error: err set to code with "<prefix><v as Value::toString>"; returns -1. */
-static int
-p_error(mf_error_t *err, int code, const bson_value_t *v)
-{
-    bson_string_t *s = bson_string_new(NULL);
-    int rc;
-
-    value_ostream(s, v);
-    rc = mf_err_set(err, code, "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s",
-                    s->str);
-    bson_string_free(s, true);
-    return rc;
-}
-
-/*
- * mf_window_quantile_p: $percentile's 'p' (v) read as mongod's parseP
- * (accumulator_percentile.cpp), shared by the window function and the $group
- * accumulator (agg.c) so that both fail alike: an expression that must fold
- * to a constant ({$literal: [0.5]} and [0.25, 0.75] do; a field path does
- * not: 7750300 naming v as a BSON element), holding a non-empty array
- * (7750301), of numbers (7750302) in [0, 1] (7750303, the number with %g, as
- * mongod's StringBuilder prints a double). An error of the expression's own
- * parse or evaluation passes through, as in mongod. A NaN is refused with
- * 7750303 where mongod lets it through to an undefined rank. On success *ps
- * (owned by the caller, bson_free) holds the *nps values. Returns 0 or -1.
- */
-int
-mf_window_quantile_p(const bson_value_t *v, double **ps, size_t *nps, mf_error_t *err)
-{
-    mf_expr_t *e = mf_expr_parse(v, err);
-    bson_value_t c;
-    bson_iter_t it;
-    char buf[512];
-    int rc = -1;
-
-    *ps = NULL;
-    *nps = 0;
-    c.value_type = BSON_TYPE_EOD;
-    if (e == NULL)
-        return -1;
-    if (!mf_expr_is_constant(e)) {
-        mf_fmt_value(v, buf, sizeof buf);
-        mf_err_set(err, MF_E_Location7750300,
-                   "The $percentile 'p' field must be an array of constant values, but found value: %s.", buf);
-        goto err_free_expr;
-    }
-    if (mf_expr_eval(e, NULL, &c, err) < 0)
-        goto err_free_expr;
-    if (c.value_type != BSON_TYPE_ARRAY || c.value.v_doc.data_len <= 5) {
-        p_error(err, MF_E_Location7750301, &c);
-        goto err_free_expr;
-    }
-    bson_iter_init_from_data(&it, c.value.v_doc.data, c.value.v_doc.data_len);
-    while (bson_iter_next(&it)) {
-        const bson_value_t *x = bson_iter_value(&it);
-        if (!mf_value_is_number(x)) {
-            p_error(err, MF_E_Location7750302, x);
-            goto err_free_expr;
-        }
-        double d = mf_value_as_double(x);
-        if (!(d >= 0 && d <= 1)) {
-            mf_err_set(err, MF_E_Location7750303,
-                       "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %g", d);
-            goto err_free_expr;
-        }
-        *ps = bson_realloc(*ps, (*nps + 1) * sizeof **ps);
-        (*ps)[(*nps)++] = d;
-    }
-    rc = 0;
-err_free_expr:
-    if (rc < 0) {
-        bson_free(*ps);
-        *ps = NULL;
-        *nps = 0;
-    }
-    mf_value_free(&c);
-    mf_expr_free(e);
-    return rc;
-}
-
-/*
  * parse_quantile: {$median|$percentile: {input, p, method}}, checked in the
  * order of mongod's IDL parser and validators: 7429703 / 7436100 not an
  * object, 40415 unknown field, 14 method not a string, 40414 missing field,
@@ -628,7 +478,7 @@ parse_quantile(const bson_value_t *v, wfield_t *f, mf_error_t *err)
         f->ps[0] = 0.5;
         f->nps = 1;
     } else {
-        if (mf_window_quantile_p(p, &f->ps, &f->nps, err) < 0)
+        if (mf_expr_percentile_p(p, &f->ps, &f->nps, err) < 0)
             return -1;
     }
     if (strcmp(method->value.v_utf8.str, "approximate") != 0)
