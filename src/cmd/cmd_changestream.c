@@ -91,6 +91,7 @@ enum { K_EVENT = 0, K_INVALIDATE = 1, K_HWM = 0xff };
 typedef struct cs_pos {
     uint64_t ts;
     int kind;
+    int frag; /* 0: a whole event; n > 0: fragment n of a split event ($changeStreamSplitLargeEvent) */
 } cs_pos_t;
 
 /* One stream's state, owned by its cursor (ext). */
@@ -108,6 +109,10 @@ typedef struct cs_state {
     size_t head;              /* the next one to return */
     bool invalidate_queued;   /* an invalidate is in pending: the stream ends with it */
     const char *tmp_dir;      /* the engine's spill directory (not owned) */
+    bool split;               /* the pipeline ends with $changeStreamSplitLargeEvent */
+    int split_skip;           /* resumed from fragment n of the event at start: its first n fragments are skipped */
+    bool tok_check;           /* resumed from an event's token: that event must be in this stream (else 280) */
+    cs_pos_t tok;             /* that token's position */
 } cs_state_t;
 
 static void
@@ -128,15 +133,38 @@ pos_cmp(cs_pos_t a, cs_pos_t b)
 {
     if (a.ts != b.ts)
         return a.ts < b.ts ? -1 : 1;
-    return a.kind < b.kind ? -1 : a.kind > b.kind;
+    if (a.kind != b.kind)
+        return a.kind < b.kind ? -1 : 1;
+    return a.frag < b.frag ? -1 : a.frag > b.frag;
 }
 
-/* {_data: "<16 hex ts><2 hex kind>"} into out (initialised here). */
+/*
+ * Whether the event at p (a whole event's position) is returned: after the
+ * stream's start, or the very event a fragment token named when the stream
+ * resumed from one (its later fragments are still to come).
+ */
+static bool
+after_start(const cs_state_t *st, cs_pos_t p)
+{
+    if (pos_cmp(p, st->start) > 0)
+        return true;
+    return st->split_skip > 0 && p.ts == st->start.ts && p.kind == st->start.kind;
+}
+
+/*
+ * {_data: "<16 hex ts><2 hex kind>"} into out (initialised here); a
+ * fragment's token has 4 more hex digits, its number, so that it sorts
+ * after the event's other tokens before it and before the next event's.
+ */
 static void
 token_of(cs_pos_t p, bson_t *out)
 {
     char hex[32];
-    snprintf(hex, sizeof(hex), "%016llX%02X", (unsigned long long)p.ts, (unsigned)p.kind & 0xff);
+    if (p.frag > 0)
+        snprintf(hex, sizeof(hex), "%016llX%02X%04X", (unsigned long long)p.ts, (unsigned)p.kind & 0xff,
+                 (unsigned)p.frag & 0xffff);
+    else
+        snprintf(hex, sizeof(hex), "%016llX%02X", (unsigned long long)p.ts, (unsigned)p.kind & 0xff);
     bson_init(out);
     BSON_APPEND_UTF8(out, "_data", hex);
 }
@@ -158,12 +186,14 @@ token_parse(const bson_iter_t *opt, const char *name, cs_pos_t *p, mf_error_t *e
     uint32_t len;
     const char *s = bson_iter_utf8(&it, &len);
     unsigned long long ts;
-    unsigned kind;
+    unsigned kind, frag = 0;
     char tail;
-    if (len != 18 || sscanf(s, "%16llx%2x%c", &ts, &kind, &tail) != 2)
+    if ((len != 18 || sscanf(s, "%16llx%2x%c", &ts, &kind, &tail) != 2) &&
+        (len != 22 || sscanf(s, "%16llx%2x%4x%c", &ts, &kind, &frag, &tail) != 3 || frag == 0))
         return mf_err_set(err, MF_E_FailedToParse, "Bad resume token: '%s' is not a token of this server", s);
     p->ts = ts;
     p->kind = (int)kind;
+    p->frag = (int)frag;
     return 0;
 }
 
@@ -315,29 +345,45 @@ lookup_current(mf_op_t *op, const char *db, const char *coll, const bson_t *key,
 }
 
 /*
- * The common head: _id, operationType, clusterTime, wallTime. clusterTime
- * is the op's timestamp less back: a transaction's events all carry its
- * first op's (txn_back), as mongod's carry their one applyOps entry's.
+ * The common head, in mongod's order (change_stream_event_transform.cpp):
+ * a transaction's txnNumber and lsid (txn, its op's oplog document, or
+ * NULL), then _id, operationType, clusterTime, the collection's UUID when
+ * uuid is given (showExpandedEvents), wallTime. Fields an event adds
+ * before its resume token (a rename's "to") are the caller's, appended to
+ * ev before (ev initialised by the caller then: pre_init). clusterTime is
+ * the op's timestamp less back: a transaction's events all carry its first
+ * op's (txn_back), as mongod's carry their one applyOps entry's.
  */
 static void
-event_head_at(bson_t *ev, cs_pos_t p, const char *type, const bson_iter_t *ts, uint32_t back, int64_t wall)
+event_head_full(bson_t *ev, bool pre_init, cs_pos_t p, const char *type, const bson_iter_t *ts, uint32_t back,
+                int64_t wall, const bson_t *txn, const bson_value_t *uuid)
 {
     bson_t tok;
+    bson_iter_t li, ni;
     uint32_t t, i;
     token_of(p, &tok);
-    bson_init(ev);
+    if (!pre_init)
+        bson_init(ev);
+    /* mongod adds a transaction's ids first (addTransactionIdFieldsIfPresent, before the resume token). */
+    if (txn != NULL && bson_iter_init_find(&li, txn, "lsid") && BSON_ITER_HOLDS_DOCUMENT(&li) &&
+        bson_iter_init_find(&ni, txn, "txnNumber")) {
+        bson_append_value(ev, "txnNumber", -1, bson_iter_value(&ni));
+        bson_append_value(ev, "lsid", -1, bson_iter_value(&li));
+    }
     BSON_APPEND_DOCUMENT(ev, "_id", &tok);
     bson_destroy(&tok);
     BSON_APPEND_UTF8(ev, "operationType", type);
     bson_iter_timestamp(ts, &t, &i);
     BSON_APPEND_TIMESTAMP(ev, "clusterTime", t, back <= i ? i - back : i);
+    if (uuid != NULL)
+        bson_append_value(ev, "collectionUUID", -1, uuid);
     BSON_APPEND_DATE_TIME(ev, "wallTime", wall);
 }
 
 static void
-event_head(bson_t *ev, cs_pos_t p, const char *type, const bson_iter_t *ts, int64_t wall)
+event_head(bson_t *ev, cs_pos_t p, const char *type, const bson_iter_t *ts, int64_t wall, const bson_value_t *uuid)
 {
-    event_head_at(ev, p, type, ts, 0, wall);
+    event_head_full(ev, false, p, type, ts, 0, wall, NULL, uuid);
 }
 
 /*
@@ -387,28 +433,208 @@ one_pull(void *ctx, size_t max, mf_docvec_t *out, bool *eof, mf_error_t *err)
 }
 
 /*
+ * $changeStreamSplitLargeEvent's limit (mongod's kBSONObjMaxChangeEventSize:
+ * the internal BSON limit less 8 KB): a larger event is split.
+ */
+#define SPLIT_MAX_EVENT (MF_MAX_BSON_INTERNAL_SIZE - 8 * 1024)
+
+/*
+ * MongoDB's codes for $changeStreamSplitLargeEvent errors that
+ * common/error.h's table does not hold yet (they belong there as
+ * X(7182500, Location7182500) and so on; until then the reply's codeName
+ * is UnknownError where mongod's is Location<code>).
+ */
+enum {
+    CS_E_SPLIT_FRAGMENT_TOO_BIG = 7182500,
+    CS_E_SPLIT_NOTHING = 7182502,
+    CS_E_SPLIT_SPEC = 7182800,
+    CS_E_SPLIT_NOT_LAST = 7182802,
+};
+
+typedef struct split_field {
+    uint32_t size; /* the element's BSON size (type byte, key, value) */
+    const char *key;
+    bson_iter_t it;
+} split_field_t;
+
+static int
+split_field_cmp(const void *a, const void *b)
+{
+    const split_field_t *x = a, *y = b;
+    if (x->size != y->size)
+        return x->size < y->size ? -1 : 1;
+    return strcmp(x->key, y->key);
+}
+
+/* {_id: <fragment's token>, splitEvent: {fragment: n, of: total}} into out (initialised here). */
+static void
+fragment_head(cs_pos_t p, int n, int total, bson_t *out)
+{
+    bson_t tok, se;
+    p.frag = n;
+    token_of(p, &tok);
+    bson_init(out);
+    BSON_APPEND_DOCUMENT(out, "_id", &tok);
+    bson_destroy(&tok);
+    BSON_APPEND_DOCUMENT_BEGIN(out, "splitEvent", &se);
+    BSON_APPEND_INT32(&se, "fragment", n);
+    BSON_APPEND_INT32(&se, "of", total);
+    bson_append_document_end(out, &se);
+}
+
+/*
+ * Queues the fragments of ev (an event at p larger than SPLIT_MAX_EVENT)
+ * but its first skip ones, as mongod's change_stream_split_event.cpp
+ * splits: every field but _id, smallest first (by BSON size, then name),
+ * packed greedily into fragments each with its own token (the event's
+ * and the fragment's number) and splitEvent {fragment, of}. 0 or -1 with
+ * op->err. ev stays the caller's.
+ */
+static int
+split_event(mf_op_t *op, cs_state_t *st, const bson_t *ev, cs_pos_t p, int skip)
+{
+    bson_iter_t it;
+    bson_t tok, head;
+    uint32_t nf = 0, cap = 16;
+    split_field_t *f = mf_calloc(cap, sizeof(*f));
+    int *starts = NULL, rc = -1, total = 0;
+
+    if (!bson_iter_init(&it, ev))
+        goto err_free_fields;
+    while (bson_iter_next(&it)) {
+        if (strcmp(bson_iter_key(&it), "_id") == 0)
+            continue;
+        if (nf == cap) {
+            cap *= 2;
+            f = mf_realloc(f, cap * sizeof(*f));
+        }
+        f[nf].size = it.next_off - it.off;
+        f[nf].key = bson_iter_key(&it);
+        f[nf].it = it;
+        nf++;
+    }
+    if (nf == 0) {
+        mf_err_set(&op->err, CS_E_SPLIT_NOTHING, "Cannot split an empty event or an event containing solely '_id' field");
+        goto err_free_fields;
+    }
+    qsort(f, nf, sizeof(*f), split_field_cmp);
+    /* Room is left for the postBatchResumeToken, as mongod leaves it. */
+    token_of(p, &tok);
+    size_t max_frag = SPLIT_MAX_EVENT - tok.len;
+    bson_destroy(&tok);
+    starts = mf_calloc(nf + 1, sizeof(*starts));
+    for (uint32_t i = 0; i < nf;) {
+        fragment_head(p, total + 1, 0, &head);
+        size_t size = head.len;
+        bson_destroy(&head);
+        starts[total++] = (int)i;
+        do {
+            size += f[i].size;
+        } while (++i < nf && size + f[i].size <= max_frag);
+        if (size > max_frag) {
+            mf_err_set(&op->err, CS_E_SPLIT_FRAGMENT_TOO_BIG,
+                       "Splitting change event failed: fragment size %zu is greater than maximum allowed fragment "
+                       "size %zu", size, max_frag);
+            goto err_free_fields;
+        }
+    }
+    starts[total] = (int)nf;
+    if (skip >= total) {
+        mf_err_set(&op->err, MF_E_ChangeStreamFatalError,
+                   "Attempted to resume from a split event, but the resumed stream produced a different split. "
+                   "Ensure that the pipeline used to resume is the same as the original");
+        goto err_free_fields;
+    }
+    for (int g = skip; g < total; g++) {
+        bson_t *frag = mf_calloc(1, sizeof(*frag));
+        fragment_head(p, g + 1, total, frag);
+        for (int i = starts[g]; i < starts[g + 1]; i++)
+            bson_append_value(frag, f[i].key, -1, bson_iter_value(&f[i].it));
+        mf_docvec_push_steal(&st->pending, frag);
+    }
+    rc = 0;
+err_free_fields:
+    free(starts);
+    free(f);
+    return rc;
+}
+
+/*
+ * Queues one event the user's stages returned (takes ownership of ev): as
+ * it is, or split when the pipeline ends with $changeStreamSplitLargeEvent
+ * and it is too large. skip: the fragments of it already returned before
+ * the stream resumed (from a fragment's token).
+ */
+static int
+queue_event(mf_op_t *op, cs_state_t *st, bson_t *ev, cs_pos_t p, int skip)
+{
+    int rc = 0;
+    if (st->split && ev->len > SPLIT_MAX_EVENT) {
+        rc = split_event(op, st, ev, p, skip);
+        bson_destroy(ev);
+        return rc;
+    }
+    if (skip > 0) {
+        bson_destroy(ev);
+        return mf_err_set(&op->err, MF_E_ChangeStreamFatalError,
+                          "Attempted to resume from a split event fragment, but the event in the resumed stream was "
+                          "not large enough to be split");
+    }
+    mf_docvec_push_steal(&st->pending, ev);
+    return 0;
+}
+
+/*
  * Runs the user's stages over ev (takes ownership of ev) and queues what
  * comes out in st->pending: 0 or -1 with err (280 when a stage changed or
- * removed the resume token).
+ * removed the resume token, or when the stream resumed from an event's
+ * token and this later event came first).
  */
 static int
 emit(mf_op_t *op, cs_state_t *st, bson_t *ev)
 {
-    /* As mongod: an event past the internal BSON limit (a near-16 MB document and its metadata) fails the stream. */
-    if (ev->len > MF_MAX_BSON_INTERNAL_SIZE) {
-        int rc = mf_err_set(&op->err, MF_E_BSONObjectTooLarge,
-                            "BSONObj size: %u (0x%X) is invalid. Size "
-                            "must be between 0 and %d(16MB)", ev->len, ev->len, MF_MAX_BSON_INTERNAL_SIZE);
+    bson_iter_t it;
+    bson_value_t want;
+    cs_pos_t p = {0, 0, 0};
+    mf_error_t ignored;
+    int rc = 0, skip = 0;
+
+    if (bson_iter_init_find(&it, ev, "_id"))
+        (void)token_parse(&it, "_id", &p, &ignored);
+    if (st->tok_check) {
+        /*
+         * As mongod's DocumentSourceChangeStreamEnsureResumeTokenPresent:
+         * an event after the resume token came before the token's own
+         * event, so the token is not from this stream (another
+         * collection's, say) and resuming cannot be trusted.
+         */
+        char tok[64];
+        bson_iter_t d;
+        snprintf(tok, sizeof(tok), "?");
+        if (bson_iter_recurse(&it, &d) && bson_iter_find(&d, "_data") && BSON_ITER_HOLDS_UTF8(&d))
+            snprintf(tok, sizeof(tok), "%s", bson_iter_utf8(&d, NULL));
+        bson_destroy(ev);
+        return mf_err_set(&op->err, MF_E_ChangeStreamFatalError,
+                          "cannot resume stream; the resume token was not found. {_data: \"%s\"}", tok);
+    }
+    if (st->split_skip > 0 && p.ts == st->start.ts && p.kind == st->start.kind) {
+        skip = st->split_skip; /* the event a fragment token named: its fragments up to that one are skipped */
+        st->split_skip = 0;
+    }
+    /*
+     * As mongod: an event past the internal BSON limit (a near-16 MB document
+     * and its metadata) fails the stream, unless $changeStreamSplitLargeEvent
+     * splits it.
+     */
+    if (!st->split && ev->len > MF_MAX_BSON_INTERNAL_SIZE) {
+        rc = mf_err_set(&op->err, MF_E_BSONObjectTooLarge,
+                        "BSONObj size: %u (0x%X) is invalid. Size "
+                        "must be between 0 and %d(16MB)", ev->len, ev->len, MF_MAX_BSON_INTERNAL_SIZE);
         bson_destroy(ev);
         return rc;
     }
-    if (st->pl == NULL) {
-        mf_docvec_push_steal(&st->pending, ev);
-        return 0;
-    }
-    bson_iter_t it;
-    bson_value_t want;
-    int rc = 0;
+    if (st->pl == NULL)
+        return queue_event(op, st, ev, p, skip);
     bson_iter_init_find(&it, ev, "_id");
     bson_value_copy(bson_iter_value(&it), &want);
     mf_agg_limits_t lim = {.allow_disk = false, .sort_bytes = 100 * 1024 * 1024, .group_bytes = 100 * 1024 * 1024,
@@ -436,7 +662,9 @@ emit(mf_op_t *op, cs_state_t *st, bson_t *ev)
                             "allowed.");
             break;
         }
-        mf_docvec_push_steal(&st->pending, out);
+        if ((rc = queue_event(op, st, out, p, skip)) != 0)
+            break;
+        skip = 0;
     }
     if (src.doc != NULL)
         bson_destroy(src.doc);
@@ -453,12 +681,11 @@ typedef struct scan_ctx {
     const bson_value_t *ui; /* the current op's collection UUID, or NULL (valid during its visit) */
 } scan_ctx_t;
 
-/* showExpandedEvents: each event names its collection's UUID after wallTime (as mongod 8.0). */
-static void
-append_uuid(const scan_ctx_t *x, bson_t *ev)
+/* showExpandedEvents: each event names its collection's UUID, between clusterTime and wallTime (as mongod 8.0). */
+static const bson_value_t *
+event_uuid(const scan_ctx_t *x)
 {
-    if (x->st->expanded && x->ui != NULL)
-        bson_append_value(ev, "collectionUUID", -1, x->ui);
+    return x->st->expanded ? x->ui : NULL;
 }
 
 /*
@@ -518,8 +745,7 @@ doc_event(scan_ctx_t *x, const char *op, const char *db, const char *coll, const
     bson_init(&key);
     if (bson_iter_init_find(&it, keysrc, "_id"))
         bson_append_value(&key, "_id", 3, bson_iter_value(&it));
-    event_head_at(&ev, p, type, ts, txn_back(opdoc), wall);
-    append_uuid(x, &ev);
+    event_head_full(&ev, false, p, type, ts, txn_back(opdoc), wall, opdoc, event_uuid(x));
     if (op[0] == 'i' || (op[0] == 'u' && diff == NULL)) {
         BSON_APPEND_DOCUMENT(&ev, "fullDocument", o);
     } else if (op[0] == 'u' && (st->full_doc == FD_WHEN_AVAILABLE || st->full_doc == FD_REQUIRED)) {
@@ -574,13 +800,6 @@ doc_event(scan_ctx_t *x, const char *op, const char *db, const char *coll, const
         bson_destroy(&u);
         bson_destroy(&r);
     }
-    /* A transaction's events name it, as mongod's: lsid and txnNumber after the change. */
-    bson_iter_t li, ni;
-    if (bson_iter_init_find(&li, opdoc, "lsid") && BSON_ITER_HOLDS_DOCUMENT(&li) &&
-        bson_iter_init_find(&ni, opdoc, "txnNumber")) {
-        bson_append_value(&ev, "lsid", -1, bson_iter_value(&li));
-        bson_append_value(&ev, "txnNumber", -1, bson_iter_value(&ni));
-    }
     if (op[0] != 'i' && st->before != FB_OFF &&
         append_image(x, &ev, false, pre, pre, st->before == FB_REQUIRED, type, db, coll, ts) != 0) {
         bson_destroy(&ev);
@@ -596,10 +815,10 @@ static int
 invalidate_event(scan_ctx_t *x, const bson_iter_t *ts, int64_t wall, cs_pos_t p)
 {
     cs_pos_t ip = {p.ts, K_INVALIDATE};
-    if (pos_cmp(ip, x->st->start) <= 0)
+    if (!after_start(x->st, ip))
         return 0;
     bson_t ev;
-    event_head(&ev, ip, "invalidate", ts, wall);
+    event_head(&ev, ip, "invalidate", ts, wall, NULL);
     x->st->invalidate_queued = true;
     int rc = emit(x->op, x->st, bson_copy(&ev));
     bson_destroy(&ev);
@@ -622,8 +841,8 @@ cmd_event(scan_ctx_t *x, const char *db, const bson_iter_t *ts, int64_t wall, cs
         /* A database or cluster stream; a collection stream ended with its collection's drop, logged before. */
         if (st->scope == CS_COLL || !watches(st, db, "$cmd"))
             return 0;
-        if (pos_cmp(p, st->start) > 0) {
-            event_head(&ev, p, "dropDatabase", ts, wall);
+        if (after_start(st, p)) {
+            event_head(&ev, p, "dropDatabase", ts, wall, NULL);
             append_ns(&ev, "ns", db, NULL);
             int rc = emit(x->op, st, bson_copy(&ev));
             bson_destroy(&ev);
@@ -635,9 +854,13 @@ cmd_event(scan_ctx_t *x, const char *db, const bson_iter_t *ts, int64_t wall, cs
     if (strcmp(k, "drop") == 0 && coll != NULL) {
         if (!watches(st, db, coll))
             return 0;
-        if (pos_cmp(p, st->start) > 0) {
-            event_head(&ev, p, "drop", ts, wall);
-            append_uuid(x, &ev);
+        if (after_start(st, p)) {
+            /*
+             * mongod names no collection UUID in a view's drop (its
+             * ChangeStreamViewDefinitionEventTransformation); the logged
+             * drop does not say whether it dropped a view, so this one does.
+             */
+            event_head(&ev, p, "drop", ts, wall, event_uuid(x));
             append_ns(&ev, "ns", db, coll);
             if (emit(x->op, st, bson_copy(&ev)) != 0) {
                 bson_destroy(&ev);
@@ -656,11 +879,12 @@ cmd_event(scan_ctx_t *x, const char *db, const bson_iter_t *ts, int64_t wall, cs
             return 0;
         if (!watches(st, fdb, fcoll))
             return 0;
-        if (pos_cmp(p, st->start) > 0) {
-            event_head(&ev, p, "rename", ts, wall);
-            append_uuid(x, &ev);
-            append_ns(&ev, "ns", fdb, fcoll);
+        if (after_start(st, p)) {
+            /* mongod adds the top-level "to" while it reads the op, before the resume token. */
+            bson_init(&ev);
             append_ns(&ev, "to", tdb, tcoll);
+            event_head_full(&ev, true, p, "rename", ts, 0, wall, NULL, event_uuid(x));
+            append_ns(&ev, "ns", fdb, fcoll);
             if (st->expanded) {
                 /* showExpandedEvents: the target again, as mongod's operationDescription {to: {db, coll}}. */
                 bson_t od;
@@ -676,7 +900,7 @@ cmd_event(scan_ctx_t *x, const char *db, const bson_iter_t *ts, int64_t wall, cs
         }
         return st->scope == CS_COLL ? invalidate_event(x, ts, wall, p) : 0;
     }
-    if (!st->expanded || coll == NULL || !watches(st, db, coll) || pos_cmp(p, st->start) <= 0)
+    if (!st->expanded || coll == NULL || !watches(st, db, coll) || !after_start(st, p))
         return 0;
     /* showExpandedEvents: create, createIndexes, dropIndexes, modify. */
     const char *type = strcmp(k, "create") == 0          ? "create"
@@ -686,9 +910,10 @@ cmd_event(scan_ctx_t *x, const char *db, const bson_iter_t *ts, int64_t wall, cs
                                                          : NULL;
     if (type == NULL)
         return 0;
-    event_head(&ev, p, type, ts, wall);
-    if (ui != NULL)
-        bson_append_value(&ev, "collectionUUID", -1, ui);
+    bson_iter_t vi;
+    bool view = (strcmp(type, "create") == 0 || strcmp(type, "modify") == 0) && bson_iter_init_find(&vi, o, "viewOn");
+    /* A view's create or modify names no collection UUID (mongod's ChangeStreamViewDefinitionEventTransformation). */
+    event_head(&ev, p, type, ts, wall, view ? NULL : ui);
     append_ns(&ev, "ns", db, coll);
     /*
      * operationDescription: the logged command's detail; an index change as
@@ -729,6 +954,42 @@ cmd_event(scan_ctx_t *x, const char *db, const bson_iter_t *ts, int64_t wall, cs
     int rc = emit(x->op, st, bson_copy(&ev));
     bson_destroy(&ev);
     return rc;
+}
+
+/*
+ * Whether the op (op, db.coll, its o) gives this stream the event of kind
+ * at its timestamp, before any filtering by type: what mongod's
+ * DocumentSourceChangeStreamEnsureResumeTokenPresent compares a resume
+ * token with (it runs before the filter that hides expanded events from a
+ * stream without showExpandedEvents, so their tokens are found too).
+ */
+static bool
+op_in_stream(const cs_state_t *st, const char *op, const char *db, const char *coll, const bson_t *o, int kind)
+{
+    bson_iter_t it;
+    if (op[0] != 'c')
+        return kind == K_EVENT && (op[0] == 'i' || op[0] == 'u' || op[0] == 'd') && op[1] == '\0' &&
+               watches(st, db, coll);
+    if (strcmp(coll, "$cmd") != 0 || !bson_iter_init(&it, o) || !bson_iter_next(&it))
+        return false;
+    const char *k = bson_iter_key(&it);
+    if (strcmp(k, "dropDatabase") == 0)
+        return st->scope != CS_COLL && watches(st, db, "$cmd") && (kind == K_EVENT || st->scope == CS_DB);
+    if (!BSON_ITER_HOLDS_UTF8(&it))
+        return false;
+    const char *target = bson_iter_utf8(&it, NULL);
+    if (strcmp(k, "renameCollection") == 0) {
+        char fdb[128];
+        const char *fcoll;
+        return split_ns(target, fdb, sizeof(fdb), &fcoll) && watches(st, fdb, fcoll) &&
+               (kind == K_EVENT || st->scope == CS_COLL);
+    }
+    if (strcmp(k, "drop") == 0)
+        return watches(st, db, target) && (kind == K_EVENT || st->scope == CS_COLL);
+    if (strcmp(k, "create") == 0 || strcmp(k, "createIndexes") == 0 || strcmp(k, "dropIndexes") == 0 ||
+        strcmp(k, "collMod") == 0)
+        return kind == K_EVENT && watches(st, db, target);
+    return false;
 }
 
 /* One local.oplog.rs document: its events, if the stream watches them. */
@@ -782,10 +1043,12 @@ scan_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *
         return 0;
     int rc = 0;
     x->ui = ui;
+    if (st->tok_check && p.ts == st->tok.ts && op_in_stream(st, op, db, coll, &o, st->tok.kind))
+        st->tok_check = false; /* the resumed-from event is there: it is not returned again (start is its position) */
     if (op[0] == 'c' && strcmp(coll, "$cmd") == 0) {
         rc = cmd_event(x, db, &ts_it, wall, p, &o, ui);
     } else if ((op[0] == 'i' || op[0] == 'u' || op[0] == 'd') && op[1] == '\0' && watches(st, db, coll) &&
-               pos_cmp(p, st->start) > 0) {
+               after_start(st, p)) {
         rc = doc_event(x, op, db, coll, &ts_it, wall, p, &o, has_o2 ? &o2 : NULL,
                        op[0] == 'u' && has_diff ? &diff : NULL, has_pre ? &pre : NULL, doc);
     }
@@ -958,6 +1221,10 @@ parse_options(mf_op_t *op, const bson_iter_t *spec, cs_state_t *st, bool *resumi
             *lost_ts = p.ts;
             *resuming = true;
             nresume++;
+            /* An event's token must name an event of this stream (a high-water mark need not). */
+            st->tok_check = p.kind != K_HWM;
+            st->tok = p;
+            st->split_skip = p.frag;
         } else if (strcmp(k, "startAtOperationTime") == 0) {
             if (!BSON_ITER_HOLDS_TIMESTAMP(&it))
                 return mf_err_set(&op->err, MF_E_TypeMismatch,
@@ -1005,6 +1272,27 @@ parse_options(mf_op_t *op, const bson_iter_t *spec, cs_state_t *st, bool *resumi
     return 0;
 }
 
+/*
+ * The command's readConcern: only "majority" may be named, as mongod's
+ * $changeStream declares (onlySingleReadConcernSupported; one without a
+ * level, such as a causally consistent session's {afterClusterTime}, is
+ * the implicit default and passes). 0 or -1 with 72 InvalidOptions.
+ */
+static int
+check_read_concern(mf_op_t *op)
+{
+    bson_iter_t rc, level;
+    if (!mf_op_find(op, "readConcern", &rc) || !BSON_ITER_HOLDS_DOCUMENT(&rc) || !bson_iter_recurse(&rc, &level) ||
+        !bson_iter_find(&level, "level") || !BSON_ITER_HOLDS_UTF8(&level))
+        return 0;
+    const char *l = bson_iter_utf8(&level, NULL);
+    if (strcmp(l, "majority") == 0)
+        return 0;
+    return mf_err_set(&op->err, MF_E_InvalidOptions,
+                      "Aggregation stage $changeStream cannot run with a readConcern other than 'majority'. Current "
+                      "readConcern: %s", l);
+}
+
 /* The namespaces mongod refuses to watch (73). */
 static int
 check_namespace(mf_op_t *op, const cs_state_t *st)
@@ -1042,6 +1330,8 @@ mf_cmd_changestream_open(mf_op_t *op, const char *coll, const bson_value_t *pipe
     bson_iter_next(&si);
     bson_iter_recurse(&si, &first);
     bson_iter_next(&first);
+    if (check_read_concern(op) != 0)
+        goto err_free_state;
     if (parse_options(op, &first, st, &resuming, &lost_ts, &have_start) != 0 || check_namespace(op, st) != 0)
         goto err_free_state;
     while (bson_iter_next(&si)) {
@@ -1055,12 +1345,32 @@ mf_cmd_changestream_open(mf_op_t *op, const char *coll, const bson_value_t *pipe
             mf_err_set(&op->err, MF_E_Location40602, "$changeStream is only valid as the first stage in a pipeline");
             goto err_free_state;
         }
+        if (strcmp(name, "$changeStreamSplitLargeEvent") == 0) {
+            /* MongoDB 7.0+: its spec is {} and it ends the pipeline (document_source_change_stream_split_large_event.cpp). */
+            bson_iter_t spec, after = si;
+            if (!BSON_ITER_HOLDS_DOCUMENT(&sf) || !bson_iter_recurse(&sf, &spec) || bson_iter_next(&spec)) {
+                mf_err_set(&op->err, CS_E_SPLIT_SPEC, "$changeStreamSplitLargeEvent spec should be an empty object");
+                goto err_free_state;
+            }
+            if (bson_iter_next(&after)) {
+                mf_err_set(&op->err, CS_E_SPLIT_NOT_LAST, "$changeStreamSplitLargeEvent must be the last stage in the pipeline");
+                goto err_free_state;
+            }
+            st->split = true;
+            continue;
+        }
         if (!stage_allowed(name)) {
             mf_err_set(&op->err, MF_E_IllegalOperation, "%s is not permitted in a $changeStream pipeline", name);
             goto err_free_state;
         }
         snprintf(key, sizeof(key), "%d", k++);
         bson_append_value(&rest, key, -1, bson_iter_value(&si));
+    }
+    if (st->split_skip > 0 && !st->split) {
+        mf_err_set(&op->err, MF_E_ChangeStreamFatalError,
+                   "To resume from a split event, the $changeStream pipeline must include a "
+                   "$changeStreamSplitLargeEvent stage");
+        goto err_free_state;
     }
     if (k > 0) {
         bson_value_t rv = {.value_type = BSON_TYPE_ARRAY};
