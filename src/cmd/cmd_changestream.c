@@ -796,6 +796,21 @@ doc_event(scan_ctx_t *x, const char *op, const char *db, const char *coll, const
             BSON_APPEND_ARRAY(&ud, "truncatedArrays", &empty);
             bson_destroy(&empty);
         }
+        if (st->expanded) {
+            /*
+             * As mongod under showExpandedEvents, always: the paths whose
+             * dotted form is ambiguous (a field name with a dot, or a
+             * number), each as its parts; the oplog observer lists them.
+             */
+            bson_iter_t di;
+            if (bson_iter_init_find(&di, diff, "d") && BSON_ITER_HOLDS_DOCUMENT(&di)) {
+                bson_append_value(&ud, "disambiguatedPaths", -1, bson_iter_value(&di));
+            } else {
+                bson_init(&empty);
+                BSON_APPEND_DOCUMENT(&ud, "disambiguatedPaths", &empty);
+                bson_destroy(&empty);
+            }
+        }
         bson_append_document_end(&ev, &ud);
         bson_destroy(&u);
         bson_destroy(&r);

@@ -167,12 +167,80 @@ same_value(const bson_iter_t *a, const bson_iter_t *b)
 /*
  * An update's description, built from its two images: u the changed fields
  * by dotted path with their new values, r the removed paths, t the arrays
- * that became shorter ({field, newSize}), nr and nt the counts of r and t.
+ * that became shorter ({field, newSize}), nr and nt the counts of r and t;
+ * dis the paths a dotted string does not say unambiguously, each as the
+ * list of its parts (a change stream's updateDescription.disambiguatedPaths).
  */
 typedef struct diff_out {
-    bson_t u, r, t;
+    bson_t u, r, t, dis;
     uint32_t nr, nt;
 } diff_out_t;
+
+/*
+ * One part of the path being compared, linked to its parent: a field name,
+ * or an array index (name NULL). ambiguous: the path up to here cannot be
+ * read back from its dotted form, by mongod's rule
+ * (change_stream_document_diff_parser.cpp): a field name that is a number
+ * (below the top level; an array index is not ambiguous by itself) or holds
+ * a dot makes it so, and everything under it.
+ */
+typedef struct path_part {
+    const struct path_part *up;
+    const char *name;
+    uint32_t index;
+    int depth;
+    bool ambiguous;
+} path_part_t;
+
+/* mongod's FieldRef::isNumericPathComponentStrict: digits only, no leading zero but "0" itself. */
+static bool
+numeric_strict(const char *s)
+{
+    if (s[0] == '\0' || (s[0] == '0' && s[1] != '\0'))
+        return false;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9')
+            return false;
+    return true;
+}
+
+/* The part for field name (an array element when name is NULL: its index i) under up (NULL: the top). */
+static path_part_t
+path_child(const path_part_t *up, const char *name, uint32_t i)
+{
+    path_part_t p = {up, name, i, up != NULL ? up->depth + 1 : 1, up != NULL && up->ambiguous};
+    if (!p.ambiguous && name != NULL)
+        p.ambiguous = (p.depth > 1 && numeric_strict(name)) || strchr(name, '.') != NULL;
+    return p;
+}
+
+static void
+append_parts(bson_t *arr, const path_part_t *p, uint32_t *n)
+{
+    char idx[16];
+    const char *key;
+    if (p == NULL)
+        return;
+    append_parts(arr, p->up, n);
+    bson_uint32_to_string((*n)++, &key, idx, sizeof(idx));
+    if (p->name != NULL)
+        BSON_APPEND_UTF8(arr, key, p->name);
+    else
+        BSON_APPEND_INT32(arr, key, (int32_t)p->index);
+}
+
+/* Records path (the dotted form of p) in d->dis when it is ambiguous. */
+static void
+diff_disambiguate(diff_out_t *d, const char *path, const path_part_t *p)
+{
+    bson_t arr;
+    uint32_t n = 0;
+    if (p == NULL || !p->ambiguous || bson_has_field(&d->dis, path))
+        return;
+    bson_append_array_begin(&d->dis, path, -1, &arr);
+    append_parts(&arr, p, &n);
+    bson_append_array_end(&d->dis, &arr);
+}
 
 static void
 diff_init(diff_out_t *d)
@@ -180,6 +248,7 @@ diff_init(diff_out_t *d)
     bson_init(&d->u);
     bson_init(&d->r);
     bson_init(&d->t);
+    bson_init(&d->dis);
     d->nr = d->nt = 0;
 }
 
@@ -189,6 +258,7 @@ diff_destroy(diff_out_t *d)
     bson_destroy(&d->u);
     bson_destroy(&d->r);
     bson_destroy(&d->t);
+    bson_destroy(&d->dis);
 }
 
 static void
@@ -198,6 +268,14 @@ diff_removed(diff_out_t *d, const char *path)
     const char *key;
     bson_uint32_to_string(d->nr++, &key, idx, sizeof(idx));
     BSON_APPEND_UTF8(&d->r, key, path);
+}
+
+/* Records the new value at path (p its parts). */
+static void
+diff_updated(diff_out_t *d, const char *path, const path_part_t *p, const bson_value_t *v)
+{
+    bson_append_value(&d->u, path, -1, v);
+    diff_disambiguate(d, path, p);
 }
 
 static bool
@@ -214,20 +292,22 @@ sub_value(const bson_iter_t *it, bson_t *out)
     return bson_init_static(out, p, l);
 }
 
-static void diff_docs(const bson_t *olddoc, const bson_t *newdoc, const char *prefix, diff_out_t *d);
-static void diff_arrays(const bson_t *olda, const bson_t *newa, const char *path, diff_out_t *d);
+static void diff_docs(const bson_t *olddoc, const bson_t *newdoc, const char *prefix, const path_part_t *pp,
+                      diff_out_t *d);
+static void diff_arrays(const bson_t *olda, const bson_t *newa, const char *path, const path_part_t *pp,
+                        diff_out_t *d);
 
-/* The description of a field at path that changed from *o to *n (not the same value). */
+/* The description of a field at path (pp its parts) that changed from *o to *n (not the same value). */
 static void
-diff_value(const bson_iter_t *o, const bson_iter_t *n, const char *path, diff_out_t *d)
+diff_value(const bson_iter_t *o, const bson_iter_t *n, const char *path, const path_part_t *pp, diff_out_t *d)
 {
     bson_t od, nd;
     if (BSON_ITER_HOLDS_DOCUMENT(n) && BSON_ITER_HOLDS_DOCUMENT(o) && sub_value(o, &od) && sub_value(n, &nd))
-        diff_docs(&od, &nd, path, d);
+        diff_docs(&od, &nd, path, pp, d);
     else if (BSON_ITER_HOLDS_ARRAY(n) && BSON_ITER_HOLDS_ARRAY(o) && sub_value(o, &od) && sub_value(n, &nd))
-        diff_arrays(&od, &nd, path, d);
+        diff_arrays(&od, &nd, path, pp, d);
     else
-        bson_append_value(&d->u, path, -1, bson_iter_value((bson_iter_t *)n));
+        diff_updated(d, path, pp, bson_iter_value((bson_iter_t *)n));
 }
 
 /*
@@ -236,7 +316,7 @@ diff_value(const bson_iter_t *o, const bson_iter_t *n, const char *path, diff_ou
  * inside, other values whole) and the paths olddoc had and newdoc lacks.
  */
 static void
-diff_docs(const bson_t *olddoc, const bson_t *newdoc, const char *prefix, diff_out_t *d)
+diff_docs(const bson_t *olddoc, const bson_t *newdoc, const char *prefix, const path_part_t *pp, diff_out_t *d)
 {
     bson_iter_t it, ot;
     char path[1024];
@@ -244,13 +324,14 @@ diff_docs(const bson_t *olddoc, const bson_t *newdoc, const char *prefix, diff_o
         return;
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
+        path_part_t part = path_child(pp, k, 0);
         snprintf(path, sizeof(path), "%s%s%s", prefix, prefix[0] ? "." : "", k);
         if (bson_iter_init_find(&ot, olddoc, k)) {
             if (!same_value(&it, &ot))
-                diff_value(&ot, &it, path, d);
+                diff_value(&ot, &it, path, &part, d);
             continue;
         }
-        bson_append_value(&d->u, path, -1, bson_iter_value(&it));
+        diff_updated(d, path, &part, bson_iter_value(&it));
     }
     if (!bson_iter_init(&ot, olddoc))
         return;
@@ -258,8 +339,10 @@ diff_docs(const bson_t *olddoc, const bson_t *newdoc, const char *prefix, diff_o
         const char *k = bson_iter_key(&ot);
         if (bson_iter_init_find(&it, newdoc, k))
             continue;
+        path_part_t part = path_child(pp, k, 0);
         snprintf(path, sizeof(path), "%s%s%s", prefix, prefix[0] ? "." : "", k);
         diff_removed(d, path);
+        diff_disambiguate(d, path, &part);
     }
 }
 
@@ -290,7 +373,7 @@ diff_cost(const diff_out_t *e)
  * whole, as mongod logs a modifier that rewrote it.
  */
 static void
-diff_arrays(const bson_t *olda, const bson_t *newa, const char *path, diff_out_t *d)
+diff_arrays(const bson_t *olda, const bson_t *newa, const char *path, const path_part_t *pp, diff_out_t *d)
 {
     bson_iter_t oi, ni;
     char ipath[1024];
@@ -300,12 +383,13 @@ diff_arrays(const bson_t *olda, const bson_t *newa, const char *path, diff_out_t
         return;
     diff_init(&e);
     for (; i < n && bson_iter_next(&ni); i++) {
+        path_part_t part = path_child(pp, NULL, i);
         snprintf(ipath, sizeof(ipath), "%s.%u", path, i);
         if (i < m && bson_iter_next(&oi)) {
             if (!same_value(&oi, &ni))
-                diff_value(&oi, &ni, ipath, &e);
+                diff_value(&oi, &ni, ipath, &part, &e);
         } else {
-            bson_append_value(&e.u, ipath, -1, bson_iter_value(&ni));
+            diff_updated(&e, ipath, &part, bson_iter_value(&ni));
         }
     }
     if (n < m) {
@@ -317,12 +401,20 @@ diff_arrays(const bson_t *olda, const bson_t *newa, const char *path, diff_out_t
         BSON_APPEND_UTF8(&tr, "field", path);
         BSON_APPEND_INT32(&tr, "newSize", (int32_t)n);
         bson_append_document_end(&e.t, &tr);
+        diff_disambiguate(&e, path, pp);
     }
     if (diff_cost(&e) >= newa->len - 5) {
-        BSON_APPEND_ARRAY(&d->u, path, newa);
+        bson_value_t whole = {.value_type = BSON_TYPE_ARRAY};
+        whole.value.v_doc.data = (uint8_t *)bson_get_data(newa);
+        whole.value.v_doc.data_len = newa->len;
+        diff_updated(d, path, pp, &whole);
     } else {
         bson_iter_t it;
         bson_concat(&d->u, &e.u);
+        if (bson_iter_init(&it, &e.dis))
+            while (bson_iter_next(&it))
+                if (!bson_has_field(&d->dis, bson_iter_key(&it)))
+                    bson_append_value(&d->dis, bson_iter_key(&it), -1, bson_iter_value(&it));
         if (bson_iter_init(&it, &e.r))
             while (bson_iter_next(&it))
                 diff_removed(d, bson_iter_utf8(&it, NULL));
@@ -342,7 +434,9 @@ diff_arrays(const bson_t *olda, const bson_t *newa, const char *path, diff_out_t
  * An update logs the whole new document (applying it is a replace). For
  * change streams it also carries, unless the update was a replacement
  * (mf_observers_replacing), diff: {u: {<dotted path>: <new value>}, r:
- * [<removed path>], t: [{field, newSize}] (only when an array shrank)},
+ * [<removed path>], t: [{field, newSize}] (only when an array shrank),
+ * d: {<dotted path>: [<its parts>]} (only for paths a dotted string leaves
+ * ambiguous: a field name that holds a dot or is a number)},
  * computed here where both images are at hand: a change stream's
  * updateDescription is read from it ("replace" events have none).
  */
@@ -358,11 +452,13 @@ on_update(void *arg, mf_coll_t *c, const bson_t *olddoc, const bson_t *newdoc)
     if (!replacing) {
         diff_out_t d;
         diff_init(&d);
-        diff_docs(olddoc, newdoc, "", &d);
+        diff_docs(olddoc, newdoc, "", NULL, &d);
         BSON_APPEND_DOCUMENT(&diff, "u", &d.u);
         BSON_APPEND_ARRAY(&diff, "r", &d.r);
         if (d.nt > 0)
             BSON_APPEND_ARRAY(&diff, "t", &d.t);
+        if (!bson_empty(&d.dis))
+            BSON_APPEND_DOCUMENT(&diff, "d", &d.dis);
         diff_destroy(&d);
         /*
          * The diff of a big document (over 1 MB) that rewrote more than half

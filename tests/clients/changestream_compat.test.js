@@ -172,3 +172,37 @@ R.test('$changeStreamSplitLargeEvent splits an event over 16 MB into fragments, 
   await h.expectCode(openRaw(db, 'c', [{ $changeStream: { startAtOperationTime: evs[0].clusterTime } },
     { $addFields: { copy1: '$fullDocument.s', copy2: '$fullDocument.s' } }]), 10334);
 });
+
+R.test('showExpandedEvents: updateDescription.disambiguatedPaths, as mongod\'s diff parser builds it', async () => {
+  const db = rs.freshDb('disamb');
+  const c = db.collection('c');
+  await c.insertOne({ _id: 1, a: 1, arr: [{ y: 1 }, { y: 2 }], o: { 1: { x: 1 } }, 'd.x': { c: 1 } });
+  const cur = await openRaw(db, 'c', [{ $changeStream: { showExpandedEvents: true } }]);
+  const plain = await openRaw(db, 'c', [{ $changeStream: {} }]);
+  await c.updateOne({ _id: 1 }, { $set: { a: 2 } });
+  // An array index alone is not ambiguous (change_stream_document_diff_parser.cpp: "the presence of an array
+  // index is not itself sufficient"); a numeric-looking field name below the top level is.
+  await c.updateOne({ _id: 1 }, { $set: { 'arr.1.y': 5 } });
+  await c.updateOne({ _id: 1 }, { $set: { 'o.1.x': 5 } });
+  // A field name holding a dot, changed inside by a pipeline update.
+  await c.updateOne({ _id: 1 }, [{ $replaceWith: { $setField: { field: 'd.x', input: '$$ROOT', value: { c: 2 } } } }]);
+  const evs = await collect(db, 'c', cur, 4);
+  assert.deepEqual(evs.map((e) => e.operationType), ['update', 'update', 'update', 'update']);
+  assert.deepEqual(Object.keys(evs[0].updateDescription),
+    ['updatedFields', 'removedFields', 'truncatedArrays', 'disambiguatedPaths']);
+  assert.deepEqual(evs[0].updateDescription.disambiguatedPaths, {});
+  assert.deepEqual(evs[1].updateDescription.updatedFields, { 'arr.1.y': 5 });
+  assert.deepEqual(evs[1].updateDescription.disambiguatedPaths, {});
+  assert.deepEqual(evs[2].updateDescription.updatedFields, { 'o.1.x': 5 });
+  assert.deepEqual(evs[2].updateDescription.disambiguatedPaths, { 'o.1.x': ['o', '1', 'x'] });
+  assert.deepEqual(evs[3].updateDescription.updatedFields, { 'd.x.c': 2 });
+  assert.deepEqual(evs[3].updateDescription.disambiguatedPaths, { 'd.x.c': ['d.x', 'c'] });
+  // Below an ambiguous part, array indexes are named as numbers.
+  await c.updateOne({ _id: 1 }, { $set: { 'o.1.list': [1, 2] } });
+  await c.updateOne({ _id: 1 }, { $set: { 'o.1.list.1': 3 } });
+  const [, idx] = await collect(db, 'c', { firstBatch: [], id: cur.id }, 2);
+  assert.deepEqual(idx.updateDescription.disambiguatedPaths, { 'o.1.list.1': ['o', '1', 'list', 1] });
+  // Without showExpandedEvents, none.
+  const [p0] = await collect(db, 'c', plain, 1);
+  assert.deepEqual(Object.keys(p0.updateDescription), ['updatedFields', 'removedFields', 'truncatedArrays']);
+});
