@@ -843,7 +843,7 @@ invalidate_event(scan_ctx_t *x, const bson_iter_t *ts, int64_t wall, cs_pos_t p)
 /* The events of a command op ("c" on db.$cmd). */
 static int
 cmd_event(scan_ctx_t *x, const char *db, const bson_iter_t *ts, int64_t wall, cs_pos_t p, const bson_t *o,
-          const bson_value_t *ui)
+          const bson_t *o2, const bson_value_t *ui)
 {
     cs_state_t *st = x->st;
     bson_iter_t it;
@@ -966,6 +966,20 @@ cmd_event(scan_ctx_t *x, const char *db, const bson_iter_t *ts, int64_t wall, cs
         }
     }
     bson_append_document_end(&ev, &od);
+    bson_iter_t oi;
+    if (strcmp(type, "modify") == 0 && !view && o2 != NULL && bson_iter_init_find(&oi, o2, "collectionOptions_old")) {
+        /*
+         * As mongod: the logged state before the change (o2, written by
+         * the oplog observer as OpObserverImpl::onCollMod writes it), with
+         * indexOptions only when the collMod changed an index.
+         */
+        bson_t sb;
+        BSON_APPEND_DOCUMENT_BEGIN(&ev, "stateBeforeChange", &sb);
+        bson_append_value(&sb, "collectionOptions", -1, bson_iter_value(&oi));
+        if (bson_iter_init_find(&oi, o2, "indexOptions_old"))
+            bson_append_value(&sb, "indexOptions", -1, bson_iter_value(&oi));
+        bson_append_document_end(&ev, &sb);
+    }
     int rc = emit(x->op, st, bson_copy(&ev));
     bson_destroy(&ev);
     return rc;
@@ -1061,7 +1075,7 @@ scan_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *
     if (st->tok_check && p.ts == st->tok.ts && op_in_stream(st, op, db, coll, &o, st->tok.kind))
         st->tok_check = false; /* the resumed-from event is there: it is not returned again (start is its position) */
     if (op[0] == 'c' && strcmp(coll, "$cmd") == 0) {
-        rc = cmd_event(x, db, &ts_it, wall, p, &o, ui);
+        rc = cmd_event(x, db, &ts_it, wall, p, &o, has_o2 ? &o2 : NULL, ui);
     } else if ((op[0] == 'i' || op[0] == 'u' || op[0] == 'd') && op[1] == '\0' && watches(st, db, coll) &&
                after_start(st, p)) {
         rc = doc_event(x, op, db, coll, &ts_it, wall, p, &o, has_o2 ? &o2 : NULL,

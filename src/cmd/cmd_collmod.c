@@ -832,6 +832,44 @@ parse_capped_mod(mf_op_t *op, bson_iter_t *it, capped_mod_t *cap)
     return 0;
 }
 
+/*
+ * The state a collMod changes, before it, as mongod's OpObserverImpl::onCollMod
+ * logs it in the entry's o2 (out initialised by the caller):
+ * collectionOptions_old, the collection's options (CollectionOptions::toBSON:
+ * its uuid first, then what is set), and when the command changes an index
+ * (m != NULL), indexOptions_old with the old value of each index option it
+ * names (expireAfterSeconds only when the index had one; hidden and
+ * prepareUnique false when unset).
+ */
+static void
+old_state_of(const mf_coll_t *c, const index_mod_t *m, bson_t *out)
+{
+    bson_t co, io;
+    bson_iter_t it;
+    BSON_APPEND_DOCUMENT_BEGIN(out, "collectionOptions_old", &co);
+    bson_append_binary(&co, "uuid", -1, BSON_SUBTYPE_UUID, c->uuid, 16);
+    if (c->options != NULL && bson_iter_init(&it, c->options))
+        while (bson_iter_next(&it))
+            if (strcmp(bson_iter_key(&it), "uuid") != 0)
+                bson_append_value(&co, bson_iter_key(&it), -1, bson_iter_value(&it));
+    bson_append_document_end(out, &co);
+    if (m == NULL)
+        return;
+    mf_index_t *ix = find_index((mf_coll_t *)c, m);
+    BSON_APPEND_DOCUMENT_BEGIN(out, "indexOptions_old", &io);
+    if (ix != NULL) {
+        /* mongod appends it as durationCount<Seconds>, a long long. */
+        if (m->has_secs && bson_iter_init_find(&it, ix->spec, "expireAfterSeconds") && BSON_ITER_HOLDS_NUMBER(&it))
+            BSON_APPEND_INT64(&io, "expireAfterSeconds", bson_iter_as_int64(&it));
+        if (m->has_hidden)
+            BSON_APPEND_BOOL(&io, "hidden", bson_iter_init_find(&it, ix->spec, "hidden") && bson_iter_as_bool(&it));
+        if (m->has_prepare_unique)
+            BSON_APPEND_BOOL(&io, "prepareUnique",
+                             bson_iter_init_find(&it, ix->spec, "prepareUnique") && bson_iter_as_bool(&it));
+    }
+    bson_append_document_end(out, &io);
+}
+
 static int
 cmd_coll_mod(mf_op_t *op)
 {
@@ -844,6 +882,7 @@ cmd_coll_mod(mf_op_t *op)
     ts_mod_t tm;
     capped_mod_t cap = {0};
     dup_scan_t d;
+    bson_t old_state; /* {collectionOptions_old, indexOptions_old?}: mongod's o2 of a collMod entry */
     int rc = 0;
 
     memset(&tm, 0, sizeof tm);
@@ -946,12 +985,14 @@ cmd_coll_mod(mf_op_t *op)
         return -1;
     }
 
+    bson_init(&old_state);
     mf_catalog_wrlock(op->eng->cat);
     mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, name);
     if (c == NULL) {
         rc = mf_err_set(&op->err, MF_E_NamespaceNotFound, "ns does not exist: %s.%s", op->db, name);
         goto out;
     }
+    old_state_of(c, has_index ? &m : NULL, &old_state);
     if (c->is_view && c->is_timeseries) {
         bson_t cur;
         if (cap.has_size || cap.has_max) {
@@ -1097,11 +1138,22 @@ cmd_coll_mod(mf_op_t *op)
     }
 out:
     if (rc == 0 && c != NULL) {
-        /* Reported while the catalog's exclusive lock is held, like every DDL change (catalog/observer.h). */
-        mf_ddl_event_t ev = {MF_DDL_COLLMOD, c->ns, NULL, c->uuid, op->cmd};
+        /*
+         * Reported while the catalog's exclusive lock is held, like every DDL
+         * change (catalog/observer.h): the command, and as "$o2" the state
+         * before it, which the oplog logs as the entry's o2 (mongod's
+         * onCollMod; a change stream's stateBeforeChange).
+         */
+        bson_t detail;
+        bson_init(&detail);
+        bson_concat(&detail, op->cmd);
+        BSON_APPEND_DOCUMENT(&detail, "$o2", &old_state);
+        mf_ddl_event_t ev = {MF_DDL_COLLMOD, c->ns, NULL, c->uuid, &detail};
         mf_observers_ddl(mf_catalog_observers(op->eng->cat), &ev);
+        bson_destroy(&detail);
     }
     mf_catalog_unlock(op->eng->cat);
+    bson_destroy(&old_state);
     dup_scan_free(&d);
     bson_destroy(&opts);
     if (tm.has_ts)

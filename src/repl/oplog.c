@@ -598,7 +598,9 @@ on_ddl(void *arg, const mf_ddl_event_t *ev)
     char cmd_ns[160];
     snprintf(cmd_ns, sizeof(cmd_ns), "%.*s.$cmd", (int)(dot - ev->ns), ev->ns);
 
-    bson_t o, entry, ops;
+    bson_t o, entry, ops, o2;
+    bool has_o2 = false;
+    bson_iter_t it;
     bson_init(&o);
     switch (ev->kind) {
     case MF_DDL_CREATE_COLL:
@@ -623,6 +625,18 @@ on_ddl(void *arg, const mf_ddl_event_t *ev)
     case MF_DDL_COLLMOD:
         BSON_APPEND_UTF8(&o, "collMod", coll);
         append_detail(&o, ev->detail, "collMod");
+        /*
+         * The state before the change, which cmd_collmod.c adds to the
+         * command as "$o2": mongod's OpObserverImpl::onCollMod logs it as
+         * o2 {collectionOptions_old, indexOptions_old}, a modify event's
+         * stateBeforeChange. Appliers ignore it.
+         */
+        if (ev->detail != NULL && bson_iter_init_find(&it, ev->detail, "$o2") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            const uint8_t *data;
+            uint32_t len;
+            bson_iter_document(&it, &len, &data);
+            has_o2 = bson_init_static(&o2, data, len);
+        }
         break;
     default:
         bson_destroy(&o);
@@ -630,7 +644,7 @@ on_ddl(void *arg, const mf_ddl_event_t *ev)
     }
     bson_init(&entry);
     BSON_APPEND_ARRAY_BEGIN(&entry, "ops", &ops);
-    append_op(&ops, "0", "c", cmd_ns, ev->uuid, &o, NULL, NULL, NULL);
+    append_op(&ops, "0", "c", cmd_ns, ev->uuid, &o, has_o2 ? &o2 : NULL, NULL, NULL);
     bson_append_array_end(&entry, &ops);
     log->sink(log->arg, &entry);
     bson_destroy(&entry);

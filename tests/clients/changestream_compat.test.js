@@ -206,3 +206,32 @@ R.test('showExpandedEvents: updateDescription.disambiguatedPaths, as mongod\'s d
   const [p0] = await collect(db, 'c', plain, 1);
   assert.deepEqual(Object.keys(p0.updateDescription), ['updatedFields', 'removedFields', 'truncatedArrays']);
 });
+
+R.test('showExpandedEvents: a modify event carries stateBeforeChange, from the collMod entry\'s o2 as mongod logs it', async () => {
+  const db = rs.freshDb('modify');
+  await db.createCollection('c', { validator: { a: { $exists: true } } });
+  await db.collection('c').createIndex({ t: 1 }, { expireAfterSeconds: 100 });
+  const cur = await openRaw(db, 'c', [{ $changeStream: { showExpandedEvents: true } }]);
+  await db.command({ collMod: 'c', validationLevel: 'moderate' });
+  await db.command({ collMod: 'c', index: { keyPattern: { t: 1 }, expireAfterSeconds: 200 } });
+  await db.command({ collMod: 'c', index: { name: 't_1', hidden: true } });
+  const [m1, m2, m3] = await collect(db, 'c', cur, 3);
+  assert.deepEqual(Object.keys(m1), ['_id', 'operationType', 'clusterTime', 'collectionUUID', 'wallTime', 'ns',
+    'operationDescription', 'stateBeforeChange']);
+  assert.equal(m1.operationType, 'modify');
+  assert.deepEqual(m1.operationDescription, { validationLevel: 'moderate' });
+  assert.deepEqual(Object.keys(m1.stateBeforeChange), ['collectionOptions']);
+  const opts = m1.stateBeforeChange.collectionOptions;
+  assert.equal(Object.keys(opts)[0], 'uuid');
+  assert.equal(opts.uuid.toString('hex'), m1.collectionUUID.toString('hex'));
+  assert.deepEqual(opts.validator, { a: { $exists: true } });
+  assert.notEqual(opts.validationLevel, 'moderate');
+  // The next one sees the first's change in its state before.
+  assert.equal(m2.stateBeforeChange.collectionOptions.validationLevel, 'moderate');
+  assert.deepEqual(m2.stateBeforeChange.indexOptions, { expireAfterSeconds: 100 });
+  assert.deepEqual(m3.stateBeforeChange.indexOptions, { hidden: false });
+  // The applier ignores o2: the collMods reached the oplog and were applied.
+  const ix = (await db.collection('c').indexes()).find((i) => i.name === 't_1');
+  assert.equal(ix.expireAfterSeconds, 200);
+  assert.equal(ix.hidden, true);
+});
