@@ -466,14 +466,13 @@ split_field_cmp(const void *a, const void *b)
     return strcmp(x->key, y->key);
 }
 
-/* {_id: <fragment's token>, splitEvent: {fragment: n, of: total}} into out (initialised here). */
+/* Appends {_id: <fragment's token>, splitEvent: {fragment: n, of: total}} to out (an empty document). */
 static void
 fragment_head(cs_pos_t p, int n, int total, bson_t *out)
 {
     bson_t tok, se;
     p.frag = n;
     token_of(p, &tok);
-    bson_init(out);
     BSON_APPEND_DOCUMENT(out, "_id", &tok);
     bson_destroy(&tok);
     BSON_APPEND_DOCUMENT_BEGIN(out, "splitEvent", &se);
@@ -524,6 +523,7 @@ split_event(mf_op_t *op, cs_state_t *st, const bson_t *ev, cs_pos_t p, int skip)
     bson_destroy(&tok);
     starts = mf_calloc(nf + 1, sizeof(*starts));
     for (uint32_t i = 0; i < nf;) {
+        bson_init(&head);
         fragment_head(p, total + 1, 0, &head);
         size_t size = head.len;
         bson_destroy(&head);
@@ -546,7 +546,7 @@ split_event(mf_op_t *op, cs_state_t *st, const bson_t *ev, cs_pos_t p, int skip)
         goto err_free_fields;
     }
     for (int g = skip; g < total; g++) {
-        bson_t *frag = mf_calloc(1, sizeof(*frag));
+        bson_t *frag = bson_new(); /* heap-allocated as st->pending's documents are (bson_destroy frees them) */
         fragment_head(p, g + 1, total, frag);
         for (int i = starts[g]; i < starts[g + 1]; i++)
             bson_append_value(frag, f[i].key, -1, bson_iter_value(&f[i].it));
