@@ -28,8 +28,12 @@
  * Resume token. {_data: hex string}: 16 hex digits of the op's timestamp
  * (seconds << 32 | increment) then 2 of the kind, upper case, so tokens
  * compare as strings in stream order and are the same on every member (a
- * driver may resume on another one). resumeAfter / startAfter start after
- * the token's position; startAtOperationTime T at (T, 0). A new stream
+ * driver may resume on another one); a fragment of a split event adds 4
+ * hex digits of its number. resumeAfter / startAfter start after the
+ * token's position, and an event's token (not a high-water mark) must
+ * name an event of this stream: when a later event comes first, 280, as
+ * mongod's DocumentSourceChangeStreamEnsureResumeTokenPresent (a token
+ * from another collection's stream). startAtOperationTime T at (T, 0). A new stream
  * starts after the member's last applied timestamp. To find where to scan
  * from, a stream opens with a backward scan from the oplog's newest
  * document to the first one older than the start (short for a recent
@@ -37,15 +41,20 @@
  * ChangeStreamHistoryLost.
  *
  * Updates are logged as whole new documents; the oplog observer adds a
- * diff {u: {dotted path: value}, r: [paths], t: [{field, newSize}]}
- * computed from the old and new images (array elements by index, shrunk
- * arrays as truncatedArrays) when the update used operators or a pipeline,
- * and none for a replacement (repl/oplog.c): that is what tells "update"
- * from "replace".
+ * diff {u: {dotted path: value}, r: [paths], t: [{field, newSize}],
+ * d: {ambiguous path: [parts]}} computed from the old and new images
+ * (array elements by index, shrunk arrays as truncatedArrays) when the
+ * update used operators or a pipeline, and none for a replacement
+ * (repl/oplog.c): that is what tells "update" from "replace". d becomes
+ * updateDescription.disambiguatedPaths under showExpandedEvents. A collMod
+ * entry's o2 (the state before it) becomes a modify event's
+ * stateBeforeChange.
  *
  * The stages after $changeStream run over each event (a fresh stream of
  * the parsed pipeline per event; only stages that keep one document in,
- * at most one out are allowed, as mongod). The cursor is an
+ * at most one out are allowed, as mongod), then, when the pipeline ends
+ * with $changeStreamSplitLargeEvent, an event over 16 MB + 8 KB is split
+ * into fragments as mongod splits it (split_event). The cursor is an
  * MF_CURSOR_EXT with ext_fill, await_data set (an empty getMore waits up
  * to its maxTimeMS, cmd_find.c) and resume_token (postBatchResumeToken).
  *
