@@ -40,7 +40,7 @@ typedef enum {
     MF_DDL_RENAME_COLL,  /* to_ns set; detail: NULL */
     MF_DDL_CREATE_INDEX, /* detail: the index spec */
     MF_DDL_DROP_INDEX,   /* detail: {index: name} */
-    MF_DDL_COLLMOD,      /* detail: the collMod command */
+    MF_DDL_COLLMOD,      /* detail: the collMod command, with "$o2": the state before it (oplog o2) */
     MF_DDL_DROP_DB,      /* after the drops of its collections: ns is the database's name, uuid NULL, detail NULL */
     MF_DDL_REINDEX,      /* every index rebuilt into new tables (reIndex: a standalone's, never logged); detail: NULL */
 } mf_ddl_kind_t;

@@ -447,19 +447,6 @@ one_pull(void *ctx, size_t max, mf_docvec_t *out, bool *eof, mf_error_t *err)
  */
 #define SPLIT_MAX_EVENT (MF_MAX_BSON_INTERNAL_SIZE - 8 * 1024)
 
-/*
- * MongoDB's codes for $changeStreamSplitLargeEvent errors that
- * common/error.h's table does not hold yet (they belong there as
- * X(7182500, Location7182500) and so on; until then the reply's codeName
- * is UnknownError where mongod's is Location<code>).
- */
-enum {
-    CS_E_SPLIT_FRAGMENT_TOO_BIG = 7182500,
-    CS_E_SPLIT_NOTHING = 7182502,
-    CS_E_SPLIT_SPEC = 7182800,
-    CS_E_SPLIT_NOT_LAST = 7182802,
-};
-
 typedef struct split_field {
     uint32_t size; /* the element's BSON size (type byte, key, value) */
     const char *key;
@@ -522,7 +509,7 @@ split_event(mf_op_t *op, cs_state_t *st, const bson_t *ev, cs_pos_t p, int skip)
         nf++;
     }
     if (nf == 0) {
-        mf_err_set(&op->err, CS_E_SPLIT_NOTHING, "Cannot split an empty event or an event containing solely '_id' field");
+        mf_err_set(&op->err, MF_E_Location7182502, "Cannot split an empty event or an event containing solely '_id' field");
         goto err_free_fields;
     }
     qsort(f, nf, sizeof(*f), split_field_cmp);
@@ -541,7 +528,7 @@ split_event(mf_op_t *op, cs_state_t *st, const bson_t *ev, cs_pos_t p, int skip)
             size += f[i].size;
         } while (++i < nf && size + f[i].size <= max_frag);
         if (size > max_frag) {
-            mf_err_set(&op->err, CS_E_SPLIT_FRAGMENT_TOO_BIG,
+            mf_err_set(&op->err, MF_E_Location7182500,
                        "Splitting change event failed: fragment size %zu is greater than maximum allowed fragment "
                        "size %zu", size, max_frag);
             goto err_free_fields;
@@ -1387,11 +1374,11 @@ mf_cmd_changestream_open(mf_op_t *op, const char *coll, const bson_value_t *pipe
             /* MongoDB 7.0+: its spec is {} and it ends the pipeline (document_source_change_stream_split_large_event.cpp). */
             bson_iter_t spec, after = si;
             if (!BSON_ITER_HOLDS_DOCUMENT(&sf) || !bson_iter_recurse(&sf, &spec) || bson_iter_next(&spec)) {
-                mf_err_set(&op->err, CS_E_SPLIT_SPEC, "$changeStreamSplitLargeEvent spec should be an empty object");
+                mf_err_set(&op->err, MF_E_Location7182800, "$changeStreamSplitLargeEvent spec should be an empty object");
                 goto err_free_state;
             }
             if (bson_iter_next(&after)) {
-                mf_err_set(&op->err, CS_E_SPLIT_NOT_LAST, "$changeStreamSplitLargeEvent must be the last stage in the pipeline");
+                mf_err_set(&op->err, MF_E_Location7182802, "$changeStreamSplitLargeEvent must be the last stage in the pipeline");
                 goto err_free_state;
             }
             st->split = true;

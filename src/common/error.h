@@ -592,6 +592,10 @@
     X(6045000, Location6045000)                                                \
     X(5439000, Location5439000)                                                \
     X(5439001, Location5439001)                                                \
+    X(7182500, Location7182500)                                                \
+    X(7182502, Location7182502)                                                \
+    X(7182800, Location7182800)                                                \
+    X(7182802, Location7182802)                                                \
     X(5439002, Location5439002)                                                \
     X(5439004, Location5439004)                                                \
     X(5439006, Location5439006)                                                \
