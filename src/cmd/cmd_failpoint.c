@@ -35,7 +35,6 @@
 #include "common/failpoint.h"
 #include "common/params.h"
 #include "doc/value.h"
-#include "engine/cursor.h"
 
 static const char *const fp_msg = "Failing command via 'failCommand' failpoint";
 
@@ -167,15 +166,6 @@ mf_failcommand_before(mf_op_t *op, bson_t *labels)
     if (!mf_failpoint_eval(fp, failcommand_filter, &fa, &data))
         return 0;
     take_labels(op, &data, labels);
-    /* A getMore failed here never reaches its cursor: whether it reads a change stream is looked up now (its labels). */
-    if (strcmp(op->name, "getMore") == 0 && mf_op_find(op, "getMore", &it) && BSON_ITER_HOLDS_INT64(&it)) {
-        bool busy = false;
-        mf_cursor_t *cur = mf_cursors_checkout(op->eng->cursors, bson_iter_int64(&it), &busy);
-        if (cur != NULL) {
-            op->change_stream = cur->kind == MF_CURSOR_EXT && cur->ext_fill != NULL;
-            mf_cursors_checkin(op->eng->cursors, cur);
-        }
-    }
     if (data_bool(&data, "blockConnection")) {
         int64_t ms = 0;
         if (!bson_iter_init_find(&it, &data, "blockTimeMS") || !BSON_ITER_HOLDS_NUMBER(&it)) {
