@@ -235,12 +235,26 @@ remember_failure(mf_autocompact_t *ac, const char *uri, int64_t now)
     ac->nfailed++;
 }
 
-/* Compacts one table worth it; false once the pass should stop (gen no longer wanted). */
+/* table t's file size now, or fallback when it cannot be read (dropped meanwhile). */
+static int64_t
+file_size(mf_sess_t *s, const table_t *t, int64_t fallback)
+{
+    int64_t file_bytes, free_bytes;
+    mf_error_t err;
+    return mf_storage_table_space(s, t->uri, &file_bytes, &free_bytes, &err) == 0 ? file_bytes : fallback;
+}
+
+/*
+ * Compacts one table worth it; false once the pass should stop (gen no
+ * longer wanted). The bytes recovered are the sum of each round's own
+ * shrinking, measured around it: a compact command that took its turn on
+ * the same table between rounds counts what it freed, not this.
+ */
 static bool
 compact_one(mf_autocompact_t *ac, mf_sess_t *s, const table_t *t, int64_t file_bytes, uint64_t gen)
 {
     int busy = 0;
-    int64_t t0 = mf_mono_ms();
+    int64_t t0 = mf_mono_ms(), round_start = file_bytes, gained = 0;
     mf_error_t err;
     for (;;) {
         if (!enter_gate(ac, gen)) {
@@ -251,11 +265,19 @@ compact_one(mf_autocompact_t *ac, mf_sess_t *s, const table_t *t, int64_t file_b
         mf_compact_round_t r;
         int rc = mf_storage_compact_round(s, t->uri, &r, &err);
         leave_gate(ac);
+        if (rc == 0 && (r == MF_COMPACT_MORE || r == MF_COMPACT_DONE)) {
+            int64_t now_bytes = file_size(s, t, round_start);
+            gained += round_start > now_bytes ? round_start - now_bytes : 0;
+            round_start = now_bytes;
+        }
         if (rc != 0) {
+            /* Out of file descriptors clears by itself: the next pass tries again; WiredTiger's failures wait a day. */
+            bool transient = err.code == MF_E_TooManyFilesOpen;
             atomic_fetch_add(&ac->n_failed, 1);
-            remember_failure(ac, t->uri, mf_mono_ms());
-            mf_log(MF_LOG_WARN, "STORAGE", "autoCompact: compaction of %s failed (skipped for a day): %s", t->label,
-                   err.msg);
+            if (!transient)
+                remember_failure(ac, t->uri, mf_mono_ms());
+            mf_log(MF_LOG_WARN, "STORAGE", "autoCompact: compaction of %s failed (%s): %s", t->label,
+                   transient ? "tried again next pass" : "skipped for a day", err.msg);
             return true;
         }
         if (r == MF_COMPACT_GONE)
@@ -264,6 +286,7 @@ compact_one(mf_autocompact_t *ac, mf_sess_t *s, const table_t *t, int64_t file_b
             /* A breath between rounds: a compact command on this table (EBUSY while a round runs) gets its turn. */
             busy = 0;
             (void)pause_while_wanted(ac, gen, ROUND_GAP_MS);
+            round_start = file_size(s, t, round_start);
             continue;
         }
         if (r == MF_COMPACT_BUSY) {
@@ -272,14 +295,11 @@ compact_one(mf_autocompact_t *ac, mf_sess_t *s, const table_t *t, int64_t file_b
             (void)pause_while_wanted(ac, gen, BUSY_PAUSE_MS); /* enter_gate sees an interruption */
             continue;
         }
-        int64_t after = 0, free_after = 0;
-        if (mf_storage_table_space(s, t->uri, &after, &free_after, &err) != 0)
-            after = file_bytes;
-        int64_t gained = file_bytes > after ? file_bytes - after : 0;
         atomic_fetch_add(&ac->n_success, 1);
         atomic_fetch_add(&ac->bytes_recovered, gained);
-        mf_log(MF_LOG_INFO, "STORAGE", "autoCompact: compacted %s: %lld bytes before, %lld after, %lld ms", t->label,
-               (long long)file_bytes, (long long)after, (long long)(mf_mono_ms() - t0));
+        mf_log(MF_LOG_INFO, "STORAGE",
+               "autoCompact: compacted %s: %lld bytes before, %lld after (%lld recovered), %lld ms", t->label, (long long)file_bytes, (long long)round_start, (long long)gained,
+               (long long)(mf_mono_ms() - t0));
         return true;
     }
 }

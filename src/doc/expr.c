@@ -5877,20 +5877,29 @@ zone_abbr_find(const char *s, size_t n, int32_t *off)
 
 /*
  * read_tz_correction: timelib's timelib_parse_tz_cor after the sign at *p:
- * the run of digits and colons read by its length, "H", "HH", "H:M",
- * "H:MM" / "HH:M" / "HHMM" / "HMM", "HH:MM". Seconds east, unsigned; false
- * when no digit follows.
+ * the whole run of digits and colons, read by its length: "H", "HH",
+ * "H:M", "H:MM" / "HH:M" / "HHMM" / "HMM", "HH:MM", "HHMMSS", "HH:MM:SS".
+ * Seconds east, unsigned, in *off. 1 read (*p past the run); 0 no digit
+ * follows; -1 a run of another shape (timelib's "The timezone could not be
+ * found in the database"). The run is copied (at most 8 characters are
+ * ever read), so no number can overflow.
  */
-static bool
+static int
 read_tz_correction(const char **p, int32_t *off)
 {
-    const char *b = *p, *q = b;
-    long v;
-    while ((isdigit((unsigned char)*q) || *q == ':') && q - b < 5)
+    const char *q = *p;
+    char b[9];
+    size_t n;
+    while (isdigit((unsigned char)*q) || *q == ':')
         q++;
-    if (q == b || !isdigit((unsigned char)*b))
-        return false;
-    switch (q - b) {
+    n = (size_t)(q - *p);
+    if (n == 0 || !isdigit((unsigned char)**p))
+        return 0;
+    if (n > 8)
+        return -1;
+    memcpy(b, *p, n);
+    b[n] = '\0';
+    switch (n) {
     case 1:
     case 2:
         *off = (int32_t)strtol(b, NULL, 10) * 3600;
@@ -5902,16 +5911,30 @@ read_tz_correction(const char **p, int32_t *off)
         else if (b[2] == ':')
             *off = (int32_t)(strtol(b, NULL, 10) * 3600 + strtol(b + 3, NULL, 10) * 60);
         else {
-            v = strtol(b, NULL, 10);
+            long v = strtol(b, NULL, 10);
             *off = (int32_t)(v / 100 * 3600 + v % 100 * 60);
         }
         break;
-    default:
+    case 5:
+        if (b[2] != ':')
+            return -1;
         *off = (int32_t)(strtol(b, NULL, 10) * 3600 + strtol(b + 3, NULL, 10) * 60);
         break;
+    case 6: {
+        long v = strtol(b, NULL, 10);
+        *off = (int32_t)(v / 10000 * 3600 + (v / 100) % 100 * 60 + v % 100);
+        break;
+    }
+    case 8:
+        if (b[2] != ':' || b[5] != ':')
+            return -1;
+        *off = (int32_t)(strtol(b, NULL, 10) * 3600 + strtol(b + 3, NULL, 10) * 60 + strtol(b + 6, NULL, 10));
+        break;
+    default:
+        return -1;
     }
     *p = q;
-    return true;
+    return 1;
 }
 
 /*
@@ -5934,8 +5957,13 @@ read_zone(const char **p, int32_t *off, bool freeform)
     if (*s == '+' || *s == '-') {
         sign = *s == '-' ? -1 : 1;
         s++;
-        if (!read_tz_correction(&s, off))
+        int rc = read_tz_correction(&s, off);
+        if (rc == 0)
             return 0;
+        if (rc < 0) {
+            *p = s;
+            return -1;
+        }
         *off *= sign;
         goto found;
     }
@@ -6247,6 +6275,7 @@ scan_month_date(const char **p, dparse_t *r)
         return TOK_NONE;
     r->m = mon, r->has_m = true;
     t = q;
+    bool dashed = *q == '-'; /* pgtextshort: Mon-DD-YYYY */
     while (*t == ' ' || *t == '.' || *t == '\t' || *t == '-')
         t++;
     if (count_digits(t) == 4 && t[4] != ':') {
@@ -6261,8 +6290,10 @@ scan_month_date(const char **p, dparse_t *r)
         r->d = a, r->has_d = true;
         skip_day_suffix(&t);
         q = t;
-        /* [,.stndrh\t ]+ year */
+        /* [,.stndrh\t ]+ year, or "-" year after Mon-DD */
         while (*t == ',' || *t == '.' || *t == ' ' || *t == '\t')
+            t++;
+        if (dashed && t == q && *t == '-' && isdigit((unsigned char)t[1]))
             t++;
         if (isdigit((unsigned char)*t)) {
             const char *y0 = t;
@@ -6463,7 +6494,8 @@ parse_date_auto(const char *str, size_t len, dparse_t *r)
         }
         if (ch == '+' || ch == '-' || ch == '(') {
             int32_t off;
-            if (read_zone(&q, &off, true) == 1) {
+            int zrc = read_zone(&q, &off, true);
+            if (zrc == 1) {
                 if (r->has_off) {
                     q = p;
                     r->errmsg = "Double timezone specification";
@@ -6472,6 +6504,11 @@ parse_date_auto(const char *str, size_t len, dparse_t *r)
                 r->off = off, r->has_off = true;
                 p = q;
                 continue;
+            }
+            if (zrc == -1 && ch != '(') { /* a sign and digits of no offset's shape (timelib_parse_tz_cor) */
+                q = p;
+                r->errmsg = "The timezone could not be found in the database";
+                goto bad;
             }
             q = p;
         }

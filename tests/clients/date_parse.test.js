@@ -158,6 +158,24 @@ h.test('more timelib forms: day names, keywords, 2-digit years, pointed dates, d
 // Not a date case: the $percentile expression's 'p' read as mongod's parseP
 // (accumulator_percentile.cpp), kept here with the other parse-time checks
 // of this change.
+h.test('zone offsets are read as timelib_parse_tz_cor reads the whole run (helper-121); Mon-DD-YYYY', async () => {
+  const db = srv.freshDb('dp_tzcor');
+  const cases = [
+    ['2017-01-01T00:00:00+05:30:00', '2016-12-31T18:30:00Z'],
+    ['2017-01-01T00:00:00+053000', '2016-12-31T18:30:00Z'],
+    ['2017-01-01T00:00:00+0530', '2016-12-31T18:30:00Z'],
+    ['2017-01-01T00:00:00-5', '2017-01-01T05:00:00Z'],
+    ['Jul-04-2017', '2017-07-04T00:00:00Z'],
+    ['Jul-04-2017 10:00', '2017-07-04T10:00:00Z'],
+  ];
+  const got = await evs(db, cases.map(([s]) => dfs(s)));
+  cases.forEach(([s, want], i) => assert.deepEqual(got[i], D(want), s));
+  // A run of another length is no offset (it overflowed a long before: UBSan's abort).
+  await fails(db, dfs('2017-01-01T00:00:00+12345'), 241, 'The timezone could not be found in the database');
+  await fails(db, dfs('2017-01-01T00:00:00+99:991234567890123456789012345'), 241,
+    'The timezone could not be found in the database');
+});
+
 h.test('$percentile expression: p must fold to a constant array of numbers in [0, 1]', async () => {
   const db = srv.freshDb('dp_pct');
   const pct = (p) => ({ $percentile: { input: [1, 2, 3], p, method: 'approximate' } });
