@@ -1150,9 +1150,26 @@ cmd_server_status(mf_op_t *op)
         /* All the connection's statistics, as mongod's WiredTigerServerStatusSection (exporters read many). */
         mf_error_t werr;
         BSON_APPEND_DOCUMENT_BEGIN(r, "wiredTiger", &sub);
-        if (mf_storage_conn_stats_bson(op->sess, &sub, &werr) != 0)
-            BSON_APPEND_UTF8(&sub, "error", werr.msg);
-        mf_autocompact_stats_bson(e->autocompact, &sub); /* "compact": background compaction, as WiredTiger 11 counts it */
+        bson_t wt_all = BSON_INITIALIZER, comp = BSON_INITIALIZER;
+        bson_iter_t wi, ci;
+        bool placed = false;
+        if (mf_storage_conn_stats_bson(op->sess, &wt_all, &werr) != 0)
+            BSON_APPEND_UTF8(&wt_all, "error", werr.msg);
+        /* "compact": background compaction as WiredTiger 11 counts it, among the groups in byte order. */
+        mf_autocompact_stats_bson(e->autocompact, &comp);
+        if (bson_iter_init(&wi, &wt_all) && bson_iter_init(&ci, &comp) && bson_iter_next(&ci)) {
+            while (bson_iter_next(&wi)) {
+                if (!placed && strcmp(bson_iter_key(&wi), "uri") != 0 && strcmp(bson_iter_key(&wi), "compact") > 0) {
+                    bson_append_iter(&sub, NULL, 0, &ci);
+                    placed = true;
+                }
+                bson_append_iter(&sub, NULL, 0, &wi);
+            }
+            if (!placed)
+                bson_append_iter(&sub, NULL, 0, &ci);
+        }
+        bson_destroy(&wt_all);
+        bson_destroy(&comp);
         bson_append_document_end(r, &sub);
     }
 
