@@ -5,6 +5,17 @@
  * with the target's options and secondary indexes, filled in chunked
  * transactions, then renamed over the target with the target's drop in the
  * same catalog transaction, so a failure leaves the old target whole.
+ * $out into a time-series collection (the target is one, or the stage's
+ * 'timeseries' option names one to create) does as mongod 8.0's
+ * DocumentSourceOut: the temporary collection is a time-series collection
+ * (tmp.agg_out.<oid> and its system.buckets.tmp.agg_out.<oid>) with the
+ * target's options, expiry and buckets indexes, filled through the
+ * time-series insert path (query/ts_write.c, so measurements land in
+ * buckets); commit renames its buckets over the target's in one catalog
+ * transaction, then drops the temporary view and, for a new target, creates
+ * the view. Options given with the stage must match an existing
+ * time-series target (7406103), and a plain collection or view there is
+ * 7268700.
  * $merge creates the target if needed, then applies each document by its
  * 'on' fields (whenMatched: merge, replace, keepExisting, fail, or a
  * pipeline-style update of the matching document with $$new and the let
@@ -15,6 +26,7 @@
 #include <string.h>
 
 #include "catalog/coll_write.h"
+#include "catalog/timeseries.h"
 #include "common/alloc.h"
 #include "common/limits.h"
 #include "common/log.h"
@@ -27,9 +39,17 @@
 #include "query/agg_write.h"
 #include "query/batch.h"
 #include "query/exec.h"
+#include "query/ts_write.h"
 
 #define OUT_CHUNK 500 /* documents per transaction */
 #define OUT_COMMIT_ATTEMPTS 100 /* runs of $out's drop + rename that met a write conflict */
+
+/*
+ * mongod 8.0's codes for $out's time-series checks (document_source_out.cpp).
+ * They belong in common/error.h's table (Location7268700, Location7406103),
+ * which this change could not touch; until they are there, their numbers.
+ */
+enum { OUT_TS_NOT_TS = 7268700, OUT_TS_MISMATCH = 7406103 };
 
 typedef struct out_ctx {
     mf_sess_t *s;
@@ -293,6 +313,7 @@ struct mf_agg_writer {
     char *db, *coll;      /* owned */
     char tmp[64];         /* $out: the temporary collection ("" when none) */
     bson_t *merge_spec;   /* owned, NULL for $out */
+    bson_t *ts;           /* owned: $out into a time-series collection, its timeseries options; else NULL */
     mf_merge_update_t *upd; /* owned: a whenMatched pipeline, or NULL */
     bool committed;
 };
@@ -307,13 +328,104 @@ drop_tmp(mf_agg_writer_t *wr)
     mf_coll_t *t = mf_catalog_coll_find(wr->cat, wr->db, wr->tmp);
     if (t != NULL && mf_catalog_coll_drop(wr->cat, t, &e2) != 0)
         mf_log(MF_LOG_WARN, "COMMAND", "$out: could not drop %s.%s: %s", wr->db, wr->tmp, e2.msg);
+    if (wr->ts != NULL) {
+        /* A time-series temporary collection has its buckets beside the view. */
+        char bname[256];
+        mf_ts_buckets_name(wr->tmp, bname, sizeof bname);
+        mf_err_clear(&e2);
+        t = mf_catalog_coll_find(wr->cat, wr->db, bname);
+        if (t != NULL && mf_catalog_coll_drop(wr->cat, t, &e2) != 0)
+            mf_log(MF_LOG_WARN, "COMMAND", "$out: could not drop %s.%s: %s", wr->db, bname, e2.msg);
+    }
     mf_catalog_unlock(wr->cat);
     wr->tmp[0] = '\0';
 }
 
-/* out_begin: creates the temporary collection, with the target's options and secondary indexes. */
+/*
+ * ts_check_target: settles whether this $out writes a time-series
+ * collection (wr->ts), as mongod 8.0's validateTimeseries: the stage's
+ * options (user_ts, may be NULL) normalized as create does them; none given
+ * and the target is time-series, the target's. Options given: a plain
+ * collection or view at the target is 7268700, a time-series target with
+ * other options 7406103. Catalog lock held. Returns 0 or -1 with err.
+ */
 static int
-out_begin(mf_agg_writer_t *wr, mf_error_t *err)
+ts_check_target(mf_agg_writer_t *wr, const mf_coll_t *target, const bson_value_t *user_ts, mf_error_t *err)
+{
+    char ns[512];
+    bson_t have, want;
+
+    bool target_ts = mf_ts_options_of(target, &have);
+    if (user_ts == NULL) {
+        if (target_ts)
+            wr->ts = bson_copy(&have);
+        return 0;
+    }
+    snprintf(ns, sizeof ns, "%s.%s", wr->db, wr->coll);
+    if (mf_ts_options_normalize(ns, user_ts, &want, err) != 0)
+        return -1;
+    if (target != NULL && !target_ts) {
+        bson_destroy(&want);
+        return mf_err_set(err, OUT_TS_NOT_TS,
+                          "Cannot create a time-series collection from a non time-series collection or view.");
+    }
+    /* Both sides are in create's normal form (defaults filled in), so equal options are equal bytes. */
+    if (target_ts && !bson_equal(&have, &want)) {
+        char *a = bson_as_relaxed_extended_json(&want, NULL), *b = bson_as_relaxed_extended_json(&have, NULL);
+        mf_err_set(err, OUT_TS_MISMATCH,
+                   "Time-series options inputted must match the existing time-series collection. Received: %s"
+                   "Found: timeseries: %s",
+                   a, b);
+        bson_free(a);
+        bson_free(b);
+        bson_destroy(&want);
+        return -1;
+    }
+    wr->ts = bson_copy(&want);
+    bson_destroy(&want);
+    return 0;
+}
+
+/*
+ * ts_out_begin: creates $out's time-series temporary collection: wr->ts,
+ * the target's expireAfterSeconds, and the target buckets' indexes that
+ * creating it did not make already (as mongod copies the buckets
+ * collection's index specs). Catalog write lock held.
+ */
+static int
+ts_out_begin(mf_agg_writer_t *wr, mf_coll_t *target, mf_error_t *err)
+{
+    mf_coll_t *tb = mf_ts_buckets_of(wr->cat, target);
+    bson_iter_t it;
+    int64_t expire = -1;
+    char bname[256];
+
+    if (tb != NULL && bson_iter_init_find(&it, tb->options, "expireAfterSeconds") && BSON_ITER_HOLDS_NUMBER(&it))
+        expire = bson_iter_as_int64(&it);
+    if (mf_ts_create(wr->cat, wr->db, wr->tmp, wr->ts, expire, err) != 0)
+        return -1;
+    mf_ts_buckets_name(wr->tmp, bname, sizeof bname);
+    mf_coll_t *t = mf_catalog_coll_find(wr->cat, wr->db, bname);
+    for (int k = 0; tb && t && k < tb->nindexes; k++) {
+        const mf_index_t *ix = tb->indexes[k];
+        bool have = false;
+        for (int j = 0; j < t->nindexes && !have; j++)
+            have = strcmp(t->indexes[j]->name, ix->name) == 0;
+        if (ix->building || ix->is_id || have)
+            continue;
+        if (mf_catalog_index_add(wr->cat, t, ix->spec, err) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/*
+ * out_begin: creates the temporary collection, with the target's options
+ * and secondary indexes; a time-series one when the target is time-series
+ * or user_ts (the stage's 'timeseries' option, may be NULL) asks for one.
+ */
+static int
+out_begin(mf_agg_writer_t *wr, const bson_value_t *user_ts, mf_error_t *err)
 {
     char hex[25];
     bson_oid_t oid;
@@ -331,20 +443,27 @@ out_begin(mf_agg_writer_t *wr, mf_error_t *err)
         mf_catalog_unlock(wr->cat);
         return -1;
     }
-    if (target != NULL && target->is_view && !target->is_timeseries) {
+    if (ts_check_target(wr, target, user_ts, err) != 0) {
+        mf_catalog_unlock(wr->cat);
+        return -1;
+    }
+    if (target != NULL && target->is_view && wr->ts == NULL) {
         mf_err_set(err, MF_E_CommandNotSupportedOnView, "Namespace %s.%s is a view, not a collection", wr->db,
                    wr->coll);
         mf_catalog_unlock(wr->cat);
         return -1;
     }
-    if (target != NULL && target->is_timeseries) {
-        /* Its documents live in buckets: replacing them through a plain temporary collection would lose them. */
-        mf_err_set(err, MF_E_NotImplemented, "$out into the time-series collection %s.%s is not supported", wr->db,
-                   wr->coll);
-        mf_catalog_unlock(wr->cat);
-        return -1;
-    }
     snprintf(wr->tmp, sizeof wr->tmp, "%s%s", MF_AGG_OUT_TMP_PREFIX, hex);
+    if (wr->ts != NULL) {
+        /* Its documents live in buckets: the temporary collection is a time-series collection too. */
+        if (ts_out_begin(wr, target, err) != 0) {
+            if (err->code == MF_E_NamespaceExists) /* nothing of ours was made */
+                wr->tmp[0] = '\0';
+            goto out;
+        }
+        rc = 0;
+        goto out;
+    }
     if (mf_catalog_coll_create(wr->cat, wr->db, wr->tmp, target ? target->options : NULL, &t, err) != 0) {
         wr->tmp[0] = '\0';
         goto out;
@@ -447,9 +566,21 @@ merge_begin(mf_agg_writer_t *wr, mf_error_t *err)
     return 0;
 }
 
-mf_agg_writer_t *
-mf_agg_writer_begin(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db, const char *coll,
-                    const bson_t *merge_spec, mf_error_t *err)
+/*
+ * mf_agg_writer_begin_out_ts: as mf_agg_writer_begin for an $out whose
+ * stage has the 'timeseries' option (ts, the option's value): the target
+ * is, or becomes, a time-series collection with those options. The
+ * declaration belongs in agg_write.h; it is here until agg.c hands the
+ * option on (it refuses it at parse time today).
+ */
+mf_agg_writer_t *mf_agg_writer_begin_out_ts(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate,
+                                            const char *db, const char *coll, const bson_value_t *ts,
+                                            mf_error_t *err);
+
+/* writer_begin: mf_agg_writer_begin with the $out stage's 'timeseries' option (NULL: none). */
+static mf_agg_writer_t *
+writer_begin(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db, const char *coll,
+             const bson_t *merge_spec, const bson_value_t *user_ts, mf_error_t *err)
 {
     mf_agg_writer_t *wr = mf_calloc(1, sizeof *wr);
     wr->cat = cat;
@@ -462,11 +593,120 @@ mf_agg_writer_begin(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate
     wr->w.validate = validate;
     wr->w.db = wr->db;
     wr->w.coll = wr->coll;
-    if ((merge_spec ? merge_begin(wr, err) : out_begin(wr, err)) != 0) {
+    if ((merge_spec ? merge_begin(wr, err) : out_begin(wr, user_ts, err)) != 0) {
         mf_agg_writer_free(wr);
         return NULL;
     }
     return wr;
+}
+
+mf_agg_writer_t *
+mf_agg_writer_begin(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db, const char *coll,
+                    const bson_t *merge_spec, mf_error_t *err)
+{
+    return writer_begin(cat, s, durable, validate, db, coll, merge_spec, NULL, err);
+}
+
+mf_agg_writer_t *
+mf_agg_writer_begin_out_ts(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db,
+                           const char *coll, const bson_value_t *ts, mf_error_t *err)
+{
+    return writer_begin(cat, s, durable, validate, db, coll, NULL, ts, err);
+}
+
+/* ts_first_error: keeps the first measurement error of a time-series insert (arg: an mf_error_t). */
+static void
+ts_first_error(void *arg, size_t index, const mf_error_t *e)
+{
+    mf_error_t *first = arg;
+    (void)index;
+    if (first->code == 0)
+        *first = *e;
+}
+
+/*
+ * ts_append: inserts a batch into the time-series temporary collection
+ * through the time-series insert path, ordered: the first measurement that
+ * fails (no Date in the timeField: 2 BadValue) fails the stage, as mongod's
+ * insertTimeseries does.
+ */
+static int
+ts_append(mf_agg_writer_t *wr, mf_docvec_t *docs, mf_error_t *err)
+{
+    bson_t *arr = mf_calloc(docs->len ? docs->len : 1, sizeof *arr);
+    mf_error_t first;
+    int64_t inserted = 0;
+    int rc;
+
+    for (size_t i = 0; i < docs->len; i++)
+        bson_init_static(&arr[i], bson_get_data(docs->docs[i]), docs->docs[i]->len);
+    mf_err_clear(&first);
+    rc = mf_ts_insert(wr->cat, wr->w.s, wr->w.durable, wr->db, wr->tmp, arr, docs->len, true, ts_first_error, &first,
+                      &inserted, err);
+    if (rc == 0 && first.code != 0) {
+        *err = first;
+        rc = -1;
+    }
+    free(arr);
+    return rc;
+}
+
+/* view_options_for: the time-series view options of tv (the temporary view) for buckets bname: viewOn replaced. */
+static void
+view_options_for(const mf_coll_t *tv, const char *bname, bson_t *out)
+{
+    bson_iter_t it;
+    bson_init(out);
+    BSON_APPEND_UTF8(out, "viewOn", bname);
+    if (bson_iter_init(&it, tv->options))
+        while (bson_iter_next(&it))
+            if (strcmp(bson_iter_key(&it), "viewOn") != 0)
+                bson_append_iter(out, bson_iter_key(&it), -1, &it);
+}
+
+/*
+ * ts_commit_once: the time-series $out's replacement, under the catalog
+ * write lock: the temporary buckets renamed over the target's (the target's
+ * drop in the same transaction), the temporary view dropped, and the view
+ * created when the target did not exist. A target changed meanwhile into
+ * something else than a time-series collection with these options fails
+ * (125, as mongod's renameIfOptionsAndIndexesHaveNotChanged). A view that
+ * cannot be created after the rename leaves no buckets without a view: they
+ * are dropped, as mongod's $out cleans up.
+ */
+static int
+ts_commit_once(mf_agg_writer_t *wr, mf_error_t *err)
+{
+    char tbname[256], bname[256];
+    bson_t have, vopts;
+    mf_error_t e2;
+
+    mf_ts_buckets_name(wr->tmp, tbname, sizeof tbname);
+    mf_ts_buckets_name(wr->coll, bname, sizeof bname);
+    mf_coll_t *tv = mf_catalog_coll_find(wr->cat, wr->db, wr->tmp);
+    mf_coll_t *tb = mf_catalog_coll_find(wr->cat, wr->db, tbname);
+    mf_coll_t *v = mf_catalog_coll_find(wr->cat, wr->db, wr->coll);
+    if (tv == NULL || tb == NULL)
+        return mf_err_set(err, MF_E_NamespaceNotFound, "collection %s.%s was dropped during $out", wr->db, wr->tmp);
+    if (v != NULL && !(mf_ts_options_of(v, &have) && bson_equal(&have, wr->ts)))
+        return mf_err_set(err, MF_E_CommandFailed,
+                          "collection options of target collection %s.%s changed during processing", wr->db,
+                          wr->coll);
+    mf_coll_t *b = mf_catalog_coll_find(wr->cat, wr->db, bname); /* without a view: a crash's leftover, replaced */
+    if (mf_catalog_coll_rename_replace(wr->cat, tb, b, wr->db, bname, err) != 0)
+        return -1;
+    view_options_for(tv, bname, &vopts);
+    mf_err_clear(&e2);
+    if (mf_catalog_coll_drop(wr->cat, tv, &e2) != 0) /* start-up drops it if this fails (a tmp.agg_out name) */
+        mf_log(MF_LOG_WARN, "COMMAND", "$out: could not drop %s.%s: %s", wr->db, wr->tmp, e2.msg);
+    int rc = 0;
+    if (v == NULL && (rc = mf_catalog_coll_create(wr->cat, wr->db, wr->coll, &vopts, NULL, err)) != 0) {
+        mf_err_clear(&e2);
+        if ((b = mf_catalog_coll_find(wr->cat, wr->db, bname)) != NULL && mf_catalog_coll_drop(wr->cat, b, &e2) != 0)
+            mf_log(MF_LOG_WARN, "COMMAND", "$out: could not drop %s.%s: %s", wr->db, bname, e2.msg);
+    }
+    bson_destroy(&vopts);
+    return rc;
 }
 
 int
@@ -478,6 +718,8 @@ mf_agg_writer_append(mf_agg_writer_t *wr, mf_docvec_t *docs, mf_error_t *err)
 
     if (check_docs(docs, err) != 0)
         return -1;
+    if (wr->ts != NULL)
+        return ts_append(wr, docs, err);
     mf_catalog_rdlock(wr->cat);
     x.c = mf_catalog_coll_find(wr->cat, wr->db, name);
     x.docs = docs;
@@ -505,8 +747,12 @@ mf_agg_writer_commit(mf_agg_writer_t *wr, mf_error_t *err)
         for (int attempt = 0;; attempt++) {
             mf_catalog_wrlock(wr->cat);
             mf_coll_t *target;
-            mf_coll_t *t = mf_catalog_coll_find_pair(wr->cat, wr->db, wr->tmp, wr->db, wr->coll, &target);
-            if (t == NULL)
+            mf_coll_t *t = wr->ts != NULL
+                               ? NULL
+                               : mf_catalog_coll_find_pair(wr->cat, wr->db, wr->tmp, wr->db, wr->coll, &target);
+            if (wr->ts != NULL)
+                rc = ts_commit_once(wr, err);
+            else if (t == NULL)
                 rc = mf_err_set(err, MF_E_NamespaceNotFound, "collection %s.%s was dropped during $out", wr->db,
                                 wr->tmp);
             else
@@ -534,6 +780,8 @@ mf_agg_writer_free(mf_agg_writer_t *wr)
         drop_tmp(wr);
     if (wr->merge_spec)
         bson_destroy(wr->merge_spec);
+    if (wr->ts)
+        bson_destroy(wr->ts);
     mf_merge_update_free(wr->upd);
     free(wr->db);
     free(wr->coll);
