@@ -596,6 +596,8 @@
     X(7182502, Location7182502)                                                \
     X(7182800, Location7182800)                                                \
     X(7182802, Location7182802)                                                \
+    X(7268700, Location7268700)                                                \
+    X(7406103, Location7406103)                                                \
     X(5439002, Location5439002)                                                \
     X(5439004, Location5439004)                                                \
     X(5439006, Location5439006)                                                \

@@ -44,13 +44,6 @@
 #define OUT_CHUNK 500 /* documents per transaction */
 #define OUT_COMMIT_ATTEMPTS 100 /* runs of $out's drop + rename that met a write conflict */
 
-/*
- * mongod 8.0's codes for $out's time-series checks (document_source_out.cpp).
- * They belong in common/error.h's table (Location7268700, Location7406103),
- * which this change could not touch; until they are there, their numbers.
- */
-enum { OUT_TS_NOT_TS = 7268700, OUT_TS_MISMATCH = 7406103 };
-
 typedef struct out_ctx {
     mf_sess_t *s;
     mf_coll_t *c;
@@ -366,13 +359,13 @@ ts_check_target(mf_agg_writer_t *wr, const mf_coll_t *target, const bson_value_t
         return -1;
     if (target != NULL && !target_ts) {
         bson_destroy(&want);
-        return mf_err_set(err, OUT_TS_NOT_TS,
+        return mf_err_set(err, MF_E_Location7268700,
                           "Cannot create a time-series collection from a non time-series collection or view.");
     }
     /* Both sides are in create's normal form (defaults filled in), so equal options are equal bytes. */
     if (target_ts && !bson_equal(&have, &want)) {
         char *a = bson_as_relaxed_extended_json(&want, NULL), *b = bson_as_relaxed_extended_json(&have, NULL);
-        mf_err_set(err, OUT_TS_MISMATCH,
+        mf_err_set(err, MF_E_Location7406103,
                    "Time-series options inputted must match the existing time-series collection. Received: %s"
                    "Found: timeseries: %s",
                    a, b);
@@ -565,17 +558,6 @@ merge_begin(mf_agg_writer_t *wr, mf_error_t *err)
     mf_catalog_unlock(wr->cat);
     return 0;
 }
-
-/*
- * mf_agg_writer_begin_out_ts: as mf_agg_writer_begin for an $out whose
- * stage has the 'timeseries' option (ts, the option's value): the target
- * is, or becomes, a time-series collection with those options. The
- * declaration belongs in agg_write.h; it is here until agg.c hands the
- * option on (it refuses it at parse time today).
- */
-mf_agg_writer_t *mf_agg_writer_begin_out_ts(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate,
-                                            const char *db, const char *coll, const bson_value_t *ts,
-                                            mf_error_t *err);
 
 /* writer_begin: mf_agg_writer_begin with the $out stage's 'timeseries' option (NULL: none). */
 static mf_agg_writer_t *

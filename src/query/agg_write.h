@@ -36,6 +36,17 @@ typedef struct mf_agg_writer mf_agg_writer_t;
 
 mf_agg_writer_t *mf_agg_writer_begin(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate, const char *db,
                                      const char *coll, const bson_t *merge_spec, mf_error_t *err);
+
+/*
+ * mf_agg_writer_begin_out_ts: as mf_agg_writer_begin for an $out whose
+ * stage has the 'timeseries' option (ts, the option's value): the target
+ * is, or becomes, a time-series collection with those options.
+ * (agg.c refuses the option at parse time for now: 238.)
+ */
+mf_agg_writer_t *mf_agg_writer_begin_out_ts(mf_catalog_t *cat, mf_sess_t *s, bool durable, bool validate,
+                                            const char *db, const char *coll, const bson_value_t *ts,
+                                            mf_error_t *err);
+
 int mf_agg_writer_append(mf_agg_writer_t *wr, mf_docvec_t *docs, mf_error_t *err) MF_WUR;
 int mf_agg_writer_commit(mf_agg_writer_t *wr, mf_error_t *err) MF_WUR;
 void mf_agg_writer_free(mf_agg_writer_t *wr);
