@@ -602,10 +602,12 @@ apply_index_mod(mf_op_t *op, mf_coll_t *c, const index_mod_t *m, dup_scan_t *d, 
 
 /*
  * Time-series collMod (SPEC F5): expireAfterSeconds (a number >= 0, or
- * "off" to remove it) and timeseries.granularity (seconds -> minutes ->
- * hours only) or bucketMaxSpanSeconds + bucketRoundingSeconds (equal, never
- * smaller), as MongoDB 8.0 allows. The buckets collection holds the
- * options; the view's copy of timeseries follows. Exclusive session held.
+ * "off" to remove it), timeseries.granularity (only growing) or
+ * bucketMaxSpanSeconds + bucketRoundingSeconds (equal, never smaller), and
+ * an index change made on the buckets (ts_index_mod), as MongoDB 8.0
+ * allows. The buckets collection holds the options; the view's copy of
+ * timeseries follows. collMod aimed at a buckets collection is 73, as
+ * mongod's. Exclusive session held.
  */
 typedef struct ts_mod {
     bool has_expire, expire_off;
@@ -638,14 +640,29 @@ parse_ts_expire(mf_op_t *op, const bson_value_t *v, ts_mod_t *tm)
     return 0;
 }
 
-/* ts_mod_options: the new timeseries options for change mod of current cur (into tm->ts). */
+/*
+ * ts_mod_options: the new timeseries options for change mod of current
+ * options cur (into tm->ts; tm->has_ts stays false when nothing changes),
+ * as MongoDB 8.0's isTimeseriesGranularityValidAndUnchanged and
+ * applyTimeseriesOptionsModifications: a granularity may only grow
+ * (seconds -> minutes / hours, minutes -> hours); from custom bucketing
+ * (no granularity) it is allowed when its span and rounding are both at
+ * least the current ones. bucketMaxSpanSeconds + bucketRoundingSeconds
+ * (equal) must not be below the current values, which a granularity
+ * implies when they are not stored. Setting what is already set is a
+ * no-op. Failures are 72 InvalidOptions (2 for an unknown granularity).
+ */
 static int
 ts_mod_options(mf_op_t *op, const bson_t *cur, const bson_value_t *mod, ts_mod_t *tm)
 {
     static const char *order[] = {"seconds", "minutes", "hours"};
+    static const int32_t spans[] = {3600, 86400, 2592000};
+    static const int32_t roundings[] = {60, 3600, 86400};
     bson_iter_t it;
-    const char *gran = NULL, *cur_gran = NULL;
+    const char *gran = NULL;
+    bool has_span = false, has_rounding = false;
     int64_t span = 0, rounding = 0, cur_span = 0, cur_rounding = 0;
+    int from = -1, to = -1;
 
     if (mod->value_type != BSON_TYPE_DOCUMENT)
         return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'collMod.timeseries' is the wrong type '%s', expected type 'object'",
@@ -653,67 +670,75 @@ ts_mod_options(mf_op_t *op, const bson_t *cur, const bson_value_t *mod, ts_mod_t
     bson_iter_init_from_data(&it, mod->value.v_doc.data, mod->value.v_doc.data_len);
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
-        if (strcmp(k, "granularity") == 0 && BSON_ITER_HOLDS_UTF8(&it))
+        if (strcmp(k, "granularity") == 0 && BSON_ITER_HOLDS_UTF8(&it)) {
             gran = bson_iter_utf8(&it, NULL);
-        else if (strcmp(k, "bucketMaxSpanSeconds") == 0 && mf_value_is_number(bson_iter_value(&it)))
+        } else if (strcmp(k, "bucketMaxSpanSeconds") == 0 && mf_value_is_number(bson_iter_value(&it))) {
             span = bson_iter_as_int64(&it);
-        else if (strcmp(k, "bucketRoundingSeconds") == 0 && mf_value_is_number(bson_iter_value(&it)))
+            has_span = true;
+        } else if (strcmp(k, "bucketRoundingSeconds") == 0 && mf_value_is_number(bson_iter_value(&it))) {
             rounding = bson_iter_as_int64(&it);
-        else
+            has_rounding = true;
+        } else {
             return mf_err_set(&op->err, MF_E_Location40415, "BSON field 'collMod.timeseries.%s' is an unknown field.", k);
+        }
     }
     bson_iter_init(&it, cur);
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
-        if (strcmp(k, "granularity") == 0)
-            cur_gran = bson_iter_utf8(&it, NULL);
-        else if (strcmp(k, "bucketMaxSpanSeconds") == 0)
+        if (strcmp(k, "granularity") == 0 && BSON_ITER_HOLDS_UTF8(&it)) {
+            for (int i = 0; i < 3; i++)
+                if (strcmp(bson_iter_utf8(&it, NULL), order[i]) == 0)
+                    from = i;
+        } else if (strcmp(k, "bucketMaxSpanSeconds") == 0) {
             cur_span = bson_iter_as_int64(&it);
-        else if (strcmp(k, "bucketRoundingSeconds") == 0)
+        } else if (strcmp(k, "bucketRoundingSeconds") == 0) {
             cur_rounding = bson_iter_as_int64(&it);
+        }
     }
+    if (gran == NULL && !has_span && !has_rounding)
+        return 0; /* {timeseries: {}} changes nothing */
     if (gran != NULL) {
-        int from = -1, to = -1;
-        for (int i = 0; i < 3; i++) {
-            if (cur_gran && strcmp(cur_gran, order[i]) == 0)
-                from = i;
+        for (int i = 0; i < 3; i++)
             if (strcmp(gran, order[i]) == 0)
                 to = i;
-        }
         if (to < 0)
             return mf_err_set(&op->err, MF_E_BadValue, "Enumeration value '%s' for field 'collMod.timeseries.granularity' is not a valid value.",
                               gran);
-        if (from < 0 || to < from)
+        if (has_span && span != spans[to])
+            return mf_err_set(&op->err, MF_E_InvalidOptions,
+                              "Timeseries 'bucketMaxSpanSeconds' is not configurable to a value other than the default for the provided granularity");
+        if (has_rounding)
+            return mf_err_set(&op->err, MF_E_InvalidOptions,
+                              "Timeseries 'bucketRoundingSeconds' is not configurable alongside the granularity parameter");
+        if (from == to)
+            return 0;
+        if (from > to || (from == 1 && to != 2))
             return mf_err_set(&op->err, MF_E_InvalidOptions,
                               "Invalid transition for timeseries.granularity. Can only transition from 'seconds' to 'minutes' or 'minutes' to 'hours'.");
-        static const int32_t spans[] = {3600, 86400, 2592000};
-        bson_init(&tm->ts);
-        bson_iter_init(&it, cur);
-        while (bson_iter_next(&it)) {
-            const char *k = bson_iter_key(&it);
-            if (strcmp(k, "granularity") == 0)
-                BSON_APPEND_UTF8(&tm->ts, "granularity", order[to]);
-            else if (strcmp(k, "bucketMaxSpanSeconds") == 0)
-                BSON_APPEND_INT32(&tm->ts, "bucketMaxSpanSeconds", spans[to]);
-            else
-                bson_append_value(&tm->ts, k, -1, bson_iter_value(&it));
-        }
-        tm->has_ts = true;
-        return 0;
+        span = spans[to];
+        rounding = roundings[to];
+    } else {
+        if (!has_span || !has_rounding)
+            return mf_err_set(&op->err, MF_E_InvalidOptions,
+                              "Timeseries 'bucketMaxSpanSeconds' and 'bucketRoundingSeconds' need to be set alongside each other");
+        if (span != rounding)
+            return mf_err_set(&op->err, MF_E_InvalidOptions, "Timeseries 'bucketRoundingSeconds' needs to be equal to 'bucketMaxSpanSeconds'");
     }
-    if (span == 0 && rounding == 0)
-        return 0;
-    if (span == 0 || rounding == 0)
-        return mf_err_set(&op->err, MF_E_InvalidOptions,
-                          "Timeseries 'bucketMaxSpanSeconds' and 'bucketRoundingSeconds' need to be set alongside each other");
-    if (span != rounding)
-        return mf_err_set(&op->err, MF_E_InvalidOptions, "Timeseries 'bucketRoundingSeconds' needs to be equal to 'bucketMaxSpanSeconds'");
-    if (cur_rounding == 0 && cur_gran != NULL)
-        cur_rounding = strcmp(cur_gran, "seconds") == 0 ? 60 : strcmp(cur_gran, "minutes") == 0 ? 3600 : 86400;
-    if (cur_span > span)
-        return mf_err_set(&op->err, MF_E_InvalidOptions, "Timeseries 'bucketMaxSpanSeconds' needs to be equal or greater to transition");
-    if (cur_rounding > rounding)
-        return mf_err_set(&op->err, MF_E_InvalidOptions, "Timeseries 'bucketRoundingSeconds' needs to be equal or greater to transition");
+    /* What is not stored comes from the granularity (custom bucketing: the default one's), as in mongod. */
+    cur_span = cur_span > 0 ? cur_span : spans[from < 0 ? 0 : from];
+    cur_rounding = cur_rounding > 0 ? cur_rounding : roundings[from < 0 ? 0 : from];
+    if (from < 0 || gran == NULL) {
+        /* A granularity that grows needs no more; anything else must not shrink either span. */
+        if (cur_span == span && cur_rounding == rounding)
+            return 0;
+        if (cur_span > span)
+            return mf_err_set(&op->err, MF_E_InvalidOptions,
+                              "Timeseries 'bucketMaxSpanSeconds' needs to be equal or greater to transition");
+        if (cur_rounding > rounding)
+            return mf_err_set(&op->err, MF_E_InvalidOptions,
+                              "Timeseries 'bucketRoundingSeconds' needs to be equal or greater to transition");
+    }
+    /* As mongod's applyTimeseriesOptionsModifications: a granularity, or a custom rounding, with its span. */
     bson_init(&tm->ts);
     bson_iter_init(&it, cur);
     while (bson_iter_next(&it)) {
@@ -721,7 +746,10 @@ ts_mod_options(mf_op_t *op, const bson_t *cur, const bson_value_t *mod, ts_mod_t
         if (strcmp(k, "timeField") == 0 || strcmp(k, "metaField") == 0)
             bson_append_value(&tm->ts, k, -1, bson_iter_value(&it));
     }
-    BSON_APPEND_INT32(&tm->ts, "bucketRoundingSeconds", (int32_t)rounding);
+    if (gran != NULL)
+        BSON_APPEND_UTF8(&tm->ts, "granularity", order[to]);
+    else
+        BSON_APPEND_INT32(&tm->ts, "bucketRoundingSeconds", (int32_t)rounding);
     BSON_APPEND_INT32(&tm->ts, "bucketMaxSpanSeconds", (int32_t)span);
     tm->has_ts = true;
     return 0;
@@ -780,6 +808,37 @@ coll_mod_timeseries(mf_op_t *op, mf_coll_t *v, const ts_mod_t *tm)
         BSON_APPEND_INT64(op->reply, "expireAfterSeconds_new", tm->expire);
     mf_log(MF_LOG_INFO, "COMMAND", "collMod %s (time-series)", v->ns);
     return 0;
+}
+
+/*
+ * ts_index_mod: the index change m on time-series view v, made on its
+ * buckets collection as mongod's makeTimeseriesBucketsCollModCommand does:
+ * a key pattern is translated to the buckets' (mf_ts_key_to_buckets: the
+ * user sees {<meta>: 1, <time>: 1}, the buckets hold {meta: 1,
+ * control.min.<time>: 1, control.max.<time>: 1}); a name is the same in
+ * both. So hidden (and the unique conversions) work as on any collection;
+ * TTL was refused before (check_index_mod). Exclusive session held.
+ */
+static int
+ts_index_mod(mf_op_t *op, mf_coll_t *v, const index_mod_t *m, dup_scan_t *d, int nmods, bool dry_run)
+{
+    mf_coll_t *b = mf_ts_buckets_of(op->eng->cat, v);
+    mf_ts_spec_t spec;
+    index_mod_t bm = *m;
+    bson_t bkey;
+    int rc;
+
+    if (b == NULL || !mf_ts_spec_of(v, &spec))
+        return mf_err_set(&op->err, MF_E_NamespaceNotFound, "ns does not exist: %s.%s%s", op->db, MF_TS_BUCKETS_PREFIX, v->name);
+    bson_init(&bkey);
+    if (m->has_key) {
+        bson_destroy(&bkey);
+        mf_ts_key_to_buckets(&spec, &m->key, false, &bkey);
+        bson_init_static(&bm.key, bson_get_data(&bkey), bkey.len);
+    }
+    rc = apply_index_mod(op, b, &bm, d, nmods, dry_run);
+    bson_destroy(&bkey);
+    return rc;
 }
 
 /* collMod's cappedSize / cappedMax (MongoDB 6.0+), as checked while parsing. */
@@ -966,6 +1025,15 @@ cmd_coll_mod(mf_op_t *op)
         }
     }
 
+    if (strncmp(name, MF_TS_BUCKETS_PREFIX, strlen(MF_TS_BUCKETS_PREFIX)) == 0) {
+        /*
+         * As mongod's CmdCollMod, before anything else: changing the buckets
+         * directly would leave the time-series view out of step with them.
+         */
+        bson_destroy(&opts);
+        return mf_err_set(&op->err, MF_E_InvalidNamespace,
+                          "collMod on a time-series collection's underlying buckets collection is not supported.");
+    }
     if (dry_run) {
         /* mongod's dry run checks a conversion to unique for duplicates and changes nothing; nothing else may ask for it. */
         const char *why = !has_index                 ? "dry run mode requires an valid index modification."
@@ -1002,13 +1070,25 @@ cmd_coll_mod(mf_op_t *op)
         }
         if (has_index && (rc = check_index_mod(op, &m, true)) != 0)
             goto out;
-        if (has_index || !bson_empty(&opts)) {
-            rc = mf_err_set(&op->err, MF_E_InvalidOptions, "collMod on a time-series collection accepts only expireAfterSeconds and timeseries");
+        if (!bson_empty(&opts)) {
+            /* mongod passes them to the buckets collection, whose parseCollModRequest refuses them. */
+            bson_iter_t oi;
+            bson_iter_init(&oi, &opts);
+            bson_iter_next(&oi);
+            rc = mf_err_set(&op->err, MF_E_InvalidOptions, "option not supported on a time-series collection: %s",
+                            bson_iter_key(&oi));
             goto out;
         }
         if (has_ts_val && mf_ts_options_of(c, &cur) && (rc = ts_mod_options(op, &cur, &ts_val, &tm)) != 0)
             goto out;
-        rc = coll_mod_timeseries(op, c, &tm);
+        if (has_index && (rc = ts_index_mod(op, c, &m, &d, nmods, dry_run)) != 0)
+            goto out;
+        if (dry_run) {
+            c = NULL; /* nothing changed: no event */
+            goto out;
+        }
+        if (!has_index || tm.has_expire || has_ts_val)
+            rc = coll_mod_timeseries(op, c, &tm);
         goto out;
     }
     bool has_on = bson_has_field(&opts, "viewOn"), has_pl = bson_has_field(&opts, "pipeline");

@@ -1,0 +1,101 @@
+'use strict';
+// Time-series behaviour checked against MongoDB 8.0's source and jstests
+// (timeseries_collmod.js, timeseries_index*.js, timeseries_index_stats.js,
+// timeseries_options.cpp, timeseries_collmod.cpp, coll_mod.cpp,
+// timeseries_index_schema_conversion_functions.cpp, list_indexes.cpp):
+// collMod on the indexes and bucketing of a time-series collection, hints
+// given as the user's key patterns, index option rules, $indexStats and
+// listIndexes' cursor namespace.
+const assert = require('node:assert/strict');
+const h = require('./harness');
+
+const srv = h.useServer();
+
+const ts = (coll) => coll.options.timeseries;
+async function tsOptions(db, name) {
+  return ts((await db.listCollections({ name }).toArray())[0]);
+}
+
+h.test('collMod hides and unhides a time-series index by name or by its key pattern; TTL stays refused (72)', async () => {
+  const db = srv.freshDb('tsc_hide');
+  await db.createCollection('w', { timeseries: { timeField: 't', metaField: 'm' } });
+  const w = db.collection('w');
+  await w.createIndex({ temp: 1 });
+  // As timeseries_collmod.js: a secondary index hidden by key pattern.
+  let r = await db.command({ collMod: 'w', index: { keyPattern: { temp: 1 }, hidden: true } });
+  assert.equal(r.hidden_old, false);
+  assert.equal(r.hidden_new, true);
+  let idx = (await w.indexes()).find((i) => i.name === 'temp_1');
+  assert.equal(idx.hidden, true);
+  assert.deepEqual(idx.key, { temp: 1 });
+  // The default index, by its time-series key pattern and by name.
+  r = await db.command({ collMod: 'w', index: { keyPattern: { m: 1, t: 1 }, hidden: true } });
+  assert.equal(r.hidden_new, true);
+  r = await db.command({ collMod: 'w', index: { name: 'm_1_t_1', hidden: false } });
+  assert.equal(r.hidden_old, true);
+  assert.equal(r.hidden_new, false);
+  r = await db.command({ collMod: 'w', index: { name: 'temp_1', hidden: false } });
+  idx = (await w.indexes()).find((i) => i.name === 'temp_1');
+  assert.equal(idx.hidden, undefined);
+  // The shell helpers send the same command.
+  await db.command({ collMod: 'w', index: { name: 'temp_1', hidden: true } });
+  // A TTL conversion stays refused, as mongod's parseCollModRequest on a time-series collection.
+  await h.expectCode(db.command({ collMod: 'w', index: { keyPattern: { t: 1 }, expireAfterSeconds: 100 } }), 72, /TTL indexes are not supported/);
+  // No such index: 27, the key pattern shown as the buckets' one.
+  await h.expectCode(db.command({ collMod: 'w', index: { keyPattern: { nope: 1 }, hidden: true } }), 27);
+  // Validator and friends stay refused, with mongod's message.
+  await h.expectCode(db.command({ collMod: 'w', validator: { t: { $exists: true } } }), 72, /not supported on a time-series collection: validator/);
+  await h.expectCode(db.command({ collMod: 'w', validationLevel: 'moderate' }), 72);
+  // Hiding and expireAfterSeconds together.
+  r = await db.command({ collMod: 'w', index: { name: 'temp_1', hidden: false }, expireAfterSeconds: 60 });
+  assert.equal(r.expireAfterSeconds_new, 60);
+  assert.equal(r.hidden_new, false);
+});
+
+h.test('collMod on system.buckets.<name> is 73 InvalidNamespace, as timeseries_collmod.js', async () => {
+  const db = srv.freshDb('tsc_buckets');
+  await db.createCollection('w', { timeseries: { timeField: 't' } });
+  await h.expectCode(db.command({ collMod: 'system.buckets.w', timeseries: { granularity: 'hours' } }), 73,
+    /underlying buckets collection is not supported/);
+  await h.expectCode(db.command({ collMod: 'system.buckets.w', expireAfterSeconds: 10 }), 73);
+  await h.expectCode(db.command({ collMod: 'system.buckets.nothere', index: { name: 'x', hidden: true } }), 73);
+});
+
+h.test('granularity after custom bucketing: allowed when neither span shrinks, with mongod\'s messages otherwise', async () => {
+  const db = srv.freshDb('tsc_gran');
+  await db.createCollection('c', { timeseries: { timeField: 't', bucketMaxSpanSeconds: 300, bucketRoundingSeconds: 300 } });
+  await db.command({ collMod: 'c', timeseries: { granularity: 'hours' } });
+  assert.deepEqual(await tsOptions(db, 'c'), { timeField: 't', granularity: 'hours', bucketMaxSpanSeconds: 2592000 });
+  // Minutes' rounding (3600) is below 7200: refused.
+  await db.createCollection('c2', { timeseries: { timeField: 't', bucketMaxSpanSeconds: 7200, bucketRoundingSeconds: 7200 } });
+  await h.expectCode(db.command({ collMod: 'c2', timeseries: { granularity: 'minutes' } }), 72,
+    /'bucketRoundingSeconds' needs to be equal or greater to transition/);
+  // Seconds' span (3600) is below 7200.
+  await h.expectCode(db.command({ collMod: 'c2', timeseries: { granularity: 'seconds' } }), 72,
+    /'bucketMaxSpanSeconds' needs to be equal or greater to transition/);
+  await db.command({ collMod: 'c2', timeseries: { granularity: 'hours' } });
+  // Options given with a granularity.
+  await h.expectCode(db.command({ collMod: 'c2', timeseries: { granularity: 'hours', bucketRoundingSeconds: 86400 } }), 72,
+    /'bucketRoundingSeconds' is not configurable alongside the granularity parameter/);
+  await h.expectCode(db.command({ collMod: 'c2', timeseries: { granularity: 'hours', bucketMaxSpanSeconds: 10 } }), 72,
+    /not configurable to a value other than the default/);
+  await db.command({ collMod: 'c2', timeseries: { granularity: 'hours', bucketMaxSpanSeconds: 2592000 } });
+  // Downward and same-granularity transitions.
+  await h.expectCode(db.command({ collMod: 'c2', timeseries: { granularity: 'minutes' } }), 72, /Invalid transition/);
+  await db.command({ collMod: 'c2', timeseries: { granularity: 'hours' } }); // no-op
+  // seconds -> hours directly.
+  await db.createCollection('s', { timeseries: { timeField: 't' } });
+  await db.command({ collMod: 's', timeseries: { granularity: 'hours' } });
+  assert.equal((await tsOptions(db, 's')).granularity, 'hours');
+  // Custom spans from a granularity, and the same values again (no-op).
+  await db.createCollection('g', { timeseries: { timeField: 't', granularity: 'minutes' } });
+  await h.expectCode(db.command({ collMod: 'g', timeseries: { bucketMaxSpanSeconds: 3600, bucketRoundingSeconds: 3600 } }), 72,
+    /'bucketMaxSpanSeconds' needs to be equal or greater/);
+  await db.command({ collMod: 'g', timeseries: { bucketMaxSpanSeconds: 86400, bucketRoundingSeconds: 86400 } });
+  assert.deepEqual(await tsOptions(db, 'g'), { timeField: 't', bucketRoundingSeconds: 86400, bucketMaxSpanSeconds: 86400 });
+  await db.command({ collMod: 'g', timeseries: { bucketMaxSpanSeconds: 86400, bucketRoundingSeconds: 86400 } });
+  await h.expectCode(db.command({ collMod: 'g', timeseries: { bucketMaxSpanSeconds: 86400 } }), 72, /set alongside each other/);
+  // Inserts still land after the changes.
+  await db.collection('c').insertOne({ t: new Date() });
+  assert.equal(await db.collection('c').countDocuments(), 1);
+});
