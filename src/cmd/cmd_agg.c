@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 #include "archive/archive.h"
+#include "catalog/timeseries.h"
 #include "common/alloc.h"
 #include "catalog/coll_write.h"
 #include "cmd/cmd.h"
@@ -686,6 +687,32 @@ allow_disk_default(mf_op_t *op)
  * mongod keeps a view read's hint (a bad one is 2 there too). Catalog
  * lock held. The state is owned by the caller; NULL with err.
  */
+/*
+ * ts_hint_to_buckets: a key-pattern hint given on a time-series collection
+ * (whose reads resolved to buckets collection base), in the buckets' form
+ * (into out, initialised here), as mongod translates it with
+ * createBucketsIndexSpecFromTimeseriesIndexSpec: {m: 1, t: 1} is the
+ * buckets' {meta: 1, control.min.t: 1, control.max.t: 1}. False (out
+ * untouched) for a name, {}, {$natural: d}, or a base that is not
+ * time-series; a hint matching no index stays 2 BadValue when planned.
+ */
+static bool
+ts_hint_to_buckets(mf_op_t *op, const char *base, const bson_value_t *hint, bson_t *out)
+{
+    bson_t h;
+    mf_ts_spec_t spec;
+    mf_coll_t *b;
+
+    if (hint == NULL || hint->value_type != BSON_TYPE_DOCUMENT || hint->value.v_doc.data_len <= 5 ||
+        !bson_init_static(&h, hint->value.v_doc.data, hint->value.v_doc.data_len) || bson_has_field(&h, "$natural"))
+        return false;
+    b = mf_catalog_coll_find(op->eng->cat, op->db, base);
+    if (b == NULL || b->is_view || !mf_ts_spec_of(b, &spec))
+        return false;
+    mf_ts_key_to_buckets(&spec, &h, false, out);
+    return true;
+}
+
 static agg_stream_t *
 view_stream(mf_op_t *op, const char *name, const bson_value_t *stages, int depth, const bson_value_t *hint,
             bool allow_disk, mf_error_t *err)
@@ -693,12 +720,25 @@ view_stream(mf_op_t *op, const char *name, const bson_value_t *stages, int depth
     char *base = NULL;
     mf_pipeline_t *pl = view_resolve(op, name, stages, &depth, &base, err);
     agg_stream_t *x = NULL;
+    bson_t bhint;
+    bson_value_t bhint_v;
+    bool translated = false;
 
     if (pl != NULL) {
-        x = agg_stream_new(op, base, pl, hint, allow_disk, depth);
+        /* Only through a view: a hint given on the buckets collection itself is already in their form. */
+        if (strcmp(name, base) != 0 && ts_hint_to_buckets(op, base, hint, &bhint)) {
+            bhint_v.value_type = BSON_TYPE_DOCUMENT;
+            bhint_v.value.v_doc.data = (uint8_t *)bson_get_data(&bhint);
+            bhint_v.value.v_doc.data_len = bhint.len;
+            hint = &bhint_v;
+            translated = true;
+        }
+        x = agg_stream_new(op, base, pl, hint, allow_disk, depth); /* plans now: the hint is not kept */
         if (x == NULL && err != &op->err)
             *err = op->err;
     }
+    if (translated)
+        bson_destroy(&bhint);
     free(base);
     return x;
 }

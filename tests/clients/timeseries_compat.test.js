@@ -99,3 +99,30 @@ h.test('granularity after custom bucketing: allowed when neither span shrinks, w
   await db.collection('c').insertOne({ t: new Date() });
   assert.equal(await db.collection('c').countDocuments(), 1);
 });
+
+h.test('hints given as time-series key patterns reach the buckets\' index (find, aggregate, count, distinct)', async () => {
+  const db = srv.freshDb('tsc_hint');
+  await db.createCollection('w', { timeseries: { timeField: 't', metaField: 'md' } });
+  const w = db.collection('w');
+  const base = Date.UTC(2024, 0, 1);
+  const docs = [];
+  for (let i = 0; i < 20; i++) docs.push({ t: new Date(base + i * 1000), md: i % 3, temp: i });
+  await w.insertMany(docs);
+  await w.createIndex({ temp: 1 });
+  await w.createIndex({ t: -1 });
+  const r = await w.find({ md: 1 }).hint({ md: 1, t: 1 }).toArray();
+  assert.equal(r.length, 7);
+  assert.equal((await w.find({ temp: { $gte: 15 } }).hint({ temp: 1 }).toArray()).length, 5);
+  assert.equal((await w.find({}).hint({ t: -1 }).toArray()).length, 20);
+  const a = await w.aggregate([{ $match: { md: 2 } }, { $count: 'n' }], { hint: { md: 1, t: 1 } }).toArray();
+  assert.deepEqual(a, [{ n: 6 }]);
+  assert.equal(await w.countDocuments({ md: 0 }, { hint: { md: 1, t: 1 } }), 7);
+  const c = await db.command({ count: 'w', query: { temp: { $lt: 3 } }, hint: { temp: 1 } });
+  assert.equal(c.n, 3);
+  const d = await db.command({ distinct: 'w', key: 'md', query: {}, hint: { md: 1, t: 1 } });
+  assert.deepEqual(d.values.sort(), [0, 1, 2]);
+  // Names and $natural as before; a key pattern of no index is still 2.
+  assert.equal((await w.find({}).hint('temp_1').toArray()).length, 20);
+  assert.equal((await w.find({}).hint({ $natural: 1 }).toArray()).length, 20);
+  await h.expectCode(w.find({}).hint({ nope: 1 }).toArray(), 2, /hint provided does not correspond/);
+});
