@@ -378,8 +378,8 @@ auto_name(const bson_t *key, char *out, size_t outlen)
 
 /*
  * The index kinds mongod's time-series conversion refuses (user: the whole
- * spec, key its key): a text index (72), a sparse index on a measurement
- * (72), and on a measurement or the time field anything but a number or
+ * spec, key its key): a text index (72), a sparse index on a measurement,
+ * that is any field but the timeField and the metaField's paths (72), and on a measurement or the time field anything but a number or
  * "2dsphere", or a wildcard (67: hashed, $**, 2d). 0, or -1 with err.
  */
 static int
@@ -393,7 +393,8 @@ ts_key_check(const mf_ts_spec_t *spec, const bson_t *user, const bson_t *key, mf
         const bson_value_t *v = bson_iter_value(&it);
         if (v->value_type == BSON_TYPE_UTF8 && strcmp(v->value.v_utf8.str, "text") == 0)
             return mf_err_set(err, MF_E_InvalidOptions, "Text indexes are not supported on time-series collections");
-        if (!is_meta_path(spec, bson_iter_key(&it)))
+        /* mongod allows sparse on the timeField itself (not a path under it) and the metaField's paths. */
+        if (!is_meta_path(spec, bson_iter_key(&it)) && strcmp(bson_iter_key(&it), spec->time_field) != 0)
             measurement = true;
     }
     if (sparse && measurement)
@@ -436,6 +437,14 @@ mf_ts_index_to_buckets(const mf_ts_spec_t *spec, const bson_t *user, bson_t *out
             bson_init_static(&key, data, len);
             have_key = true;
         } else if (strcmp(k, "partialFilterExpression") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            /*
+             * As mongod's translateIndexSpecFromLogicalToBuckets: the filter is
+             * rewritten for the buckets without knowing how an index collation
+             * would compare its values, so the two are refused together.
+             */
+            if (bson_has_field(user, "collation"))
+                return mf_err_set(err, MF_E_IndexOptionsConflict,
+                                  "On a time-series collection, partialFilterExpression and collation arguments are incompatible");
             bson_iter_document(&it, &len, &data);
             bson_init_static(&pf, data, len);
             have_pf = true;

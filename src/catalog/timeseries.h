@@ -87,7 +87,9 @@ bool mf_ts_spec_of(const mf_coll_t *c, mf_ts_spec_t *spec);
  * it: the timeField becomes control.min/max.<time> (control.min only for a
  * TTL index), the metaField "meta", other fields their control.min/max;
  * the name stays the user's (generated from the user's key when absent); a
- * partialFilterExpression must be on the metaField only (72). A TTL index
+ * partialFilterExpression must be on the metaField only (72), and not
+ * come with a collation (85, as mongod); sparse only on the timeField and
+ * the metaField (72). A TTL index
  * must be on the timeField alone (72, 67 when compound) with such a
  * filter (72). unique: 72. out is initialised by the callee. 0 or -1.
  */

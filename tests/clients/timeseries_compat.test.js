@@ -126,3 +126,25 @@ h.test('hints given as time-series key patterns reach the buckets\' index (find,
   assert.equal((await w.find({}).hint({ $natural: 1 }).toArray()).length, 20);
   await h.expectCode(w.find({}).hint({ nope: 1 }).toArray(), 2, /hint provided does not correspond/);
 });
+
+h.test('index options: sparse on the time and meta fields only; partialFilterExpression with collation is 85', async () => {
+  const db = srv.freshDb('tsc_idxopt');
+  await db.createCollection('w', { timeseries: { timeField: 't', metaField: 'm' } });
+  const w = db.collection('w');
+  await w.insertMany([{ t: new Date(), m: { k: 1 }, v: 1 }, { t: new Date(), m: { k: 2 }, v: 2 }]);
+  // As translateIndexSpecFromLogicalToBuckets: the timeField and metaField paths may be sparse.
+  await w.createIndex({ t: 1 }, { sparse: true });
+  await w.createIndex({ m: 1, t: -1 }, { sparse: true, name: 'm_t_sparse' });
+  const idx = (await w.indexes()).find((i) => i.name === 't_1');
+  assert.deepEqual(idx.key, { t: 1 });
+  assert.equal(idx.sparse, true);
+  assert.equal((await w.find({}).hint({ t: 1 }).toArray()).length, 2);
+  await h.expectCode(w.createIndex({ v: 1 }, { sparse: true }), 72, /^Sparse indexes are not supported on time-series measurements$/);
+  await h.expectCode(w.createIndex({ t: 1, v: 1 }, { sparse: true }), 72);
+  await h.expectCode(w.createIndex({ 't.x': 1 }, { sparse: true }), 72);
+  // The filter is rewritten for the buckets without the index collation's comparisons.
+  await h.expectCode(w.createIndex({ 'm.k': 1 }, { partialFilterExpression: { 'm.k': { $gt: 0 } }, collation: { locale: 'en' } }), 85,
+    /^On a time-series collection, partialFilterExpression and collation arguments are incompatible$/);
+  await w.createIndex({ 'm.k': 1 }, { collation: { locale: 'en' } });
+  await w.createIndex({ 'm.k': -1 }, { partialFilterExpression: { 'm.k': { $gt: 0 } } });
+});
