@@ -100,7 +100,7 @@ cursor_options(mf_op_t *op)
 /*
  * The reply's cursor over the documents of array batch: all of them in
  * firstBatch, or, with cursor.batchSize n below their count, the first n
- * and a cursor (ns_coll, as mongod's "$cmd.listIndexes.<coll>") holding the
+ * and a cursor (ns_coll: the collection for listIndexes, as mongod 8.0) holding the
  * rest for getMore. 0, or -1 with op->err (too many cursors).
  */
 static int
@@ -1897,7 +1897,13 @@ cmd_list_indexes(mf_op_t *op)
         bson_destroy(&shown);
     }
     mf_catalog_unlock(op->eng->cat);
-    snprintf(cname, sizeof(cname), "$cmd.listIndexes.%s", name);
+    /*
+     * mongod 8.0's list_indexes.cpp replies, and registers the cursor, with
+     * the collection's own namespace (a time-series collection's view name),
+     * not the "$cmd.listIndexes.<coll>" of older servers; drivers send
+     * getMore on what the reply names.
+     */
+    snprintf(cname, sizeof(cname), "%s", name);
     int rc = append_cursor(op, cname, &batch);
     bson_destroy(&batch);
     return rc;

@@ -148,3 +148,18 @@ h.test('index options: sparse on the time and meta fields only; partialFilterExp
   await w.createIndex({ 'm.k': 1 }, { collation: { locale: 'en' } });
   await w.createIndex({ 'm.k': -1 }, { partialFilterExpression: { 'm.k': { $gt: 0 } } });
 });
+
+h.test('listIndexes\' cursor names the collection itself, as mongod 8.0\'s list_indexes.cpp; getMore follows it', async () => {
+  const db = srv.freshDb('tsc_li');
+  await db.collection('c').createIndexes([{ key: { a: 1 } }, { key: { b: 1 } }]);
+  const r = await db.command({ listIndexes: 'c', cursor: { batchSize: 1 } });
+  assert.equal(r.cursor.ns, `${db.databaseName}.c`);
+  const more = await db.command({ getMore: h.cursorId(r.cursor.id), collection: 'c' });
+  assert.equal(more.cursor.ns, `${db.databaseName}.c`);
+  assert.equal(more.cursor.nextBatch.length, 2);
+  // The driver's own listIndexes with a small batch goes through getMore.
+  assert.equal((await db.collection('c').listIndexes({ batchSize: 1 }).toArray()).length, 3);
+  await db.createCollection('w', { timeseries: { timeField: 't', metaField: 'm' } });
+  const t = await db.command({ listIndexes: 'w' });
+  assert.equal(t.cursor.ns, `${db.databaseName}.w`);
+});
