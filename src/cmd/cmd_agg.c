@@ -79,14 +79,23 @@ plan_cache_stats_check(mf_op_t *op, const bson_iter_t *spec, const char *name)
  * ready index: {name, key, host, accesses: {ops, since}, spec}: ops counts
  * the client queries whose plan used it (query/exec.c), since when this
  * process loaded or created it. A missing collection has none; a view
- * answers 166.
+ * answers 166, but for a time-series collection, which answers for its
+ * buckets' indexes as users defined them (mf_ts_index_from_buckets: no _id
+ * or time index, the user's key in key and spec), as mongod's
+ * timeseries_index_stats.js expects.
  */
 static int
 index_stats_docs(mf_op_t *op, const char *name, mf_docvec_t *out)
 {
+    mf_ts_spec_t spec;
+    bool ts = false;
+
     mf_catalog_rdlock(op->eng->cat);
     mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, name);
-    if (c != NULL && c->is_view) {
+    if (c != NULL && c->is_view && c->is_timeseries && mf_ts_spec_of(c, &spec)) {
+        c = mf_ts_buckets_of(op->eng->cat, c); /* NULL (no indexes) if its buckets are missing */
+        ts = true;
+    } else if (c != NULL && c->is_view) {
         mf_catalog_unlock(op->eng->cat);
         return mf_err_set(&op->err, MF_E_CommandNotSupportedOnView, "Namespace %s.%s is a view, not a collection",
                           op->db, name);
@@ -94,20 +103,27 @@ index_stats_docs(mf_op_t *op, const char *name, mf_docvec_t *out)
     for (int i = 0; c != NULL && i < c->nindexes; i++) {
         mf_index_t *ix = c->indexes[i];
         bson_iter_t it;
-        bson_t *d = bson_new(), acc;
-        if (ix->building) {
-            bson_destroy(d);
+        bson_t *d, acc, user;
+        const bson_t *shown = ix->spec;
+        if (ix->building)
             continue;
+        if (ts) {
+            if (!mf_ts_index_from_buckets(&spec, ix->spec, &user))
+                continue;
+            shown = &user;
         }
+        d = bson_new();
         BSON_APPEND_UTF8(d, "name", ix->name);
-        if (bson_iter_init_find(&it, ix->spec, "key"))
+        if (bson_iter_init_find(&it, shown, "key"))
             bson_append_value(d, "key", 3, bson_iter_value(&it));
         BSON_APPEND_UTF8(d, "host", op->eng->host);
         BSON_APPEND_DOCUMENT_BEGIN(d, "accesses", &acc);
         BSON_APPEND_INT64(&acc, "ops", atomic_load_explicit(&ix->accesses, memory_order_relaxed));
         BSON_APPEND_DATE_TIME(&acc, "since", ix->since_ms);
         bson_append_document_end(d, &acc);
-        BSON_APPEND_DOCUMENT(d, "spec", ix->spec);
+        BSON_APPEND_DOCUMENT(d, "spec", shown);
+        if (ts)
+            bson_destroy(&user);
         mf_docvec_push_steal(out, d);
     }
     mf_catalog_unlock(op->eng->cat);

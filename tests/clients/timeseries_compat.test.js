@@ -163,3 +163,35 @@ h.test('listIndexes\' cursor names the collection itself, as mongod 8.0\'s list_
   const t = await db.command({ listIndexes: 'w' });
   assert.equal(t.cursor.ns, `${db.databaseName}.w`);
 });
+
+h.test('$indexStats on a time-series collection lists its indexes as users defined them (timeseries_index_stats.js)', async () => {
+  const db = srv.freshDb('tsc_istats');
+  await db.createCollection('w', { timeseries: { timeField: 'tm', metaField: 'mm' } });
+  const w = db.collection('w');
+  await w.insertOne({ tm: new Date(), mm: { tag1: 'a', tag2: 'b' } });
+  const keys = {
+    index0: { 'mm.tag1': 1 },
+    index1: { 'mm.tag2': -1, tm: -1 },
+    index2: { 'mm.tag3': 1, 'mm.tag4': 1 },
+    mm_1_tm_1: { mm: 1, tm: 1 },
+  };
+  for (const [name, key] of Object.entries(keys)) {
+    if (name !== 'mm_1_tm_1') await w.createIndex(key, { name });
+  }
+  const stats = await w.aggregate([{ $indexStats: {} }]).toArray();
+  assert.equal(stats.length, Object.keys(keys).length, JSON.stringify(stats));
+  for (const s of stats) {
+    assert.ok(Object.hasOwn(keys, s.name), s.name);
+    assert.deepEqual(s.key, keys[s.name]);
+    assert.deepEqual(s.spec.key, keys[s.name]);
+    assert.equal(s.spec.name, s.name);
+  }
+  // The buckets' own view of them keeps _id and the buckets' keys.
+  const bstats = await db.collection('system.buckets.w').aggregate([{ $indexStats: {} }]).toArray();
+  assert.ok(bstats.length > stats.length);
+  const multi = await w.aggregate([{ $indexStats: {} }, { $group: { _id: 0, names: { $addToSet: '$name' } } }]).toArray();
+  assert.deepEqual(multi[0].names.sort(), Object.keys(keys).sort());
+  // A plain view still answers 166.
+  await db.createCollection('v', { viewOn: 'w', pipeline: [] });
+  await h.expectCode(db.collection('v').aggregate([{ $indexStats: {} }]).toArray(), 166);
+});
