@@ -54,6 +54,7 @@
 #include "auth/scram.h"
 #include "auth/users.h"
 #include "cmd/cmd.h"
+#include "engine/cursor.h"
 #include "common/failpoint.h"
 #include "common/log.h"
 #include "doc/value.h"
@@ -1138,6 +1139,11 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
             return mf_privs_allow(p, db, c + sizeof(li) - 1, MF_ACT_LIST_INDEXES) ? 0 : denied(op, db, name);
         if (c != NULL && strcmp(c, "$cmd.listCollections") == 0)
             return mf_privs_allow(p, db, NULL, MF_ACT_LIST_COLLECTIONS) || mf_privs_any_on(p, db) ? 0 : denied(op, db, name);
+        /* listIndexes' cursors are named after their collection (mongod 8.0): the cursor says what opened it. */
+        if (c != NULL && !mf_privs_allow(p, db, c, MF_ACT_FIND) && mf_privs_allow(p, db, c, MF_ACT_LIST_INDEXES) &&
+            bson_iter_init_find(&it, cmd, "getMore") && BSON_ITER_HOLDS_INT64(&it) &&
+            mf_cursors_lists_indexes(op->eng->cursors, bson_iter_int64(&it)))
+            return 0;
         return mf_privs_allow(p, db, c, MF_ACT_FIND) ? 0 : denied(op, db, name);
     }
     if (strcmp(name, "aggregate") == 0) {

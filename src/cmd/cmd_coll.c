@@ -104,7 +104,7 @@ cursor_options(mf_op_t *op)
  * rest for getMore. 0, or -1 with op->err (too many cursors).
  */
 static int
-append_cursor(mf_op_t *op, const char *ns_coll, bson_t *batch)
+append_cursor(mf_op_t *op, const char *ns_coll, bool lists_indexes, bson_t *batch)
 {
     bson_t cd, first;
     bson_iter_t it, c;
@@ -133,6 +133,7 @@ append_cursor(mf_op_t *op, const char *ns_coll, bson_t *batch)
         } else {
             if (cur == NULL)
                 cur = mf_cursor_new(MF_CURSOR_DOCS, op->db, ns_coll);
+            cur->lists_indexes = lists_indexes;
             mf_docvec_push(&cur->docs, &doc);
         }
     }
@@ -1062,7 +1063,7 @@ cmd_list_collections(mf_op_t *op)
     mf_catalog_unlock(op->eng->cat);
     free(l.v);
     mf_matcher_free(m);
-    int rc = append_cursor(op, "$cmd.listCollections", &batch);
+    int rc = append_cursor(op, "$cmd.listCollections", false, &batch);
     bson_destroy(&batch);
     return rc;
 }
@@ -1904,7 +1905,7 @@ cmd_list_indexes(mf_op_t *op)
      * getMore on what the reply names.
      */
     snprintf(cname, sizeof(cname), "%s", name);
-    int rc = append_cursor(op, cname, &batch);
+    int rc = append_cursor(op, cname, true, &batch);
     bson_destroy(&batch);
     return rc;
 }

@@ -268,6 +268,16 @@ mf_cursors_checkout(mf_cursors_t *t, int64_t id, bool *busy)
     return c;
 }
 
+bool
+mf_cursors_lists_indexes(mf_cursors_t *t, int64_t id)
+{
+    pthread_mutex_lock(&t->lock);
+    ssize_t i = find_slot(t, id);
+    bool yes = i >= 0 && t->slots[i]->lists_indexes;
+    pthread_mutex_unlock(&t->lock);
+    return yes;
+}
+
 void
 mf_cursors_checkin(mf_cursors_t *t, mf_cursor_t *c)
 {

@@ -106,6 +106,7 @@ typedef struct mf_cursor {
     int64_t n_docs, n_batches;
     bool tailable, no_timeout;
     bool has_sort_stage; /* its plan sorted in memory: each getMore counts as such an operation too, as mongod's */
+    bool lists_indexes;  /* listIndexes': its getMores need listIndexes on the collection, not find (mongod's) */
 } mf_cursor_t;
 
 mf_cursors_t *mf_cursors_new(void);
@@ -125,6 +126,8 @@ void mf_cursor_free(mf_cursor_t *c);
 int64_t mf_cursors_register(mf_cursors_t *t, mf_cursor_t *c, int64_t max_total, int64_t max_per_client);
 /* mf_cursors_checkout: exclusive use of cursor id, or NULL (unknown, or busy: *busy set). */
 mf_cursor_t *mf_cursors_checkout(mf_cursors_t *t, int64_t id, bool *busy);
+/* mf_cursors_lists_indexes: whether cursor id is open and a listIndexes' (for getMore's privilege check). */
+bool mf_cursors_lists_indexes(mf_cursors_t *t, int64_t id);
 /* mf_cursors_checkin: returns c to the table (or frees it if it was killed meanwhile). */
 void mf_cursors_checkin(mf_cursors_t *t, mf_cursor_t *c);
 /* mf_cursors_release: removes a checked-out c from the table and frees it. */

@@ -534,14 +534,14 @@ h.test('listIndexes and listCollections honour cursor.batchSize: the first batch
   const r = await db.command({ listIndexes: 'c', cursor: { batchSize: 2 } });
   assert.equal(r.cursor.firstBatch.length, 2);
   assert.notEqual(Number(r.cursor.id), 0);
-  assert.equal(r.cursor.ns, `${db.databaseName}.$cmd.listIndexes.c`);
-  const more = await db.command({ getMore: h.cursorId(r.cursor.id), collection: '$cmd.listIndexes.c' });
+  assert.equal(r.cursor.ns, `${db.databaseName}.c`, 'the collection itself, as mongod 8.0\'s list_indexes.cpp');
+  const more = await db.command({ getMore: h.cursorId(r.cursor.id), collection: 'c' });
   assert.deepEqual(more.cursor.nextBatch.map((x) => x.name), ['b_1', 'c_1', 'd_1']);
   assert.equal(Number(more.cursor.id), 0);
   assert.deepEqual((await c.listIndexes({ batchSize: 1 }).toArray()).map((x) => x.name), ['_id_', 'a_1', 'b_1', 'c_1', 'd_1']);
   const zero = await db.command({ listIndexes: 'c', cursor: { batchSize: 0 } });
   assert.equal(zero.cursor.firstBatch.length, 0);
-  await db.command({ killCursors: '$cmd.listIndexes.c', cursors: [zero.cursor.id] });
+  await db.command({ killCursors: 'c', cursors: [zero.cursor.id] });
   for (const n of ['x1', 'x2', 'x3']) await db.createCollection(n);
   const lc = await db.command({ listCollections: 1, nameOnly: true, cursor: { batchSize: 1 } });
   assert.equal(lc.cursor.firstBatch.length, 1);

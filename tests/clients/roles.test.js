@@ -603,9 +603,12 @@ h.test('getMore on a listIndexes or listCollections cursor needs what opened it;
   await db.command({ createRole: 'idxOnly', privileges: [{ resource: { db: 'lg', collection: 'x' }, actions: ['listIndexes'] }], roles: [] });
   const u = await userWith('lgUser', [{ role: 'idxOnly', db: 'lg' }], 'lg');
   const first = await u.db('lg').command({ listIndexes: 'x', cursor: { batchSize: 1 } });
-  const more = await u.db('lg').command({ getMore: h.cursorId(first.cursor.id), collection: '$cmd.listIndexes.x' });
+  const more = await u.db('lg').command({ getMore: h.cursorId(first.cursor.id), collection: 'x' });
   assert.equal(more.cursor.nextBatch.length, 2);
   await denied(u.db('lg').collection('x').findOne());
+  // A find cursor on x stays find's: listIndexes alone does not reach it.
+  const f = await r.db('lg').command({ find: 'x', filter: {}, batchSize: 0 });
+  await h.expectCode(u.db('lg').command({ getMore: h.cursorId(f.cursor.id), collection: 'x' }), 13);
   await h.expectCode(r.db('admin').command({ createRole: 'backup', privileges: [], roles: [] }), 2, /same name as a built-in role/);
   await h.expectCode(r.db('lg').command({ createRole: 'enableSharding', privileges: [], roles: [] }), 2, /same name as a built-in role/);
   assert.equal((await r.db('lg').command({ createRole: 'backup', privileges: [], roles: [] })).ok, 1, 'backup is an admin-only name');
