@@ -18,6 +18,7 @@
 
 #include "cmd/cmd.h"
 #include "common/alloc.h"
+#include "common/limits.h"
 #include "doc/value.h"
 
 struct mf_oplog {
@@ -461,15 +462,13 @@ on_update(void *arg, mf_coll_t *c, const bson_t *olddoc, const bson_t *newdoc)
             BSON_APPEND_DOCUMENT(&diff, "d", &d.dis);
         diff_destroy(&d);
         /*
-         * The diff of a big document (over 1 MB) that rewrote more than half
-         * of it is not kept: the update is logged as a replacement (a change
-         * stream's "replace" event), as mongod logs an update whose delta
-         * outgrows the document, so an entry carries at most the document
-         * and a half. Small documents keep theirs (the diff's own wrapping
-         * may outweigh them).
+         * Kept whatever its size: mongod logs an operator update as its
+         * $v: 2 diff (UpdateTreeExecutor), so a change stream reports an
+         * "update" with its updatedFields even when a $set rewrote most of a
+         * big document (helper-122: a 1.2 MB $set on a 2 MB document was a
+         * "replace"). An entry too big for the document and its diff is
+         * logged as the diff alone (buffer_op).
          */
-        if (newdoc->len > 1024 * 1024 && diff.len > newdoc->len / 2)
-            replacing = true;
     }
     buffer_op(arg, "u", c, newdoc, &id, replacing ? NULL : &diff, olddoc);
     bson_destroy(&diff);
