@@ -141,6 +141,7 @@ typedef struct agg_write {
     char *db, *coll;     /* owned */
     mf_docvec_t docs;    /* owned */
     bson_t *merge_spec;  /* owned; NULL for $out */
+    bson_value_t out_ts; /* owned: $out's 'timeseries' option, or BSON_TYPE_EOD */
 } agg_write_t;
 
 typedef struct agg_scan_ctx {
@@ -965,8 +966,13 @@ agg_write_stream(mf_op_t *op, const char *name, mf_pipeline_t **plp, const bson_
             return 0;
     }
     /* The writer first ($out's temporary collection), copying the target names out of the pipeline. */
-    wr = mf_agg_writer_begin(op->eng->cat, op->sess, mf_crud_want_durable(op), !mf_crud_bypass_validation(op), tdb,
-                             tcoll, mspec, &op->err);
+    bson_value_t out_ts;
+    if (mf_pipeline_out_timeseries(*plp, &out_ts))
+        wr = mf_agg_writer_begin_out_ts(op->eng->cat, op->sess, mf_crud_want_durable(op),
+                                        !mf_crud_bypass_validation(op), tdb, tcoll, &out_ts, &op->err);
+    else
+        wr = mf_agg_writer_begin(op->eng->cat, op->sess, mf_crud_want_durable(op), !mf_crud_bypass_validation(op), tdb,
+                                 tcoll, mspec, &op->err);
     if (wr == NULL)
         return -1;
     holder = mf_cursor_new(MF_CURSOR_DOCS, op->db, name);
@@ -1105,6 +1111,8 @@ agg_write_destroy(agg_write_t *w)
     mf_docvec_destroy(&w->docs);
     if (w->merge_spec)
         bson_destroy(w->merge_spec);
+    if (w->out_ts.value_type != BSON_TYPE_EOD)
+        bson_value_destroy(&w->out_ts);
 }
 
 /*
@@ -1118,8 +1126,12 @@ agg_write_perform(mf_op_t *op, agg_write_t *w)
 {
     if (!w->pending)
         return 0;
-    mf_agg_writer_t *wr = mf_agg_writer_begin(op->eng->cat, op->sess, mf_crud_want_durable(op),
-                                              !mf_crud_bypass_validation(op), w->db, w->coll, w->merge_spec, &op->err);
+    mf_agg_writer_t *wr =
+        w->out_ts.value_type != BSON_TYPE_EOD
+            ? mf_agg_writer_begin_out_ts(op->eng->cat, op->sess, mf_crud_want_durable(op), !mf_crud_bypass_validation(op),
+                                         w->db, w->coll, &w->out_ts, &op->err)
+            : mf_agg_writer_begin(op->eng->cat, op->sess, mf_crud_want_durable(op), !mf_crud_bypass_validation(op), w->db,
+                                  w->coll, w->merge_spec, &op->err);
     if (wr == NULL)
         return -1;
     int rc = mf_agg_writer_append(wr, &w->docs, &op->err);
@@ -1423,8 +1435,11 @@ mf_cmd_aggregate(mf_op_t *op)
         return -1;
     }
     agg_write_t aw;
+    bson_value_t ots;
     memset(&aw, 0, sizeof aw);
     mf_docvec_init(&aw.docs);
+    if (mf_pipeline_out_timeseries(pl, &ots)) /* the materialising path's $out keeps its option past the pipeline */
+        bson_value_copy(&ots, &aw.out_ts);
     agg_scan_ctx_t sc = {op, collstats ? &stats_doc : NULL, hint, &aw, 0};
     sc.archive_pending = archived;
     sc.source_docs = indexstats ? &index_stats : NULL;

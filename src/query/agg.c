@@ -2372,10 +2372,18 @@ parse_target(stage_t *s, const char *stage, const bson_value_t *v, mf_error_t *e
         if (strcmp(k, "db") != 0 && strcmp(k, "coll") != 0 && !(strcmp(k, "timeseries") == 0 && stage[1] == 'o'))
             return mf_err_set(err, MF_E_Location40415, "BSON field '%s.%s' is an unknown field.",
                               stage[1] == 'o' ? "$out" : "$merge.into", k);
-        if (strcmp(k, "timeseries") == 0) /* mayfly does not build time-series collections with $out (it would ignore it) */
-            return mf_err_set(err, MF_E_NotImplemented,
-                              "$out with 'timeseries' is not supported: create the time-series collection, then "
-                              "insert into it");
+        if (strcmp(k, "timeseries") == 0) {
+            /* $out's time-series options, checked by the writer against the target (mf_agg_writer_begin_out_ts). */
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+                return mf_err_set(err, MF_E_TypeMismatch,
+                                  "BSON field '$out.timeseries' is the wrong type '%s', expected type 'object'",
+                                  mf_type_name(bson_iter_type(&it)));
+            if (s->spec != NULL)
+                bson_destroy(s->spec);
+            s->spec = bson_new();
+            bson_append_iter(s->spec, "timeseries", -1, &it);
+            continue;
+        }
         if (!BSON_ITER_HOLDS_UTF8(&it))
             return mf_err_set(err, MF_E_TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'string'",
                               stage[1] == 'o' ? "$out" : "$merge.into", k, mf_type_name(bson_iter_type(&it)));
@@ -3378,6 +3386,19 @@ mf_pipeline_write_target(const mf_pipeline_t *p, const char **db, const char **c
     *db = s->local;
     *coll = s->from;
     *merge_spec = s->kind == S_MERGE ? s->spec : NULL;
+    return true;
+}
+
+bool
+mf_pipeline_out_timeseries(const mf_pipeline_t *p, bson_value_t *ts)
+{
+    bson_iter_t it;
+    if (p == NULL || !p->writes || p->n == 0)
+        return false;
+    const stage_t *s = &p->stages[p->n - 1];
+    if (s->kind != S_OUT || s->spec == NULL || !bson_iter_init_find(&it, s->spec, "timeseries"))
+        return false;
+    *ts = *bson_iter_value(&it); /* its document's bytes are the stage's */
     return true;
 }
 

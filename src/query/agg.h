@@ -266,6 +266,14 @@ bool mf_pipeline_writes(const mf_pipeline_t *p);
  */
 bool mf_pipeline_write_target(const mf_pipeline_t *p, const char **db, const char **coll, const bson_t **merge_spec);
 
+/*
+ * mf_pipeline_out_timeseries: true, with *ts the 'timeseries' option of a
+ * pipeline's final $out ({$out: {db, coll, timeseries: {...}}}), whose
+ * bytes stay valid while p lives (not owned: never destroy *ts); false
+ * when there is none.
+ */
+bool mf_pipeline_out_timeseries(const mf_pipeline_t *p, bson_value_t *ts);
+
 /* mf_pipeline_starts_with_documents: whether p's first stage is $documents (only {aggregate: 1} runs it at the top). */
 bool mf_pipeline_starts_with_documents(const mf_pipeline_t *p);
 

@@ -615,7 +615,8 @@ ts_first_error(void *arg, size_t index, const mf_error_t *e)
 static int
 ts_append(mf_agg_writer_t *wr, mf_docvec_t *docs, mf_error_t *err)
 {
-    bson_t *arr = mf_calloc(docs->len ? docs->len : 1, sizeof *arr);
+    /* bson_t needs 128-byte alignment: an array of them comes from bson_aligned_alloc0 (never NULL). */
+    bson_t *arr = bson_aligned_alloc0(BSON_ALIGNOF(bson_t), (docs->len ? docs->len : 1) * sizeof *arr);
     mf_error_t first;
     int64_t inserted = 0;
     int rc;
@@ -629,7 +630,7 @@ ts_append(mf_agg_writer_t *wr, mf_docvec_t *docs, mf_error_t *err)
         *err = first;
         rc = -1;
     }
-    free(arr);
+    bson_free(arr);
     return rc;
 }
 

@@ -79,10 +79,7 @@ h.test('$out into plain collections and views is unchanged beside time-series on
   await h.expectCode(db.collection('src').aggregate([{ $out: 'vw' }]).toArray(), 166);
 });
 
-// Needs agg.c's parse_target to keep the option (today 238) and cmd_agg.c to call mf_agg_writer_begin_out_ts.
-const optionTest = process.env.MAYFLY_OUT_TS_OPTION ? h.test : (name) => h.test(name, { skip: 'agg.c refuses the timeseries option' }, () => {});
-
-optionTest('$out with timeseries creates the time-series collection, and checks an existing target', async () => {
+h.test('$out with timeseries creates the time-series collection, and checks an existing target', async () => {
   const db = srv.freshDb('tsw_out_opt');
   await db.collection('src').insertMany([{ t: at(0), m: 1, v: 1 }, { t: at(1), m: 1, v: 2 }]);
   const spec = (coll, ts) => ({ $out: { db: db.databaseName, coll, timeseries: ts } });
