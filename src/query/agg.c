@@ -3200,6 +3200,12 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
         return mf_err_set(err, MF_E_SearchNotEnabled, "%s", MF_SEARCH_NOT_ENABLED);
     if (strcmp(name, "$listSearchIndexes") == 0)
         return mf_err_set(err, MF_E_SearchNotEnabled, "%s", MF_SEARCH_INDEX_NOT_ENABLED);
+    if (strcmp(name, "$changeStreamSplitLargeEvent") == 0) {
+        /* A change stream's stage (cmd_changestream.c): parsed, then refused by the pipeline's validation, as mongod. */
+        if (v->value_type != BSON_TYPE_DOCUMENT || v->value.v_doc.data_len > 5)
+            return mf_err_set(err, MF_E_Location7182800, "$changeStreamSplitLargeEvent spec should be an empty object");
+        return mf_err_set(err, MF_E_IllegalOperation, "$changeStreamSplitLargeEvent can only be used in a $changeStream pipeline");
+    }
     return mf_err_set(err, MF_E_Location40324, "Unrecognized pipeline stage name: '%s'", name);
 }
 

@@ -135,6 +135,10 @@ R.test('$changeStreamSplitLargeEvent: its checks, small events unchanged', async
   // Resuming from a fragment of an event that is not large is 280.
   await h.expectCode(openRaw(db, 'c', [{ $changeStream: { resumeAfter: frag } }, { $changeStreamSplitLargeEvent: {} }])
     .then((c) => collect(db, 'c', c, 1)), 280, /not large enough to be split/);
+  // Outside a change stream: parsed (7182800 for a bad spec), then refused with 20, as mongod's pipeline validation.
+  await h.expectCode(db.collection('c').aggregate([{ $changeStreamSplitLargeEvent: {} }]).toArray(), 20,
+    /^\$changeStreamSplitLargeEvent can only be used in a \$changeStream pipeline$/);
+  await h.expectCode(db.collection('c').aggregate([{ $changeStreamSplitLargeEvent: 1 }]).toArray(), 7182800);
 });
 
 R.test('$changeStreamSplitLargeEvent splits an event over 16 MB into fragments, and resumes from one', { timeout: 120000 }, async () => {
