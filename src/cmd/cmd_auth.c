@@ -627,7 +627,7 @@ static const rule_t rules[] = {
     {"count", R_DATA, MF_ACT_FIND},
     {"distinct", R_DATA, MF_ACT_FIND},
     {"getMore", R_SPECIAL, MF_ACT_FIND},
-    {"killCursors", R_DATA, MF_ACT_KILL_CURSORS},
+    {"killCursors", R_AUTHED, 0}, /* one's own cursors, whatever opened them (mongod's checkAuthForKillCursors); others': 13 in the command */
     {"insert", R_DATA, MF_ACT_INSERT},
     {"update", R_SPECIAL, MF_ACT_UPDATE},
     {"delete", R_DATA, MF_ACT_REMOVE},

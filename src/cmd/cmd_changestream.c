@@ -535,7 +535,8 @@ split_event(mf_op_t *op, cs_state_t *st, const bson_t *ev, cs_pos_t p, int skip)
         }
     }
     starts[total] = (int)nf;
-    if (skip >= total) {
+    /* Resumed from the last fragment: nothing of this event is left (mongod keeps the fragment, which its resume check drops). */
+    if (skip > total) {
         mf_err_set(&op->err, MF_E_ChangeStreamFatalError,
                    "Attempted to resume from a split event, but the resumed stream produced a different split. "
                    "Ensure that the pipeline used to resume is the same as the original");

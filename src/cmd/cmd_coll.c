@@ -1220,8 +1220,17 @@ cmd_rename_collection(mf_op_t *op)
         return src_view ? mf_err_set(&op->err, MF_E_CommandNotSupportedOnView, "cannot rename view: %s", from)
                           : mf_err_set(&op->err, MF_E_NamespaceExists, "a view already exists with that name: %s", to);
     }
-    if (c->is_timeseries || (t != NULL && t->is_timeseries) ||
-        strncmp(tcoll, MF_TS_BUCKETS_PREFIX, strlen(MF_TS_BUCKETS_PREFIX)) == 0) {
+    /*
+     * Replication's own rename of one buckets collection onto another's name
+     * is the commit of an $out into a time-series collection (agg_write.c
+     * ts_commit_once logs it so): a member applying it does what the primary
+     * did. Clients may not (mongod's messages below).
+     */
+    size_t bpl = strlen(MF_TS_BUCKETS_PREFIX);
+    bool bucket_move = op->client != NULL && op->client->internal && !c->is_view &&
+                       strncmp(fcoll, MF_TS_BUCKETS_PREFIX, bpl) == 0 && strncmp(tcoll, MF_TS_BUCKETS_PREFIX, bpl) == 0 &&
+                       (t == NULL || !t->is_view);
+    if (!bucket_move && (c->is_timeseries || (t != NULL && t->is_timeseries) || strncmp(tcoll, MF_TS_BUCKETS_PREFIX, bpl) == 0)) {
         mf_catalog_unlock(op->eng->cat);
         return mf_err_set(&op->err, MF_E_IllegalOperation,
                           c->is_timeseries || t != NULL ? "Renaming a timeseries collection is not allowed"

@@ -462,13 +462,21 @@ on_update(void *arg, mf_coll_t *c, const bson_t *olddoc, const bson_t *newdoc)
             BSON_APPEND_DOCUMENT(&diff, "d", &d.dis);
         diff_destroy(&d);
         /*
-         * Kept whatever its size: mongod logs an operator update as its
-         * $v: 2 diff (UpdateTreeExecutor), so a change stream reports an
-         * "update" with its updatedFields even when a $set rewrote most of a
-         * big document (helper-122: a 1.2 MB $set on a 2 MB document was a
-         * "replace"). An entry too big for the document and its diff is
-         * logged as the diff alone (buffer_op).
+         * mongod logs an operator update as its $v: 2 diff whatever its size
+         * (UpdateTreeExecutor), so a change stream reports an "update" with
+         * its updatedFields even when a $set rewrote most of a document
+         * (helper-122: a 1.2 MB $set on a 2 MB document was a "replace"
+         * here). This entry carries the whole new document (and the old one
+         * for pre-images) besides the diff, so the diff is dropped (a
+         * "replace") only when it is over half the document and all of it
+         * would not fit one oplog document: that bounds a raft entry (about
+         * 46 MB for a 15 MB $set with pre-images kept step-downs coming,
+         * helper-126) and keeps the images, which an entry past the limit
+         * loses (repl.c oplog_docs). A smaller diff always stays.
          */
+        size_t whole = (size_t)newdoc->len + diff.len + (c->pre_images ? olddoc->len : 0);
+        if (diff.len > newdoc->len / 2 && whole > MF_MAX_BSON_INTERNAL_SIZE - 64 * 1024)
+            replacing = true;
     }
     buffer_op(arg, "u", c, newdoc, &id, replacing ? NULL : &diff, olddoc);
     bson_destroy(&diff);
@@ -909,8 +917,25 @@ apply_command(mf_engine_t *eng, const char *db, const op_fields_t *f, mf_error_t
             return rc;
         }
         if (bson_iter_init_find(&o, &f->o, "viewOn") && BSON_ITER_HOLDS_UTF8(&o) &&
-            strncmp(bson_iter_utf8(&o, NULL), "system.buckets.", 15) == 0)
-            return 0;
+            strncmp(bson_iter_utf8(&o, NULL), "system.buckets.", 15) == 0) {
+            /*
+             * Its buckets' entry made it already, but for the commit of an
+             * $out into a new time-series collection (query/agg_write.c),
+             * which renames buckets into place and then creates their view
+             * alone: made here as the primary made it, with its options.
+             */
+            bson_t opts;
+            bson_init(&opts);
+            bson_copy_to_excluding_noinit(&f->o, &opts, "create", NULL);
+            rc = 0;
+            mf_catalog_wrlock(eng->cat);
+            if (mf_catalog_coll_find(eng->cat, db, target) == NULL &&
+                mf_catalog_coll_find(eng->cat, db, bson_iter_utf8(&o, NULL)) != NULL)
+                rc = mf_catalog_coll_create(eng->cat, db, target, &opts, NULL, err);
+            mf_catalog_unlock(eng->cat);
+            bson_destroy(&opts);
+            return rc;
+        }
         if (!f->has_ui)
             return mf_oplog_run(eng, db, &f->o, exists, err);
         /* The primary's UUID, so a collection is the same one on every member. */

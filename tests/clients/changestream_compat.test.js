@@ -172,6 +172,11 @@ R.test('$changeStreamSplitLargeEvent splits an event over 16 MB into fragments, 
     ...pipeline.slice(1)]), 2, 20000);
   assert.deepEqual(res.map((e) => e.splitEvent), [{ fragment: 2, of: 2 }, undefined]);
   assert.deepEqual(res[0]._id, evs[1]._id);
+  // Resuming after the last fragment (what a driver sends once it read the whole event) goes on with the next
+  // event (helper-126: it was 280 "produced a different split").
+  const last = await collect(db, 'c', await openRaw(db, 'c', [{ $changeStream: { resumeAfter: evs[1]._id } },
+    ...pipeline.slice(1)]), 1, 20000);
+  assert.deepEqual(last.map((e) => e.documentKey), [{ _id: 2 }]);
   // Without the stage the event is too large to return.
   await h.expectCode(openRaw(db, 'c', [{ $changeStream: { startAtOperationTime: evs[0].clusterTime } },
     { $addFields: { copy1: '$fullDocument.s', copy2: '$fullDocument.s' } }]), 10334);

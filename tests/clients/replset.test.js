@@ -743,6 +743,23 @@ R.test('the raft port: another protocol, a 1 TB address, an address without its 
   await rs.waitForReplication(db.databaseName, 'c');
 });
 
+R.test('$out into a time-series collection (existing, or made by its timeseries option) reaches every member (helper-126: the buckets\' rename was refused by the secondaries\' applier)', async () => {
+  const db = rs.freshDb('tsout');
+  const t0 = new Date('2026-01-01T00:00:00Z');
+  await db.createCollection('ts', { timeseries: { timeField: 't', metaField: 'm' }, ...MAJ });
+  await db.collection('ts').insertMany([{ t: t0, m: 1, v: 1 }, { t: t0, m: 2, v: 2 }], MAJ);
+  await db.collection('src').insertMany([0, 1, 2].map((i) => ({ t: new Date(t0.getTime() + i * 1000), m: 3, v: 10 + i })), MAJ);
+  await db.collection('src').aggregate([{ $project: { _id: 0 } }, { $out: 'ts' }], MAJ).toArray();
+  await db.collection('src').aggregate([{ $project: { _id: 0 } },
+    { $out: { db: db.databaseName, coll: 'made', timeseries: { timeField: 't', metaField: 'm' } } }], MAJ).toArray();
+  await db.collection('marker').insertOne({ _id: 1 }, { writeConcern: { w: 3, wtimeout: 20000 } });
+  for (const coll of ['ts', 'made', 'system.buckets.ts', 'system.buckets.made']) {
+    const docs = await rs.waitForReplication(db.databaseName, coll, { timeoutMs: 20000 });
+    assert.ok(docs.length > 0, `${coll} is not empty`);
+    if (!coll.startsWith('system.')) assert.deepEqual(docs.map((d) => d.v).sort(), [10, 11, 12], coll);
+  }
+});
+
 R.test('local.oplog.rs is readable: c, i, u, d and n entries with ts, t, op, ns, o, o2, ui, wall, the same on every member', async () => {
   const db = rs.freshDb('oplog');
   const ns = `${db.databaseName}.c`;

@@ -606,6 +606,10 @@ h.test('getMore on a listIndexes or listCollections cursor needs what opened it;
   const more = await u.db('lg').command({ getMore: h.cursorId(first.cursor.id), collection: 'x' });
   assert.equal(more.cursor.nextBatch.length, 2);
   await denied(u.db('lg').collection('x').findOne());
+  // Killing one's own listIndexes cursor needs no privilege (mongod's checkAuthForKillCursors).
+  const again = await u.db('lg').command({ listIndexes: 'x', cursor: { batchSize: 1 } });
+  const k = await u.db('lg').command({ killCursors: 'x', cursors: [h.cursorId(again.cursor.id)] });
+  assert.equal(k.cursorsKilled.length, 1);
   // A find cursor on x stays find's: listIndexes alone does not reach it.
   const f = await r.db('lg').command({ find: 'x', filter: {}, batchSize: 0 });
   await h.expectCode(u.db('lg').command({ getMore: h.cursorId(f.cursor.id), collection: 'x' }), 13);
