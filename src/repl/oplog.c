@@ -230,13 +230,21 @@ append_parts(bson_t *arr, const path_part_t *p, uint32_t *n)
         BSON_APPEND_INT32(arr, key, (int32_t)p->index);
 }
 
+/* Whether d->dis holds the key path itself (a dotted string is one key here, not a path to descend). */
+static bool
+dis_has(const bson_t *dis, const char *path)
+{
+    bson_iter_t it;
+    return bson_iter_init_find(&it, dis, path);
+}
+
 /* Records path (the dotted form of p) in d->dis when it is ambiguous. */
 static void
 diff_disambiguate(diff_out_t *d, const char *path, const path_part_t *p)
 {
     bson_t arr;
     uint32_t n = 0;
-    if (p == NULL || !p->ambiguous || bson_has_field(&d->dis, path))
+    if (p == NULL || !p->ambiguous || dis_has(&d->dis, path))
         return;
     bson_append_array_begin(&d->dis, path, -1, &arr);
     append_parts(&arr, p, &n);
@@ -414,7 +422,7 @@ diff_arrays(const bson_t *olda, const bson_t *newa, const char *path, const path
         bson_concat(&d->u, &e.u);
         if (bson_iter_init(&it, &e.dis))
             while (bson_iter_next(&it))
-                if (!bson_has_field(&d->dis, bson_iter_key(&it)))
+                if (!dis_has(&d->dis, bson_iter_key(&it)))
                     bson_append_value(&d->dis, bson_iter_key(&it), -1, bson_iter_value(&it));
         if (bson_iter_init(&it, &e.r))
             while (bson_iter_next(&it))
