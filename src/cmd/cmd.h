@@ -529,9 +529,9 @@ bool mf_cmd_txn_write_error(mf_op_t *op);
  * mf_cmd_txn_failed: after a transaction's command failed (reply has the
  * error; ran: its handler ran): aborts the transaction unless the command
  * was refused before running in a transaction already under way; adds
- * mongod's errorLabels (unless fp_labels, failCommand's, are given).
+ * mongod's errorLabels (unless failCommand gave its own: op->fp_labels_given).
  */
-void mf_cmd_txn_failed(mf_op_t *op, bson_t *reply, bool ran, const bson_t *fp_labels);
+void mf_cmd_txn_failed(mf_op_t *op, bson_t *reply, bool ran);
 /*
  * mf_cmd_txn_retryable: a retryable write's txnNumber against its session's
  * transactions: older than the newest is 225; newer aborts an open one.

@@ -1790,7 +1790,7 @@ fail:
     if (eng->repl != NULL)
         add_not_primary_fields(eng, reply, op.err.code);
     if (in_txn)
-        mf_cmd_txn_failed(&op, reply, txn_ran, &fp_labels);
+        mf_cmd_txn_failed(&op, reply, txn_ran);
     append_cluster_time(eng, reply);
     if (op.name != NULL)
         mf_failcommand_labels(&op, &fp_labels, reply);

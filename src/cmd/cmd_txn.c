@@ -1252,7 +1252,7 @@ mf_cmd_txn_write_error(mf_op_t *op)
 }
 
 void
-mf_cmd_txn_failed(mf_op_t *op, bson_t *reply, bool ran, const bson_t *fp_labels)
+mf_cmd_txn_failed(mf_op_t *op, bson_t *reply, bool ran)
 {
     utxn_t *e = tls_txn;
     bool commit = op->name != NULL && strcmp(op->name, "commitTransaction") == 0;
@@ -1265,7 +1265,6 @@ mf_cmd_txn_failed(mf_op_t *op, bson_t *reply, bool ran, const bson_t *fp_labels)
      */
     if (!commit && !abort && (ran || !e->first_ran))
         abort_here(op);
-    (void)fp_labels;
     if (op->fp_labels_given)
         return; /* failCommand's errorLabels replace mongod's own (mf_failcommand_labels appends them) */
     if (commit && e->state == T_UNKNOWN)
