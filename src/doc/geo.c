@@ -879,23 +879,45 @@ all_verts(const mf_geo_t *g, bool (*fn)(void *arg, vec_t v), void *arg)
 }
 
 static bool
-vert_in_region(void *arg, vec_t v)
-{
-    return any_poly_contains(arg, v);
-}
-
-static bool
 vert_outside_region(void *arg, vec_t v)
 {
     return !any_poly_contains(arg, v);
+}
+
+/*
+ * Whether a point part lies in a spherical region for $geoWithin: inside one
+ * of its polygons or on its boundary (a vertex or an edge, a hole's too), as
+ * mongod's containsPoint adds poly.MayIntersect(the point's leaf cell) to
+ * poly.Contains(point) "so that it contains edges/vertices"
+ * (src/mongo/db/geo/geometry_container.cpp). The tolerance is the one
+ * $geoIntersects uses for a point touching an edge.
+ */
+static bool
+point_within_region(const mf_geo_t *region, vec_t p)
+{
+    return any_poly_contains(region, p) || geo_distance(region, p) < 1e-12;
 }
 
 /* $geoWithin a spherical polygon region. */
 static bool
 within_polys(const mf_geo_t *region, const mf_geo_t *g)
 {
-    if (!all_verts(g, vert_in_region, (void *)region))
-        return false;
+    /*
+     * Point parts may touch the boundary; the vertices of lines and rings
+     * must be strictly inside (a chord between two boundary vertices of a
+     * concave region can run outside it with no edge crossing).
+     */
+    for (size_t i = 0; i < g->npoints; i++)
+        if (!point_within_region(region, to_vec(g->verts[g->points[i]])))
+            return false;
+    for (size_t i = 0; i < g->nlines; i++)
+        for (size_t k = 0; k < g->lines[i].n; k++)
+            if (!any_poly_contains(region, to_vec(g->verts[g->lines[i].start + k])))
+                return false;
+    for (size_t i = 0; i < g->nrings; i++)
+        for (size_t k = 0; k < g->rings[i].n; k++)
+            if (!any_poly_contains(region, to_vec(g->verts[g->rings[i].start + k])))
+                return false;
     if (edges_cross(g, region))
         return false;
     /* A hole of the region inside one of g's polygons makes g stick out of the region. */
