@@ -385,11 +385,14 @@ agg_source_indexes(void *ctx, const char *coll, bson_t *specs, char *ns, size_t 
     agg_stream_t *x = sc->stream;
     mf_coll_t *c;
     char key[16];
-    (void)err;
     if (coll == NULL && x == NULL)
         return 0;
     c = mf_catalog_coll_find(sc->op->eng->cat, coll ? sc->op->db : x->db, coll ? coll : x->coll);
-    if (c == NULL || c->is_view)
+    /* mongod's PipelineD::buildInnerQueryExecutorGeoNear refuses a missing collection before it looks for an index. */
+    if (c == NULL)
+        return mf_err_set(err, MF_E_NamespaceNotFound, "$geoNear requires a geo index to run, but %s.%s does not exist",
+                          coll ? sc->op->db : x->db, coll ? coll : x->coll);
+    if (c->is_view)
         return 0;
     snprintf(ns, nscap, "%s", c->ns);
     for (int i = 0, n = 0; i < c->nindexes; i++) {

@@ -4510,8 +4510,10 @@ run_geonear(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docve
 
     bson_init(&specs);
     if (env != NULL && env->source_indexes != NULL &&
-        env->source_indexes(env->ctx, tls_geo_source, &specs, ns, sizeof ns, err) != 0)
+        env->source_indexes(env->ctx, tls_geo_source, &specs, ns, sizeof ns, err) != 0) {
+        mf_err_planning(err); /* a missing collection: mongod refuses it while it builds the pipeline's executor */
         goto out;
+    }
     if (mf_geonear_select(s->geonear, &specs, ns, in, &hits, &nhits, err) != 0)
         goto out;
     for (size_t i = 0; i < nhits; i++)
@@ -5400,8 +5402,10 @@ geonear_fill(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, mf_error_t 
 
     bson_init(&specs);
     if (env != NULL && env->source_indexes != NULL &&
-        env->source_indexes(env->ctx, tls_geo_source, &specs, ns, sizeof ns, err) != 0)
+        env->source_indexes(env->ctx, tls_geo_source, &specs, ns, sizeof ns, err) != 0) {
+        mf_err_planning(err); /* a missing collection: mongod refuses it while it builds the pipeline's executor */
         goto out;
+    }
     if (mf_geonear_prepare(s->geonear, &specs, ns, &run, err) != 0) {
         mf_err_planning(err); /* mongod chooses $geoNear's index when it plans the pipeline */
         goto out;

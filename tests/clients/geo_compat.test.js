@@ -34,3 +34,17 @@ h.test('$geoWithin a GeoJSON polygon holds the points on its boundary (vertices,
     assert.deepEqual(await ids(c, { loc: { $geoIntersects: { $geometry: holed } } }), [1, 2, 3, 4, 5, 8, 9], `index ${index}`);
   }
 });
+
+h.test('$geoNear over a collection that does not exist is 26 NamespaceNotFound (PipelineD::buildInnerQueryExecutorGeoNear); a $near find is empty', async () => {
+  const db = srv.freshDb('missing');
+  await db.collection('o').insertOne({ _id: 1 });
+  const stage = { $geoNear: { near: { type: 'Point', coordinates: [0, 0] }, distanceField: 'd' } };
+  const e = await h.expectCode(db.collection('nope').aggregate([stage]).toArray(), 26);
+  assert.equal(e.message, `$geoNear requires a geo index to run, but ${db.databaseName}.nope does not exist`);
+  assert.equal(e.codeName, 'NamespaceNotFound');
+  await h.expectCode(db.collection('nope').aggregate([stage, { $limit: 1 }]).toArray(), 26);
+  await h.expectCode(db.collection('o').aggregate([{ $lookup: { from: 'nope', pipeline: [stage], as: 'x' } }]).toArray(), 26);
+  // An existing collection without a geo index is still 27, and find on a missing collection answers nothing.
+  await h.expectCode(db.collection('o').aggregate([stage]).toArray(), 27);
+  assert.deepEqual(await db.collection('nope').find({ loc: { $near: [0, 0] } }).toArray(), []);
+});
