@@ -27,6 +27,7 @@
 #include "common/params.h"
 #include "doc/text.h"
 #include "query/agg.h"
+#include "query/agg_geo.h"
 #include "query/batch.h"
 #include "query/exec.h"
 #include "doc/match.h"
@@ -522,7 +523,7 @@ mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, int64_t coun
             }
             d = o;
         }
-        if (x->plan != NULL && x->plan->text != NULL)
+        if ((x->plan != NULL && x->plan->text != NULL) || mf_pipeline_geo_meta(x->pl))
             mf_text_strip_score(&d);
         int r = mf_crud_batch_add(arr, &count, d, &op->err);
         if (r > 0) {
@@ -833,8 +834,8 @@ agg_sub_next(void *ctx, void *sub, bson_t **out, mf_error_t *err)
     env_set_streams(&env);
     if (mf_agg_stream_next(s->stream, &env, out, err) != 0)
         return -1;
-    if (*out != NULL && s->plan != NULL && s->plan->text != NULL)
-        mf_text_strip_score(out); /* a leading $text: its scores stay inside the sub-pipeline */
+    if (*out != NULL && ((s->plan != NULL && s->plan->text != NULL) || mf_pipeline_geo_meta(s->pl)))
+        mf_text_strip_score(out); /* a leading $text or $geoNear: its metadata stays inside the sub-pipeline */
     return 0;
 }
 
@@ -1012,7 +1013,7 @@ agg_write_stream(mf_op_t *op, const char *name, mf_pipeline_t **plp, const bson_
                 eof = true;
                 break;
             }
-            if (x->plan != NULL && x->plan->text != NULL)
+            if ((x->plan != NULL && x->plan->text != NULL) || mf_pipeline_geo_meta(x->pl))
                 mf_text_strip_score(&d);
             bytes += d->len;
             mf_docvec_push_steal(&batch, d);
@@ -1172,6 +1173,15 @@ mf_crud_view_cursor(mf_op_t *op, const char *name, const bson_t *stages, const b
     x->out_m = m;
     cursor_take(cur, x);
     return 0;
+}
+
+/* mf_crud_cursor_set_geo_meta: see crud.h. */
+void
+mf_crud_cursor_set_geo_meta(mf_cursor_t *cur)
+{
+    agg_stream_t *x = cur->ext;
+    if (x != NULL && x->pl != NULL)
+        mf_pipeline_set_geo_meta(x->pl);
 }
 
 /* Appends {<stage>: doc} as the next element of the stages array. */
@@ -1405,6 +1415,14 @@ mf_cmd_aggregate(mf_op_t *op)
             mf_pipeline_free(pl);
             pl = NULL;
         }
+    }
+    unsigned geo_bits = pl != NULL ? mf_geo_meta_mentioned(pv) : 0;
+    if (geo_bits != 0 && !mf_pipeline_geo_meta(pl)) {
+        /* $geoNear's metadata exists only after a leading $geoNear (DepsTracker's unavailable metadata). */
+        mf_err_set(&op->err, MF_E_Location40218, "query requires $geoNear %s metadata, but it is not available",
+                   (geo_bits & MF_GEO_META_DIST) ? "distance" : "point");
+        mf_pipeline_free(pl);
+        pl = NULL;
     }
     if (pl == NULL) {
         if (collstats)

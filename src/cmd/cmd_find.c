@@ -789,6 +789,20 @@ mf_cmd_find(mf_op_t *op)
         mf_err_set(&op->err, MF_E_Location40218, "query requires text score metadata, but it is not available");
         goto out;
     }
+    /* {$meta: "geoNearDistance" | "geoNearPoint"} needs a $near (40218, as the text score a $text). */
+    unsigned geo_bits = 0;
+    if (has_proj && !return_key) {
+        bson_value_t pv = {.value_type = BSON_TYPE_DOCUMENT};
+        pv.value.v_doc.data = (uint8_t *)bson_get_data(&projection);
+        pv.value.v_doc.data_len = projection.len;
+        geo_bits = mf_geo_meta_mentioned(&pv);
+    }
+    bool geo_meta = geo_bits != 0;
+    if (geo_meta && near_n == 0) {
+        mf_err_set(&op->err, MF_E_Location40218, "query requires $geoNear %s metadata, but it is not available",
+                   (geo_bits & MF_GEO_META_DIST) ? "distance" : "point");
+        goto out;
+    }
     if (has_sort && !bson_empty(&sort) && (srt = mf_sort_new(&sort, &op->err)) == NULL)
         goto out;
     if (near_n > 0 && mf_geo_near_normalize(&filter, &near_filter, &op->err) < 0)
@@ -864,6 +878,8 @@ mf_cmd_find(mf_op_t *op)
             bson_destroy(&stages);
             if (vr != 0)
                 goto out_unlock;
+            if (geo_meta)
+                mf_crud_cursor_set_geo_meta(cur);
             goto fill;
         }
     }

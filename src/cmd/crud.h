@@ -207,6 +207,13 @@ int mf_crud_view_each(mf_op_t *op, const char *name, const bson_t *stages, const
                       void *arg);
 int mf_crud_view_cursor(mf_op_t *op, const char *name, const bson_t *stages, const bson_value_t *hint, bool allow_disk,
                         mf_projection_t *proj, mf_matcher_t *m, mf_cursor_t *cur);
+/*
+ * mf_crud_cursor_set_geo_meta: the leading $geoNear of a cursor made by
+ * mf_crud_view_cursor (a $near find) adds the hidden metadata fields its
+ * projection's {$meta: "geoNearDistance" | "geoNearPoint"} reads; results
+ * are stripped of them.
+ */
+void mf_crud_cursor_set_geo_meta(mf_cursor_t *cur);
 
 /* Appends {<stage>: doc} as the next element of the stages array. */
 void mf_crud_stage_doc(bson_t *stages, int *n, const char *stage, const bson_t *doc);

@@ -257,7 +257,7 @@ typedef struct ctx {
 } ctx_t;
 
 /* What a {$meta: ...} reads (mf_expr_t.meta). */
-enum { META_TEXT_SCORE, META_SORT_KEY, META_MISSING };
+enum { META_TEXT_SCORE, META_SORT_KEY, META_MISSING, META_GEO_DIST, META_GEO_POINT };
 
 /*
  * The $sort whose key this thread's {$meta: "sortKey"} shows, or NULL (see
@@ -1981,7 +1981,8 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
          * mf_expr_sort_key_source_set); mayfly's pipeline stages carry no
          * record id or index key, so those two are always missing, as are the
          * names whose metadata mayfly never sets (mf_meta_never_set). The
-         * $geoNear data stays refused like unknown names.
+         * $geoNear data is read from the hidden fields a leading $geoNear
+         * adds when the pipeline names it (query/agg_geo.h).
          */
         const char *name;
         if (arg->value_type != BSON_TYPE_UTF8)
@@ -1991,6 +1992,10 @@ parse_op(mf_expr_t *e, const bson_value_t *arg, const scope_t *sc, mf_error_t *e
             e->meta = META_TEXT_SCORE;
         else if (strcmp(name, "sortKey") == 0)
             e->meta = META_SORT_KEY;
+        else if (strcmp(name, "geoNearDistance") == 0)
+            e->meta = META_GEO_DIST;
+        else if (strcmp(name, "geoNearPoint") == 0)
+            e->meta = META_GEO_POINT;
         else if (mf_meta_never_set(name) || strcmp(name, "recordId") == 0 || strcmp(name, "indexKey") == 0)
             e->meta = META_MISSING;
         else
@@ -7875,6 +7880,18 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             mf_value_take_bson(o, &arr, true);
             return 0;
         }
+        if (e->meta == META_GEO_DIST || e->meta == META_GEO_POINT) {
+            /* DocumentSourceGeoNear's metadata, as hidden fields of the document (query/agg_geo.h). */
+            bool dist = e->meta == META_GEO_DIST;
+            if (c->rootv.value_type == BSON_TYPE_DOCUMENT &&
+                bson_iter_init_from_data(&mi, c->rootv.value.v_doc.data, c->rootv.value.v_doc.data_len) &&
+                bson_iter_find(&mi, dist ? MF_GEO_DIST_FIELD : MF_GEO_POINT_FIELD)) {
+                mf_value_copy(o, bson_iter_value(&mi));
+                return 0;
+            }
+            return mf_err_set(c->err, MF_E_Location40218, "query requires $geoNear %s metadata, but it is not available",
+                              dist ? "distance" : "point");
+        }
         if (c->rootv.value_type == BSON_TYPE_DOCUMENT &&
             bson_iter_init_from_data(&mi, c->rootv.value.v_doc.data, c->rootv.value.v_doc.data_len) &&
             bson_iter_find(&mi, MF_TEXT_SCORE_FIELD) && BSON_ITER_HOLDS_DOUBLE(&mi)) {
@@ -8271,11 +8288,13 @@ ev(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
         case VAR_ROOT:
         case VAR_CURRENT:
             base = &c->rootv;
-            if (e->npath == 0 && c->root != NULL && bson_has_field(c->root, MF_TEXT_SCORE_FIELD)) {
-                /* The whole document: the text score is metadata, not one of its fields. */
+            if (e->npath == 0 && c->root != NULL &&
+                (bson_has_field(c->root, MF_TEXT_SCORE_FIELD) || bson_has_field(c->root, MF_GEO_DIST_FIELD))) {
+                /* The whole document: the text score and $geoNear's data are metadata, not its fields. */
                 bson_t copy;
                 bson_init(&copy);
-                bson_copy_to_excluding_noinit(c->root, &copy, MF_TEXT_SCORE_FIELD, NULL);
+                bson_copy_to_excluding_noinit(c->root, &copy, MF_TEXT_SCORE_FIELD, MF_GEO_DIST_FIELD,
+                                              MF_GEO_POINT_FIELD, NULL);
                 mf_value_take_bson(o, &copy, false);
                 return 0;
             }

@@ -27,6 +27,7 @@
 #include <bson/bson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "common/error.h"
 
@@ -38,6 +39,24 @@ typedef struct mf_matcher mf_matcher_t;
  * command layer strips it from results.
  */
 #define MF_TEXT_SCORE_FIELD "$__mf_textScore"
+
+/*
+ * The hidden fields that carry a $geoNear stage's metadata (the multiplied
+ * distance and the location used) on each document it outputs, when the
+ * pipeline or the find projection reads {$meta: "geoNearDistance" |
+ * "geoNearPoint"} (query/agg_geo.h); stripped with the text score
+ * (mf_text_strip_score).
+ */
+#define MF_GEO_DIST_FIELD "$__mf_geoNearDistance"
+#define MF_GEO_POINT_FIELD "$__mf_geoNearPoint"
+
+/* mf_hidden_meta_field: whether key is one of the hidden metadata fields above. */
+static inline bool
+mf_hidden_meta_field(const char *key)
+{
+    return key[0] == '$' && (strcmp(key, MF_TEXT_SCORE_FIELD) == 0 || strcmp(key, MF_GEO_DIST_FIELD) == 0 ||
+                             strcmp(key, MF_GEO_POINT_FIELD) == 0);
+}
 
 /* What a successful match found out, for the positional update/projection "$". */
 typedef struct mf_match_details {

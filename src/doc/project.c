@@ -25,7 +25,9 @@
  * computed field; a text score comes from the $text plan's match details or
  * the hidden score field of a pipeline document (doc/match.h), which a find
  * projection never outputs; a record id and a sort key from the match
- * details the command layer fills in (mf_projection_metas says which).
+ * details the command layer fills in (mf_projection_metas says which);
+ * "geoNearDistance" / "geoNearPoint" from the hidden fields a $near find's
+ * $geoNear adds (query/agg_geo.h), never output either.
  * In aggregation, $meta is an expression (expr.c).
  *
  * One engine for find and aggregation: $project and $unset are parsed by
@@ -423,7 +425,8 @@ parse_element(pctx_t *c, const char *key, const bson_value_t *v, pnode_t *parent
                  * {$meta: "textScore" | "recordId" | "sortKey" | ...} fits
                  * either projection type (as mongod): it adds the field.
                  */
-                static const char *const names[] = {"textScore", "recordId", "sortKey"};
+                static const char *const names[] = {"textScore", "recordId", "sortKey", "geoNearDistance",
+                                                    "geoNearPoint"};
                 /*
                  * Names mongod 8.0's ExpressionMeta::parse knows whose
                  * metadata mayfly never sets (mf_meta_never_set: a
@@ -431,17 +434,18 @@ parse_element(pctx_t *c, const char *key, const bson_value_t *v, pnode_t *parent
                  * a time-series bucket's bounds). find validates only the text score and
                  * $geoNear data (CanonicalQuery::isValid's unavailable
                  * set), so these parse, evaluate to missing, and the field
-                 * is left out. geoNearDistance / geoNearPoint (40218
-                 * without a $near, the distance with one) and indexKey (the
-                 * plan's index key) need what mayfly's find does not give
-                 * the projection: they stay refused below, like unknown
-                 * names.
+                 * is left out. geoNearDistance / geoNearPoint read the
+                 * hidden fields a $geoNear (or a $near find) adds when they
+                 * are named (query/agg_geo.h; 40218 without one). indexKey
+                 * (the plan's index key) needs what mayfly's find does not
+                 * give the projection: it stays refused below, like
+                 * unknown names.
                  */
                 int meta = -1;
                 /* ExpressionMeta::parse checks the argument's type before its name. */
                 if (ov->value_type != BSON_TYPE_UTF8)
                     return mf_err_set(c->err, MF_E_Location17307, "$meta only supports string arguments");
-                for (int i = 0; i < 3; i++)
+                for (int i = 0; i < 5; i++)
                     if (strcmp(ov->value.v_utf8.str, names[i]) == 0)
                         meta = i;
                 if (meta < 0 && mf_meta_never_set(ov->value.v_utf8.str))
@@ -736,6 +740,18 @@ meta_value(const actx_t *c, const pnode_t *leaf, bson_value_t *r)
         r->value.v_doc.data = (uint8_t *)bson_get_data(d->sort_key);
         r->value.v_doc.data_len = d->sort_key->len;
         return 0;
+    case MF_PROJ_META_GEO_DIST:
+    case MF_PROJ_META_GEO_POINT: {
+        /* The $geoNear metadata: hidden last fields of the document (query/agg_geo.h), a view into c->root. */
+        bool dist = leaf->meta == MF_PROJ_META_GEO_DIST;
+        bson_iter_t it;
+        if (c->root != NULL && bson_iter_init_find(&it, c->root, dist ? MF_GEO_DIST_FIELD : MF_GEO_POINT_FIELD)) {
+            *r = *bson_iter_value(&it);
+            return 0;
+        }
+        return mf_err_set(c->err, MF_E_Location40218, "query requires $geoNear %s metadata, but it is not available",
+                          dist ? "distance" : "point");
+    }
     default:
         return meta_score(c, r);
     }
@@ -985,8 +1001,8 @@ apply_incl(actx_t *c, const pnode_t *node, const bson_t *in, bson_t *out)
                     break;
                 }
             }
-            if (ch == NULL && c->keep_score && in == c->root && strcmp(key, MF_TEXT_SCORE_FIELD) == 0)
-                mf_bson_append_value(out, key, -1, v); /* the score is metadata: it survives $project */
+            if (ch == NULL && c->keep_score && in == c->root && mf_hidden_meta_field(key))
+                mf_bson_append_value(out, key, -1, v); /* the score, $geoNear's data: metadata survives $project */
             if (ch == NULL || done[ci])
                 continue;
             switch (ch->kind) {
@@ -1222,9 +1238,11 @@ mf_projection_apply(const mf_projection_t *p, const bson_t *doc, const mf_match_
              : p->inclusion ? apply_incl(&c, p->root, doc, &tmp)
                             : apply_excl(&c, p->root, doc, &tmp);
 
-    if (rc == 0 && !p->agg && bson_has_field(&tmp, MF_TEXT_SCORE_FIELD)) {
+    if (rc == 0 && !p->agg &&
+        (bson_has_field(&tmp, MF_TEXT_SCORE_FIELD) || bson_has_field(&tmp, MF_GEO_DIST_FIELD) ||
+         bson_has_field(&tmp, MF_GEO_POINT_FIELD))) {
         bson_t clean = BSON_INITIALIZER;
-        bson_copy_to_excluding_noinit(&tmp, &clean, MF_TEXT_SCORE_FIELD, NULL);
+        bson_copy_to_excluding_noinit(&tmp, &clean, MF_TEXT_SCORE_FIELD, MF_GEO_DIST_FIELD, MF_GEO_POINT_FIELD, NULL);
         bson_destroy(&tmp);
         bson_steal(&tmp, &clean);
     }

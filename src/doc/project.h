@@ -49,7 +49,13 @@ mf_projection_t *mf_projection_new_add_fields(const bson_t *spec, const char *st
 bool mf_projection_is_positional(const mf_projection_t *p);
 
 /* The {$meta: ...} kinds a find projection may name (bits 1 << kind in mf_projection_metas). */
-enum { MF_PROJ_META_TEXT_SCORE = 0, MF_PROJ_META_RECORD_ID = 1, MF_PROJ_META_SORT_KEY = 2 };
+enum {
+    MF_PROJ_META_TEXT_SCORE = 0,
+    MF_PROJ_META_RECORD_ID = 1,
+    MF_PROJ_META_SORT_KEY = 2,
+    MF_PROJ_META_GEO_DIST = 3,  /* "geoNearDistance": read from the hidden MF_GEO_DIST_FIELD (doc/match.h) */
+    MF_PROJ_META_GEO_POINT = 4, /* "geoNearPoint": from MF_GEO_POINT_FIELD */
+};
 
 /*
  * mf_projection_metas: which {$meta: ...} kinds p names, as bits 1 <<

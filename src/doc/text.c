@@ -1270,7 +1270,7 @@ has_score(const uint8_t *data, uint32_t len, int depth)
         return false;
     while (bson_iter_next(&it)) {
         const bson_value_t *v = bson_iter_value(&it);
-        if (strcmp(bson_iter_key(&it), MF_TEXT_SCORE_FIELD) == 0)
+        if (mf_hidden_meta_field(bson_iter_key(&it)))
             return true;
         if ((v->value_type == BSON_TYPE_DOCUMENT || v->value_type == BSON_TYPE_ARRAY) &&
             has_score(v->value.v_doc.data, v->value.v_doc.data_len, depth + 1))
@@ -1289,7 +1289,7 @@ copy_without_score(bson_t *out, const uint8_t *data, uint32_t len, int depth)
         const char *k = bson_iter_key(&it);
         const bson_value_t *v = bson_iter_value(&it);
         bson_t child;
-        if (strcmp(k, MF_TEXT_SCORE_FIELD) == 0)
+        if (mf_hidden_meta_field(k))
             continue;
         if (depth < 200 && v->value_type == BSON_TYPE_DOCUMENT) {
             bson_append_document_begin(out, k, -1, &child);

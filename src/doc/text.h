@@ -121,9 +121,10 @@ const char *mf_text_query_term(const mf_text_query_t *q, size_t i);
 bool mf_text_query_match(const mf_text_query_t *q, const bson_t *doc, double *score);
 
 /*
- * mf_text_strip_score: if doc carries the hidden score field (at any depth:
- * $facet and $push: "$$ROOT" embed documents), replaces *doc (heap, owned)
- * by a copy without it.
+ * mf_text_strip_score: if doc carries the hidden score field or the hidden
+ * $geoNear metadata fields (mf_hidden_meta_field, at any depth: $facet and
+ * $push: "$$ROOT" embed documents), replaces *doc (heap, owned) by a copy
+ * without them.
  */
 void mf_text_strip_score(bson_t **doc);
 

@@ -223,6 +223,7 @@ typedef struct stage {
     size_t nfacets;
     mf_window_t *window;    /* $setWindowFields (agg_window.c) */
     mf_geonear_t *geonear;  /* $geoNear (agg_geo.c) */
+    bool geo_meta;          /* $geoNear: add the hidden metadata fields (MF_GEO_DIST_FIELD ...) to its output */
     mf_densify_t *densify;  /* $_internalDensify, what $densify desugars to (agg_densify.c) */
 } stage_t;
 
@@ -3326,7 +3327,22 @@ mf_pipeline_new(const bson_value_t *pipeline, mf_error_t *err)
     p->text_first = mf_text_find(mf_pipeline_first_match(p), &tv, &te);
     if (p->text_first < 0)
         p->text_first = 0;
+    if (p->n > 0 && p->stages[0].kind == S_GEONEAR && mf_geo_meta_mentioned(pipeline) != 0)
+        p->stages[0].geo_meta = true;
     return p;
+}
+
+void
+mf_pipeline_set_geo_meta(mf_pipeline_t *p)
+{
+    if (p->n > 0 && p->stages[0].kind == S_GEONEAR)
+        p->stages[0].geo_meta = true;
+}
+
+bool
+mf_pipeline_geo_meta(const mf_pipeline_t *p)
+{
+    return p != NULL && p->n > 0 && p->stages[0].kind == S_GEONEAR && p->stages[0].geo_meta;
 }
 
 /*
@@ -3659,7 +3675,7 @@ run_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec
         bson_destroy(&filter);
         if (rc == 0 && s->sub)
             rc = run_sub(s, env, doc, &matched, &budget, err);
-        if (rc == 0 && s->sub != NULL && s->sub->text_first)
+        if (rc == 0 && s->sub != NULL && (s->sub->text_first || mf_pipeline_geo_meta(s->sub)))
             strip_scores(&matched);
         bson_t arr = BSON_INITIALIZER;
         int64_t size = 0;
@@ -4312,8 +4328,8 @@ union_other(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *out, mf_erro
         tls_geo_source = outer;
         if (rc < 0)
             return -1;
-        if (s->sub->text_first)
-            strip_scores(&other); /* scanned with its leading $text above */
+        if (s->sub->text_first || mf_pipeline_geo_meta(s->sub))
+            strip_scores(&other); /* scanned with its leading $text above, or its $geoNear's metadata */
     }
     take_vec(out, &other);
     return 0;
@@ -4494,6 +4510,11 @@ geonear_output(const stage_t *s, const bson_t *d, double dist, const bson_value_
         t = doc_set_path(cur, lf, loc);
         bson_destroy(cur);
         cur = t;
+    }
+    if (s->geo_meta) {
+        /* The metadata a later {$meta: "geoNearDistance" | "geoNearPoint"} reads, as hidden last fields. */
+        BSON_APPEND_DOUBLE(cur, MF_GEO_DIST_FIELD, dist);
+        bson_append_value(cur, MF_GEO_POINT_FIELD, -1, loc);
     }
     return cur;
 }
@@ -4761,7 +4782,7 @@ mf_pipeline_run(const mf_pipeline_t *p, const mf_agg_env_t *env, const char *col
     }
     if (run_stages(p, env, &docs, err) < 0)
         return -1;
-    if (p->text_first)
+    if (p->text_first || mf_pipeline_geo_meta(p))
         strip_scores(&docs);
     take_vec(out, &docs);
     return 0;

@@ -280,6 +280,16 @@ bool mf_pipeline_starts_with_documents(const mf_pipeline_t *p);
 /* mf_pipeline_sorts_by_text_score: whether a $sort of p (not of its sub-pipelines) has a {$meta: "textScore"} key. */
 bool mf_pipeline_sorts_by_text_score(const mf_pipeline_t *p);
 
+/*
+ * $geoNear metadata (query/agg_geo.h): mf_pipeline_geo_meta tells whether
+ * p's leading $geoNear adds the hidden metadata fields to its output (set
+ * by mf_pipeline_new when the pipeline reads them, or by
+ * mf_pipeline_set_geo_meta for a $near find whose projection does); the
+ * caller strips them from results (mf_text_strip_score).
+ */
+void mf_pipeline_set_geo_meta(mf_pipeline_t *p);
+bool mf_pipeline_geo_meta(const mf_pipeline_t *p);
+
 /* mf_pipeline_first_match: the filter of a leading $match stage, or NULL (valid while p lives). */
 const bson_t *mf_pipeline_first_match(const mf_pipeline_t *p);
 

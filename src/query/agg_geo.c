@@ -769,3 +769,37 @@ mf_geonear_from_find(const bson_t *filter, bson_t *out, mf_error_t *err)
     (void)pos;
     return 1;
 }
+
+/* ---- $geoNear metadata ---- */
+
+static unsigned
+meta_mentioned(const uint8_t *data, uint32_t len, int depth)
+{
+    bson_iter_t it;
+    unsigned m = 0;
+
+    if (depth > 200 || !bson_iter_init_from_data(&it, data, len))
+        return 0;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        if (strcmp(k, "$meta") == 0 && v->value_type == BSON_TYPE_UTF8) {
+            if (strcmp(v->value.v_utf8.str, "geoNearDistance") == 0)
+                m |= MF_GEO_META_DIST;
+            else if (strcmp(v->value.v_utf8.str, "geoNearPoint") == 0)
+                m |= MF_GEO_META_POINT;
+        } else if ((v->value_type == BSON_TYPE_DOCUMENT || v->value_type == BSON_TYPE_ARRAY) &&
+                   strcmp(k, "pipeline") != 0) {
+            m |= meta_mentioned(v->value.v_doc.data, v->value.v_doc.data_len, depth + 1);
+        }
+    }
+    return m;
+}
+
+unsigned
+mf_geo_meta_mentioned(const bson_value_t *v)
+{
+    if (v == NULL || (v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY))
+        return 0;
+    return meta_mentioned(v->value.v_doc.data, v->value.v_doc.data_len, 0);
+}

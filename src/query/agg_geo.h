@@ -107,4 +107,20 @@ int mf_geo_near_normalize(const bson_t *filter, bson_t **out, mf_error_t *err) M
  */
 int mf_geonear_from_find(const bson_t *filter, bson_t *out, mf_error_t *err) MF_WUR;
 
+/*
+ * $geoNear metadata. A $geoNear stage sets each output document's distance
+ * (multiplied by distanceMultiplier) and location as metadata, which
+ * {$meta: "geoNearDistance"} and {$meta: "geoNearPoint"} read in later
+ * stages and in a $near find's projection (mongod's DocumentSourceGeoNear,
+ * ExpressionMeta). mayfly carries them as hidden fields (MF_GEO_DIST_FIELD,
+ * MF_GEO_POINT_FIELD in doc/match.h), added only when something reads them.
+ *
+ * mf_geo_meta_mentioned: the metadata that v (a pipeline array, a stage or
+ * a projection) reads, as MF_GEO_META_* bits; sub-pipelines (a "pipeline"
+ * field: $lookup, $unionWith) are not looked into, they have their own
+ * first stage.
+ */
+enum { MF_GEO_META_DIST = 1, MF_GEO_META_POINT = 2 };
+unsigned mf_geo_meta_mentioned(const bson_value_t *v);
+
 #endif /* MF_AGG_GEO_H */

@@ -48,3 +48,49 @@ h.test('$geoNear over a collection that does not exist is 26 NamespaceNotFound (
   await h.expectCode(db.collection('o').aggregate([stage]).toArray(), 27);
   assert.deepEqual(await db.collection('nope').find({ loc: { $near: [0, 0] } }).toArray(), []);
 });
+
+h.test('{$meta: "geoNearDistance" | "geoNearPoint"}: in a $near find\'s projection and after $geoNear (40218 without one)', async () => {
+  const db = srv.freshDb('geometa');
+  const c = db.collection('c');
+  await c.createIndex({ loc: '2dsphere' });
+  const docs = [];
+  for (let i = 0; i < 130; i++) docs.push({ _id: i, loc: { type: 'Point', coordinates: [i * 0.01, 0] }, a: i % 2 });
+  docs.push({ _id: 500, loc: [[50, 50], [0, 0.5]], a: 1 }); // several locations: the nearest is the point
+  await c.insertMany(docs);
+  const P = { type: 'Point', coordinates: [0, 0] };
+  // A find projection (Mongoose's select({dist: {$meta: 'geoNearDistance'}})): across getMore batches, no hidden field left.
+  const r = await c.find({ loc: { $near: { $geometry: P } } }, { projection: { d: { $meta: 'geoNearDistance' }, p: { $meta: 'geoNearPoint' } } })
+    .batchSize(50).toArray();
+  assert.equal(r.length, 131);
+  const byId = new Map(r.map((d) => [d._id, d]));
+  assert.deepEqual(Object.keys(byId.get(3)), ['_id', 'loc', 'a', 'd', 'p']);
+  assert.deepEqual(byId.get(3).p, { type: 'Point', coordinates: [0.03, 0] });
+  assert.ok(Math.abs(byId.get(3).d - 0.03 * Math.PI / 180 * 6378100) < 1e-6, String(byId.get(3).d));
+  assert.deepEqual(byId.get(500).p, [0, 0.5]);
+  for (let i = 1; i < r.length; i++) assert.ok(r[i - 1].d <= r[i].d);
+  // In an inclusion projection and inside an expression.
+  const inc = await c.find({ loc: { $near: { $geometry: P } }, a: 1 }, { projection: { a: 1, km: { $multiply: [{ $meta: 'geoNearDistance' }, 0.001] } } })
+    .limit(2).toArray();
+  assert.deepEqual(inc.map((d) => Object.keys(d)), [['_id', 'a', 'km'], ['_id', 'a', 'km']]);
+  assert.equal(inc[0]._id, 1);
+  assert.ok(Math.abs(inc[0].km - byId.get(1).d / 1000) < 1e-9);
+  // Without a $near: 40218, even when nothing matches.
+  await h.expectCode(c.find({ a: 7 }, { projection: { d: { $meta: 'geoNearDistance' } } }).toArray(), 40218,
+    /^query requires \$geoNear distance metadata, but it is not available$/);
+  // Aggregation: distanceField is optional; the metadata is the multiplied distance; it survives later stages.
+  const g = await c.aggregate([{ $geoNear: { near: P, distanceMultiplier: 0.001, query: { a: 0 } } }, { $limit: 3 },
+    { $project: { a: 1 } }, { $addFields: { km: { $meta: 'geoNearDistance' }, at: { $meta: 'geoNearPoint' } } }]).toArray();
+  assert.deepEqual(g.map((d) => d._id), [0, 2, 4]);
+  assert.deepEqual(Object.keys(g[1]), ['_id', 'a', 'km', 'at']);
+  assert.ok(Math.abs(g[1].km - byId.get(2).d / 1000) < 1e-9);
+  assert.deepEqual(g[1].at, { type: 'Point', coordinates: [0.02, 0] });
+  // $$ROOT and $out see no hidden field.
+  const grp = await c.aggregate([{ $geoNear: { near: P } }, { $limit: 2 }, { $addFields: { d: { $meta: 'geoNearDistance' } } },
+    { $group: { _id: null, all: { $push: '$$ROOT' } } }]).toArray();
+  assert.deepEqual(grp[0].all.map((d) => Object.keys(d)), [['_id', 'loc', 'a', 'd'], ['_id', 'loc', 'a', 'd']]);
+  await c.aggregate([{ $geoNear: { near: P } }, { $limit: 2 }, { $set: { d: { $meta: 'geoNearDistance' } } }, { $out: 'o' }]).toArray();
+  assert.deepEqual((await db.collection('o').find().sort({ _id: 1 }).toArray()).map((d) => Object.keys(d)),
+    [['_id', 'loc', 'a', 'd'], ['_id', 'loc', 'a', 'd']]);
+  await h.expectCode(c.aggregate([{ $match: {} }, { $project: { d: { $meta: 'geoNearPoint' } } }]).toArray(), 40218,
+    /^query requires \$geoNear point metadata, but it is not available$/);
+});
