@@ -327,13 +327,21 @@ choose_index(const mf_geonear_t *g, const bson_t *specs, const char *ns, const c
     bson_iter_t it;
     int n2d = 0, nsphere = 0;
     const char *f2d = NULL, *fsphere = NULL;
+    bool usable2d = false, usable_sphere = false;
 
     *kind = MF_GEO_IX_NONE;
     if (specs != NULL && bson_iter_init(&it, specs)) {
         while (bson_iter_next(&it)) {
-            bson_iter_t kt, ft;
+            bson_iter_t kt, ft, ht;
             if (!BSON_ITER_HOLDS_DOCUMENT(&it))
                 continue;
+            /*
+             * A hidden index still names the field (mongod's
+             * extractGeoNearFieldFromIndexes reads the catalog), but the
+             * planner cannot use it: 291 below.
+             */
+            bson_iter_recurse(&it, &ht);
+            bool hidden = bson_iter_find(&ht, "hidden") && bson_iter_as_bool(&ht);
             bson_iter_recurse(&it, &kt);
             if (!bson_iter_find(&kt, "key") || !BSON_ITER_HOLDS_DOCUMENT(&kt))
                 continue;
@@ -349,16 +357,18 @@ choose_index(const mf_geonear_t *g, const bson_t *specs, const char *ns, const c
                     continue;
                 if (g->key != NULL) {
                     /* A 2d index wins over a 2dsphere one on the same field. */
-                    if (strcmp(f, g->key) == 0 && (*kind == MF_GEO_IX_NONE || k == MF_GEO_IX_2D))
+                    if (!hidden && strcmp(f, g->key) == 0 && (*kind == MF_GEO_IX_NONE || k == MF_GEO_IX_2D))
                         *kind = k;
                     continue;
                 }
                 if (k == MF_GEO_IX_2D) {
                     n2d++;
                     f2d = f;
+                    usable2d = !hidden;
                 } else {
                     nsphere++;
                     fsphere = f;
+                    usable_sphere = !hidden;
                 }
             }
         }
@@ -376,6 +386,8 @@ choose_index(const mf_geonear_t *g, const bson_t *specs, const char *ns, const c
     if (n2d == 1) {
         *field = f2d;
         *kind = MF_GEO_IX_2D;
+        if (!usable2d)
+            goto err_hidden;
         return 0;
     }
     if (nsphere == 0)
@@ -385,7 +397,12 @@ choose_index(const mf_geonear_t *g, const bson_t *specs, const char *ns, const c
                           "There is more than one 2dsphere index on %s; unsure which to use for $geoNear", ns);
     *field = fsphere;
     *kind = MF_GEO_IX_2DSPHERE;
+    if (!usable_sphere)
+        goto err_hidden;
     return 0;
+err_hidden:
+    return mf_err_set(err, MF_E_NoQueryExecutionPlans, "error processing query: ns=%s planner returned error :: "
+                      "caused by :: unable to find index for $geoNear query", ns);
 }
 
 static int

@@ -94,3 +94,18 @@ h.test('{$meta: "geoNearDistance" | "geoNearPoint"}: in a $near find\'s projecti
   await h.expectCode(c.aggregate([{ $match: {} }, { $project: { d: { $meta: 'geoNearPoint' } } }]).toArray(), 40218,
     /^query requires \$geoNear point metadata, but it is not available$/);
 });
+
+h.test('a hidden geo index answers no $near / $geoNear (291, the planner skips hidden indexes); unhidden it does', async () => {
+  const db = srv.freshDb('hidden');
+  const c = db.collection('c');
+  await c.insertMany([{ _id: 1, loc: { type: 'Point', coordinates: [0, 0] } }, { _id: 2, loc: { type: 'Point', coordinates: [1, 1] } }]);
+  await c.createIndex({ loc: '2dsphere' }, { hidden: true });
+  const P = { type: 'Point', coordinates: [0, 0] };
+  const re = /unable to find index for \$geoNear query/;
+  await h.expectCode(c.find({ loc: { $near: { $geometry: P } } }).toArray(), 291, re);
+  await h.expectCode(c.aggregate([{ $geoNear: { near: P, distanceField: 'd' } }]).toArray(), 291, re);
+  await h.expectCode(c.aggregate([{ $geoNear: { near: P, distanceField: 'd', key: 'loc' } }]).toArray(), 291, re);
+  await db.command({ collMod: 'c', index: { name: 'loc_2dsphere', hidden: false } });
+  assert.deepEqual((await c.find({ loc: { $near: { $geometry: P } } }).toArray()).map((d) => d._id), [1, 2]);
+  assert.deepEqual((await c.aggregate([{ $geoNear: { near: P, distanceField: 'd' } }]).toArray()).map((d) => d._id), [1, 2]);
+});
