@@ -319,7 +319,51 @@ err_free:
     return NULL;
 }
 
-/* Finds the index kind and field to search: *field is a pointer into specs (or g->key). */
+/*
+ * Whether a usable (not hidden) 2d / 2dsphere index has field as its geo
+ * field. A hidden index still names the field for $geoNear (mongod's
+ * extractGeoNearFieldFromIndexes reads the catalog), but the planner, which
+ * then answers the near query, leaves hidden indexes out.
+ */
+static void
+field_kinds(const bson_t *specs, const char *field, bool *has2d, bool *has_sphere)
+{
+    bson_iter_t it;
+
+    *has2d = *has_sphere = false;
+    if (specs == NULL || !bson_iter_init(&it, specs))
+        return;
+    while (bson_iter_next(&it)) {
+        bson_iter_t kt, ft, ht;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+            continue;
+        bson_iter_recurse(&it, &ht);
+        if (bson_iter_find(&ht, "hidden") && bson_iter_as_bool(&ht))
+            continue;
+        bson_iter_recurse(&it, &kt);
+        if (!bson_iter_find(&kt, "key") || !BSON_ITER_HOLDS_DOCUMENT(&kt))
+            continue;
+        bson_iter_recurse(&kt, &ft);
+        while (bson_iter_next(&ft)) {
+            if (!BSON_ITER_HOLDS_UTF8(&ft) || strcmp(bson_iter_key(&ft), field) != 0)
+                continue;
+            const char *v = bson_iter_utf8(&ft, NULL);
+            if (strcmp(v, "2d") == 0)
+                *has2d = true;
+            else if (strcmp(v, "2dsphere") == 0)
+                *has_sphere = true;
+        }
+    }
+}
+
+/*
+ * Finds the field to search (the key option's, else the only 2d index's,
+ * else the only 2dsphere index's, as mongod's extractGeoNearFieldFromIndexes)
+ * and the index kind that answers the near query there, as mongod's planner
+ * picks among the field's usable indexes: a GeoJSON centre needs a
+ * 2dsphere index, a flat legacy search a 2d one. *field is a pointer into
+ * specs (or g->key).
+ */
 static int
 choose_index(const mf_geonear_t *g, const bson_t *specs, const char *ns, const char **field, mf_geo_ix_t *kind,
              mf_error_t *err)
@@ -327,21 +371,14 @@ choose_index(const mf_geonear_t *g, const bson_t *specs, const char *ns, const c
     bson_iter_t it;
     int n2d = 0, nsphere = 0;
     const char *f2d = NULL, *fsphere = NULL;
-    bool usable2d = false, usable_sphere = false;
+    bool has2d, has_sphere;
 
     *kind = MF_GEO_IX_NONE;
-    if (specs != NULL && bson_iter_init(&it, specs)) {
+    if (g->key == NULL && specs != NULL && bson_iter_init(&it, specs)) {
         while (bson_iter_next(&it)) {
-            bson_iter_t kt, ft, ht;
+            bson_iter_t kt, ft;
             if (!BSON_ITER_HOLDS_DOCUMENT(&it))
                 continue;
-            /*
-             * A hidden index still names the field (mongod's
-             * extractGeoNearFieldFromIndexes reads the catalog), but the
-             * planner cannot use it: 291 below.
-             */
-            bson_iter_recurse(&it, &ht);
-            bool hidden = bson_iter_find(&ht, "hidden") && bson_iter_as_bool(&ht);
             bson_iter_recurse(&it, &kt);
             if (!bson_iter_find(&kt, "key") || !BSON_ITER_HOLDS_DOCUMENT(&kt))
                 continue;
@@ -350,59 +387,40 @@ choose_index(const mf_geonear_t *g, const bson_t *specs, const char *ns, const c
                 if (!BSON_ITER_HOLDS_UTF8(&ft))
                     continue;
                 const char *v = bson_iter_utf8(&ft, NULL);
-                const char *f = bson_iter_key(&ft);
-                mf_geo_ix_t k = strcmp(v, "2d") == 0 ? MF_GEO_IX_2D
-                                : strcmp(v, "2dsphere") == 0 ? MF_GEO_IX_2DSPHERE : MF_GEO_IX_NONE;
-                if (k == MF_GEO_IX_NONE)
-                    continue;
-                if (g->key != NULL) {
-                    /* A 2d index wins over a 2dsphere one on the same field. */
-                    if (!hidden && strcmp(f, g->key) == 0 && (*kind == MF_GEO_IX_NONE || k == MF_GEO_IX_2D))
-                        *kind = k;
-                    continue;
-                }
-                if (k == MF_GEO_IX_2D) {
+                if (strcmp(v, "2d") == 0) {
                     n2d++;
-                    f2d = f;
-                    usable2d = !hidden;
-                } else {
+                    f2d = bson_iter_key(&ft);
+                } else if (strcmp(v, "2dsphere") == 0) {
                     nsphere++;
-                    fsphere = f;
-                    usable_sphere = !hidden;
+                    fsphere = bson_iter_key(&ft);
                 }
             }
         }
     }
     if (g->key != NULL) {
         *field = g->key;
-        if (*kind == MF_GEO_IX_NONE)
-            return mf_err_set(err, MF_E_NoQueryExecutionPlans, "error processing query: ns=%s planner returned error :: "
-                              "caused by :: unable to find index for $geoNear query", ns);
-        return 0;
-    }
-    if (n2d > 1)
+    } else if (n2d > 1) {
         return mf_err_set(err, MF_E_IndexNotFound, "There is more than one 2d index on %s; unsure which to use for $geoNear",
                           ns);
-    if (n2d == 1) {
+    } else if (n2d == 1) {
         *field = f2d;
-        *kind = MF_GEO_IX_2D;
-        if (!usable2d)
-            goto err_hidden;
-        return 0;
-    }
-    if (nsphere == 0)
+    } else if (nsphere == 0) {
         return mf_err_set(err, MF_E_IndexNotFound, "$geoNear requires a 2d or 2dsphere index, but none were found");
-    if (nsphere > 1)
+    } else if (nsphere > 1) {
         return mf_err_set(err, MF_E_IndexNotFound,
                           "There is more than one 2dsphere index on %s; unsure which to use for $geoNear", ns);
-    *field = fsphere;
-    *kind = MF_GEO_IX_2DSPHERE;
-    if (!usable_sphere)
-        goto err_hidden;
+    } else {
+        *field = fsphere;
+    }
+    field_kinds(specs, *field, &has2d, &has_sphere);
+    if (g->n.geojson)
+        *kind = has_sphere ? MF_GEO_IX_2DSPHERE : has2d ? MF_GEO_IX_2D : MF_GEO_IX_NONE;
+    else
+        *kind = has2d ? MF_GEO_IX_2D : has_sphere ? MF_GEO_IX_2DSPHERE : MF_GEO_IX_NONE;
+    if (*kind == MF_GEO_IX_NONE)
+        return mf_err_set(err, MF_E_NoQueryExecutionPlans, "error processing query: ns=%s planner returned error :: "
+                          "caused by :: unable to find index for $geoNear query", ns);
     return 0;
-err_hidden:
-    return mf_err_set(err, MF_E_NoQueryExecutionPlans, "error processing query: ns=%s planner returned error :: "
-                      "caused by :: unable to find index for $geoNear query", ns);
 }
 
 static int

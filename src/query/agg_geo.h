@@ -13,9 +13,10 @@
  *
  * Running it needs the source collection's index specs: the geo field is
  * the 'key' option's, else the only 2d index's, else the only 2dsphere
- * index's (27 IndexNotFound when there is none or several, as mongod); a
- * key no 2d / 2dsphere index covers is 291 NoQueryExecutionPlans "unable to
- * find index for $geoNear query". Distances: meters for a GeoJSON near
+ * index's (27 IndexNotFound when there is none or several, as mongod); the
+ * field's usable (not hidden) index answering the query is the 2dsphere one
+ * for a GeoJSON centre, the 2d one for a legacy pair; none is 291
+ * NoQueryExecutionPlans "unable to find index for $geoNear query". Distances: meters for a GeoJSON near
  * point; radians for a legacy pair with spherical: true or a 2dsphere
  * index; coordinate units with a 2d index otherwise. The documents matching
  * 'query' that have a location within [minDistance, maxDistance] come out

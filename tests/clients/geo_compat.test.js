@@ -109,3 +109,22 @@ h.test('a hidden geo index answers no $near / $geoNear (291, the planner skips h
   assert.deepEqual((await c.find({ loc: { $near: { $geometry: P } } }).toArray()).map((d) => d._id), [1, 2]);
   assert.deepEqual((await c.aggregate([{ $geoNear: { near: P, distanceField: 'd' } }]).toArray()).map((d) => d._id), [1, 2]);
 });
+
+h.test('a field with both a 2d and a 2dsphere index: a GeoJSON $near / $geoNear uses the 2dsphere one, a flat one the 2d', async () => {
+  const c = srv.freshDb('both').collection('c');
+  await c.insertMany([{ _id: 1, loc: [0, 0] }, { _id: 2, loc: [1, 1] }]);
+  await c.createIndex({ loc: '2d' });
+  await c.createIndex({ loc: '2dsphere' });
+  const P = { type: 'Point', coordinates: [0.9, 0.9] };
+  assert.deepEqual((await c.find({ loc: { $near: { $geometry: P } } }).toArray()).map((d) => d._id), [2, 1]);
+  assert.deepEqual((await c.find({ loc: { $nearSphere: { $geometry: P, $maxDistance: 20000 } } }).toArray()).map((d) => d._id), [2]);
+  // $geoNear's field is the 2d index's (extractGeoNearFieldFromIndexes); the 2dsphere index there answers in meters.
+  for (const key of [undefined, 'loc']) {
+    const r = await c.aggregate([{ $geoNear: { near: P, distanceField: 'd', ...(key ? { key } : {}) } }]).toArray();
+    assert.deepEqual(r.map((d) => d._id), [2, 1]);
+    assert.ok(r[0].d > 15000 && r[0].d < 16000, String(r[0].d)); // about 0.1414 degrees of arc, in meters
+  }
+  // A flat legacy search measures coordinate units on the 2d index.
+  const f = await c.aggregate([{ $geoNear: { near: [0.9, 0.9], distanceField: 'd' } }]).toArray();
+  assert.ok(Math.abs(f[0].d - Math.hypot(0.1, 0.1)) < 1e-12, String(f[0].d));
+});
