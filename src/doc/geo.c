@@ -77,6 +77,7 @@ struct mf_geo {
      * the larger side: containment is the complement of the small side's.
      */
     bool big_inverted;
+    bool big; /* a strict-winding polygon (big_inverted or not): a stored one never matches $geoWithin / $geoIntersects */
     pt_t *verts;
     size_t nverts, capverts;
     size_t *points;
@@ -539,6 +540,7 @@ parse_geojson(mf_geo_t *g, const bson_t *obj, bool in_collection, mf_error_t *er
         }
         if (parse_polygon_coords(g, c, err) != 0)
             return -1;
+        g->big = true;
         g->big_inverted = ring_clockwise(g, g->rings[g->polys[before].start]);
         return 0;
     }
@@ -1373,6 +1375,11 @@ mf_geo_query_match(const mf_geo_query_t *q, const bson_value_t *v)
 
     if (v == NULL || parse_stored(v, false, &g, NULL) != 0)
         return false;
+    /* mongod's GeoMatchExpression: "Never match big polygon" (a stored strict-winding one). */
+    if (g->big && q->shape != SH_NEAR) {
+        mf_geo_free(g);
+        return false;
+    }
     switch (q->shape) {
     case SH_GEOMETRY:
         if (q->op == MF_GEOQ_WITHIN) {

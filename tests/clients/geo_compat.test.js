@@ -128,3 +128,14 @@ h.test('a field with both a 2d and a 2dsphere index: a GeoJSON $near / $geoNear 
   const f = await c.aggregate([{ $geoNear: { near: [0.9, 0.9], distanceField: 'd' } }]).toArray();
   assert.ok(Math.abs(f[0].d - Math.hypot(0.1, 0.1)) < 1e-12, String(f[0].d));
 });
+
+h.test('a stored strict-winding (big) polygon never matches $geoWithin / $geoIntersects (GeoMatchExpression)', async () => {
+  const c = srv.freshDb('storedbig').collection('c');
+  const crs = { type: 'name', properties: { name: 'urn:x-mongodb:crs:strictwinding:EPSG:4326' } };
+  const ring = [[-10, -10], [10, -10], [10, 10], [-10, 10], [-10, -10]];
+  await c.insertMany([{ _id: 1, g: { type: 'Polygon', coordinates: [ring], crs } }, { _id: 2, g: { type: 'Polygon', coordinates: [ring] } }]);
+  assert.deepEqual(await ids(c, { g: { $geoIntersects: { $geometry: { type: 'Point', coordinates: [0, 0] } } } }), [2]);
+  assert.deepEqual(await ids(c, { g: { $geoWithin: { $centerSphere: [[0, 0], 1] } } }), [2]);
+  assert.deepEqual(await ids(c, { g: { $geoWithin: { $geometry: { type: 'Polygon', coordinates: [[[-20, -20], [20, -20], [20, 20], [-20, 20], [-20, -20]]] } } } }), [2]);
+  assert.deepEqual(await ids(c, { g: { $not: { $geoIntersects: { $geometry: { type: 'Point', coordinates: [0, 0] } } } } }), [1]);
+});
