@@ -1464,10 +1464,18 @@ ix_visit(void *arg, const bson_value_t *v, int32_t pos)
             x->rc = mf_err_set(x->err, MF_E_Location16755, "Can't extract geo keys: %s  %s", shown, why.msg);
             return true;
         }
-        if (g->flat && check_lnglat(g->verts[0], &why) != 0) {
+        if (g->flat && check_lnglat(g->verts[0], NULL) != 0) {
+            /*
+             * A legacy pair is parsed flat, with no range check; mongod's
+             * S2GetKeysForElement then cannot project it (a lat/lng swap,
+             * {latitude, longitude} in that order ...).
+             */
+            char val[128];
             mf_geo_free(g);
+            mf_fmt_value(v, val, sizeof(val));
             mf_fmt_doc(x->doc, shown, sizeof(shown));
-            x->rc = mf_err_set(x->err, MF_E_Location16755, "Can't extract geo keys: %s  %s", shown, why.msg);
+            x->rc = mf_err_set(x->err, MF_E_Location16755,
+                               "Can't extract geo keys: %s  can't project geometry into spherical CRS: %s", shown, val);
             return true;
         }
         mf_geo_free(g);

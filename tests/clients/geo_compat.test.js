@@ -139,3 +139,22 @@ h.test('a stored strict-winding (big) polygon never matches $geoWithin / $geoInt
   assert.deepEqual(await ids(c, { g: { $geoWithin: { $geometry: { type: 'Polygon', coordinates: [[[-20, -20], [20, -20], [20, 20], [-20, 20], [-20, -20]]] } } } }), [2]);
   assert.deepEqual(await ids(c, { g: { $not: { $geoIntersects: { $geometry: { type: 'Point', coordinates: [0, 0] } } } } }), [1]);
 });
+
+h.test('a legacy pair out of lng/lat range in a 2dsphere index: 16755 "can\'t project geometry into spherical CRS: <value>" (S2GetKeysForElement)', async () => {
+  const db = srv.freshDb('project');
+  const c = db.collection('c');
+  await c.createIndex({ location: '2dsphere' });
+  // The classic [lat, lng] swap, and a {latitude, longitude} object (read as x = latitude, y = longitude).
+  let e = await h.expectCode(c.insertOne({ _id: 1, location: [22.52395, 113.943442] }), 16755);
+  assert.equal(e.message, 'Can\'t extract geo keys: { _id: 1, location: [ 22.52395, 113.943442 ] }  can\'t project geometry into spherical CRS: [ 22.52395, 113.943442 ]');
+  e = await h.expectCode(c.insertOne({ _id: 2, location: { latitude: -77.85059, longitude: 166.66534 } }), 16755);
+  assert.ok(e.message.endsWith('  can\'t project geometry into spherical CRS: { latitude: -77.85059, longitude: 166.66534 }'), e.message);
+  // Building the index over such a document fails the same way; a GeoJSON point keeps geoparser's message.
+  const d = db.collection('d');
+  await d.insertOne({ _id: 1, location: [10, 95] });
+  e = await h.expectCode(d.createIndex({ location: '2dsphere' }), 16755);
+  assert.ok(e.message.endsWith('can\'t project geometry into spherical CRS: [ 10, 95 ]'), e.message);
+  e = await h.expectCode(c.insertOne({ _id: 3, location: { type: 'Point', coordinates: [10, 95] } }), 16755);
+  assert.ok(e.message.endsWith('  Longitude/latitude is out of bounds, lng: 10 lat: 95'), e.message);
+  assert.equal(await c.countDocuments(), 0);
+});
