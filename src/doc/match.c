@@ -1925,6 +1925,14 @@ mf_matcher_new_value(const bson_value_t *filter, mf_error_t *err)
 mf_matcher_t *
 mf_matcher_new_pull(const bson_value_t *filter, mf_error_t *err)
 {
+    /* kBanAllSpecialFeatures bans kGeoNear too (mongod's PullNode): a nearest-first search means nothing here. */
+    if (filter->value_type == BSON_TYPE_DOCUMENT) {
+        bson_t f;
+        if (bson_init_static(&f, filter->value.v_doc.data, filter->value.v_doc.data_len) && mf_geo_filter_has_near(&f)) {
+            mf_err_set(err, MF_E_Location5626500, MF_GEO_NEAR_CONTEXT_MSG);
+            return NULL;
+        }
+    }
     mf_matcher_t *m = matcher_new_value(filter, P_BAN, err);
     if (m != NULL && !m->value_mode)
         m->objects_only = true; /* mongod's PullNode ObjectMatcher: elements of type Object only */

@@ -158,3 +158,18 @@ h.test('a legacy pair out of lng/lat range in a 2dsphere index: 16755 "can\'t pr
   assert.ok(e.message.endsWith('  Longitude/latitude is out of bounds, lng: 10 lat: 95'), e.message);
   assert.equal(await c.countDocuments(), 0);
 });
+
+h.test('$near / $nearSphere in a $pull condition or an array filter: 5626500 (PullNode\'s kBanAllSpecialFeatures); $geoWithin pulls', async () => {
+  const c = srv.freshDb('pullnear').collection('c');
+  await c.insertOne({ _id: 1, l: [{ p: [1, 1] }, { p: [60, 60] }], locs: [[1, 1], [2, 2]] });
+  const re = /^\$geoNear, \$near, and \$nearSphere are not allowed in this context/;
+  await h.expectCode(c.updateOne({ _id: 1 }, { $pull: { l: { p: { $near: [0, 0] } } } }), 5626500, re);
+  await h.expectCode(c.updateOne({ _id: 1 }, { $pull: { locs: { $nearSphere: [0, 0] } } }), 5626500, re);
+  await h.expectCode(c.updateOne({ _id: 2 }, { $pull: { l: { p: { $near: [0, 0] } } } }, { upsert: true }), 5626500, re);
+  await h.expectCode(c.updateOne({ _id: 1 }, { $set: { 'l.$[e].x': 1 } }, { arrayFilters: [{ 'e.p': { $near: [0, 0] } }] }), 5626500,
+    /^Error parsing array filter :: caused by :: \$geoNear, \$near, and \$nearSphere are not allowed in this context/);
+  assert.deepEqual(await c.findOne({ _id: 1 }), { _id: 1, l: [{ p: [1, 1] }, { p: [60, 60] }], locs: [[1, 1], [2, 2]] });
+  assert.equal(await c.countDocuments(), 1);
+  await c.updateOne({ _id: 1 }, { $pull: { l: { p: { $geoWithin: { $center: [[0, 0], 5] } } } } });
+  assert.deepEqual((await c.findOne({ _id: 1 })).l, [{ p: [60, 60] }]);
+});
