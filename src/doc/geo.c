@@ -905,9 +905,13 @@ static bool
 within_polys(const mf_geo_t *region, const mf_geo_t *g)
 {
     /*
-     * Point parts may touch the boundary; the vertices of lines and rings
-     * must be strictly inside (a chord between two boundary vertices of a
-     * concave region can run outside it with no edge crossing).
+     * Point parts may touch the boundary; the vertices of lines must be
+     * strictly inside. A polygon may share the region's boundary (the same
+     * polygon, a district along its city's border), as S2Loop::Contains
+     * settles shared vertices and edges by their wedges: its vertices and
+     * the midpoints of its edges must be inside or on the boundary (a chord
+     * between two boundary vertices of a concave region that runs outside
+     * it has its midpoint outside), with no edge crossing (below).
      */
     for (size_t i = 0; i < g->npoints; i++)
         if (!point_within_region(region, to_vec(g->verts[g->points[i]])))
@@ -916,10 +920,15 @@ within_polys(const mf_geo_t *region, const mf_geo_t *g)
         for (size_t k = 0; k < g->lines[i].n; k++)
             if (!any_poly_contains(region, to_vec(g->verts[g->lines[i].start + k])))
                 return false;
-    for (size_t i = 0; i < g->nrings; i++)
-        for (size_t k = 0; k < g->rings[i].n; k++)
-            if (!any_poly_contains(region, to_vec(g->verts[g->rings[i].start + k])))
+    for (size_t i = 0; i < g->nrings; i++) {
+        range_t r = g->rings[i];
+        for (size_t k = 0; k < r.n; k++) {
+            vec_t a = to_vec(g->verts[r.start + k]), b = to_vec(g->verts[r.start + (k + 1) % r.n]);
+            vec_t mid = unit((vec_t){a.x + b.x, a.y + b.y, a.z + b.z});
+            if (!point_within_region(region, a) || !point_within_region(region, mid))
                 return false;
+        }
+    }
     if (edges_cross(g, region))
         return false;
     /* A hole of the region inside one of g's polygons makes g stick out of the region. */

@@ -173,3 +173,28 @@ h.test('$near / $nearSphere in a $pull condition or an array filter: 5626500 (Pu
   await c.updateOne({ _id: 1 }, { $pull: { l: { p: { $geoWithin: { $center: [[0, 0], 5] } } } } });
   assert.deepEqual((await c.findOne({ _id: 1 })).l, [{ p: [60, 60] }]);
 });
+
+h.test('$geoWithin a polygon holds a polygon sharing its boundary (itself, a tile along its edge), not one reaching across a notch', async () => {
+  for (const index of [false, true]) {
+    const c = srv.freshDb(`shared${index}`).collection('c');
+    if (index) await c.createIndex({ g: '2dsphere' });
+    const sq = (x0, y0, x1, y1) => [[x0, y0], [x1, y0], [x1, y1], [x0, y1], [x0, y0]];
+    await c.insertMany([
+      { _id: 1, g: { type: 'Polygon', coordinates: [sq(0, 0, 10, 10)] } },   // the region itself
+      { _id: 2, g: { type: 'Polygon', coordinates: [sq(0, 0, 5, 5)] } },     // a corner tile
+      { _id: 3, g: { type: 'Polygon', coordinates: [sq(3, 0, 6, 2)] } },     // a tile along the south edge
+      { _id: 4, g: { type: 'Polygon', coordinates: [sq(8, 8, 11, 9)] } },    // sticks out
+      { _id: 5, g: { type: 'Polygon', coordinates: [sq(10, 0, 12, 2)] } },   // outside, touching
+    ]);
+    assert.deepEqual(await ids(c, { g: { $geoWithin: { $geometry: { type: 'Polygon', coordinates: [sq(0, 0, 10, 10)] } } } }), [1, 2, 3], `index ${index}`);
+    // A U-shaped region (its notch's floor on the equator, its walls on meridians: great circles, so edges
+    // shared exactly): its base is within; a band across the notch and a triangle over its floor are not.
+    const u = { type: 'Polygon', coordinates: [[[0, -4], [6, -4], [6, 4], [4, 4], [4, 0], [2, 0], [2, 4], [0, 4], [0, -4]]] };
+    await c.insertMany([
+      { _id: 6, g: { type: 'Polygon', coordinates: [[[0, -4], [6, -4], [6, 0], [0, 0], [0, -4]]] } },
+      { _id: 7, g: { type: 'Polygon', coordinates: [[[0, -1], [6, -1], [6, 1], [0, 1], [0, -1]]] } },
+      { _id: 8, g: { type: 'Polygon', coordinates: [[[2, 0], [4, 0], [3, 1], [2, 0]]] } },
+    ]);
+    assert.deepEqual(await ids(c, { _id: { $gte: 6 }, g: { $geoWithin: { $geometry: u } } }), [6], `index ${index}`);
+  }
+});
