@@ -287,7 +287,7 @@ check_key_pattern(const bson_t *key, const char *shown, mf_error_t *err)
                 return mf_err_set(err, MF_E_CannotCreateIndex, "The key pattern value for an 'wildcard' index must "
                                                                "be a non-zero number, not a string.");
             if (strcmp(p, "2dsphere") == 0 || strcmp(p, "2d") == 0)
-                continue; /* geo indexes (index.h, doc/geo.h) */
+                goto field_name; /* geo indexes (index.h, doc/geo.h): their field names are checked as a btree's */
             if (!known)
                 return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Unknown index plugin '%s'", p);
             if (strcmp(p, "text") == 0 || strcmp(p, "hashed") == 0)
@@ -303,9 +303,12 @@ check_key_pattern(const bson_t *key, const char *shown, mf_error_t *err)
             return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Values in the index key pattern cannot be NaN.");
         if (d == 0.0)
             return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Values in the index key pattern cannot be 0.");
+    field_name:
         if (f[0] == '\0')
             return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Index keys cannot be an empty field.");
-        if (!wildcard && plugin[0] != '\0' && mf_wildcard_field_name(f))
+        if (v->value_type == BSON_TYPE_UTF8 && strcmp(f, "_fts") == 0)
+            return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Index key contains an illegal field name: '_fts'");
+        if (!wildcard && plugin[0] != '\0' && v->value_type != BSON_TYPE_UTF8 && mf_wildcard_field_name(f))
             return mf_err_set(err, MF_E_CannotCreateIndex, "Can't use more than one index plugin for a single index.");
         if (strcmp(f, "$**") == 0 && wildcard)
             continue;

@@ -198,3 +198,22 @@ h.test('$geoWithin a polygon holds a polygon sharing its boundary (itself, a til
     assert.deepEqual(await ids(c, { _id: { $gte: 6 }, g: { $geoWithin: { $geometry: u } } }), [6], `index ${index}`);
   }
 });
+
+h.test('2d / 2dsphere key field names are checked as any index\'s (validateKeyPattern): "$" prefixes, empty parts, _fts', async () => {
+  const c = srv.freshDb('geofields').collection('c');
+  const cases = [
+    [{ '$**': '2dsphere' }, 'Index key contains an illegal field name: field name starts with \'$\'.'],
+    [{ 'a.$**': '2d' }, 'Index key contains an illegal field name: field name starts with \'$\'.'],
+    [{ $loc: '2dsphere' }, 'Index key contains an illegal field name: field name starts with \'$\'.'],
+    [{ 'a..b': '2dsphere' }, 'Index keys cannot contain an empty field.'],
+    [{ _fts: '2dsphere' }, 'Index key contains an illegal field name: \'_fts\''],
+  ];
+  for (const [key, why] of cases) {
+    const e = await h.expectCode(c.createIndex(key), 67);
+    assert.ok(e.message.endsWith(` :: caused by :: ${why}`), e.message);
+  }
+  // A DBRef part and a dotted path are fine.
+  assert.equal(await c.createIndex({ 'ref.$id': '2dsphere' }), 'ref.$id_2dsphere');
+  assert.equal(await c.createIndex({ 'a.b': '2d' }), 'a.b_2d');
+  assert.equal((await c.listIndexes().toArray()).length, 3);
+});
