@@ -314,8 +314,142 @@ erase_dups(mf_geo_t *g, range_t *r)
 }
 
 static bool arcs_cross(vec_t a, vec_t b, vec_t c, vec_t d);
+static void arc_lat_range(pt_t pa, pt_t pb, double *lo, double *hi);
 
-/* Checks a ring (closing vertex already dropped) for repeated vertices and crossing edges. */
+static int
+crossing_error(const pt_t *v, size_t n, size_t i, size_t j, const char *shown, mf_error_t *err)
+{
+    pt_t c = v[j], d = v[(j + 1) % n], e = v[(i + 1) % n];
+    return bad(err,
+               "Loop is not valid: %s Edges %zu and %zu cross. Edge locations in degrees: "
+               "[%.7f, %.7f]-[%.7f, %.7f] and [%.7f, %.7f]-[%.7f, %.7f]",
+               shown, i, j, v[i].y, v[i].x, e.y, e.x, c.y, c.x, d.y, d.x);
+}
+
+/* A ring edge's conservative lng/lat box, for the sweep of check_big_ring. */
+typedef struct edge_box {
+    double lnglo, lnghi, latlo, lathi;
+    size_t i; /* the edge from vertex i to vertex i + 1 */
+} edge_box_t;
+
+static int
+edge_box_cmp(const void *a, const void *b)
+{
+    const edge_box_t *x = a, *y = b;
+    if (x->lnglo != y->lnglo)
+        return x->lnglo < y->lnglo ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+typedef struct vert_ix {
+    pt_t p;
+    size_t i;
+} vert_ix_t;
+
+static int
+vert_ix_cmp(const void *a, const void *b)
+{
+    const vert_ix_t *x = a, *y = b;
+    if (x->p.x != y->p.x)
+        return x->p.x < y->p.x ? -1 : 1;
+    if (x->p.y != y->p.y)
+        return x->p.y < y->p.y ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/*
+ * check_ring for rings of many vertices, in O(n log n) for ordinary shapes
+ * (a coastline of tens of thousands of vertices): repeated vertices by
+ * sorting (reported as S2Loop::IsValid does, the first vertex seen again and
+ * where it was first seen), crossing edges by a sweep over the edges'
+ * longitude intervals. Edges spanning the antimeridian or a pole take every
+ * longitude and are tested against all edges.
+ */
+static int
+check_big_ring(const pt_t *v, size_t n, const char *shown, mf_error_t *err)
+{
+    vert_ix_t *vs = mf_calloc(n, sizeof(*vs));
+    edge_box_t *eb = mf_calloc(n, sizeof(*eb));
+    size_t *wide = mf_calloc(n, sizeof(*wide));
+    size_t nbox = 0, nwide = 0, dup_first = 0, dup_second = SIZE_MAX;
+    uint64_t work = 0;
+    int rc = 0;
+
+    if (vs == NULL || eb == NULL || wide == NULL)
+        abort();
+    for (size_t i = 0; i < n; i++)
+        vs[i] = (vert_ix_t){v[i], i};
+    qsort(vs, n, sizeof(*vs), vert_ix_cmp);
+    for (size_t k = 1; k < n; k++)
+        if (same_pt(vs[k - 1].p, vs[k].p) && vs[k].i < dup_second) {
+            /* Within a run of equal points the first is the earliest: vs[k] is a later occurrence. */
+            size_t s = k;
+            while (s > 0 && same_pt(vs[s - 1].p, vs[k].p))
+                s--;
+            dup_first = vs[s].i;
+            dup_second = vs[k].i;
+        }
+    if (dup_second != SIZE_MAX) {
+        rc = bad(err, "Loop is not valid: %s Duplicate vertices: %zu and %zu", shown, dup_first, dup_second);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        pt_t a = v[i], b = v[(i + 1) % n];
+        double lo, hi;
+        arc_lat_range(a, b, &lo, &hi);
+        if (fabs(a.x - b.x) >= 180 || fabs(lo) >= 90 - 1e-9 || fabs(hi) >= 90 - 1e-9) {
+            wide[nwide++] = i;
+            continue;
+        }
+        eb[nbox++] = (edge_box_t){fmin(a.x, b.x) - 1e-9, fmax(a.x, b.x) + 1e-9, lo - 1e-9, hi + 1e-9, i};
+    }
+    qsort(eb, nbox, sizeof(*eb), edge_box_cmp);
+    for (size_t x = 0; x < nbox; x++) {
+        size_t i = eb[x].i;
+        vec_t a = to_vec(v[i]), b = to_vec(v[(i + 1) % n]);
+        for (size_t y = x + 1; y < nbox && eb[y].lnglo <= eb[x].lnghi; y++) {
+            size_t j = eb[y].i;
+            if (eb[y].latlo > eb[x].lathi || eb[y].lathi < eb[x].latlo)
+                continue;
+            size_t lo = i < j ? i : j, hi = i < j ? j : i;
+            if (hi == lo + 1 || (lo == 0 && hi == n - 1))
+                continue; /* adjacent edges share a vertex */
+            if (arcs_cross(a, b, to_vec(v[j]), to_vec(v[(j + 1) % n]))) {
+                rc = crossing_error(v, n, lo, hi, shown, err);
+                goto out;
+            }
+            if (++work % (1u << 20) == 0 && (rc = mf_curop_check_current(err)) != 0)
+                goto out;
+        }
+    }
+    for (size_t w = 0; w < nwide; w++) {
+        size_t i = wide[w];
+        vec_t a = to_vec(v[i]), b = to_vec(v[(i + 1) % n]);
+        for (size_t j = 0; j < n; j++) {
+            size_t lo = i < j ? i : j, hi = i < j ? j : i;
+            if (j == i || hi == lo + 1 || (lo == 0 && hi == n - 1))
+                continue;
+            if (arcs_cross(a, b, to_vec(v[j]), to_vec(v[(j + 1) % n]))) {
+                rc = crossing_error(v, n, lo, hi, shown, err);
+                goto out;
+            }
+            if (++work % (1u << 20) == 0 && (rc = mf_curop_check_current(err)) != 0)
+                goto out;
+        }
+    }
+out:
+    free(vs);
+    free(eb);
+    free(wide);
+    return rc;
+}
+
+/*
+ * Checks a ring (closing vertex already dropped) for repeated vertices and
+ * crossing edges: every pair for small rings (reporting the first pair in
+ * order), check_big_ring's sweep past MF_GEO_SWEEP_VERTICES.
+ */
+#define MF_GEO_SWEEP_VERTICES 512
 static int
 check_ring(const mf_geo_t *g, range_t r, const char *shown, mf_error_t *err)
 {
@@ -323,6 +457,8 @@ check_ring(const mf_geo_t *g, range_t r, const char *shown, mf_error_t *err)
     size_t n = r.n;
     uint64_t work = 0;
 
+    if (n > MF_GEO_SWEEP_VERTICES)
+        return check_big_ring(v, n, shown, err);
     for (size_t i = 0; i < n; i++) {
         vec_t a = to_vec(v[i]), b = to_vec(v[(i + 1) % n]);
         for (size_t j = i + 1; j < n; j++) {
@@ -330,13 +466,8 @@ check_ring(const mf_geo_t *g, range_t r, const char *shown, mf_error_t *err)
                 return bad(err, "Loop is not valid: %s Duplicate vertices: %zu and %zu", shown, i, j);
             if (j == i + 1 || (i == 0 && j == n - 1))
                 continue; /* adjacent edges share a vertex */
-            if (arcs_cross(a, b, to_vec(v[j]), to_vec(v[(j + 1) % n]))) {
-                pt_t c = v[j], d = v[(j + 1) % n], e = v[(i + 1) % n];
-                return bad(err,
-                           "Loop is not valid: %s Edges %zu and %zu cross. Edge locations in degrees: "
-                           "[%.7f, %.7f]-[%.7f, %.7f] and [%.7f, %.7f]-[%.7f, %.7f]",
-                           shown, i, j, v[i].y, v[i].x, e.y, e.x, c.y, c.x, d.y, d.x);
-            }
+            if (arcs_cross(a, b, to_vec(v[j]), to_vec(v[(j + 1) % n])))
+                return crossing_error(v, n, i, j, shown, err);
             if (++work % (1u << 20) == 0 && mf_curop_check_current(err) != 0)
                 return -1;
         }
@@ -1683,6 +1814,19 @@ box_arc(box_t *b, pt_t pa, pt_t pb)
             b->lathi = fmax(b->lathi, lat);
         }
     }
+}
+
+/* The latitude range of arc ab (its ends and the extremes box_arc finds), for check_big_ring. */
+static void
+arc_lat_range(pt_t pa, pt_t pb, double *lo, double *hi)
+{
+    box_t b;
+    box_init(&b);
+    box_pt(&b, pa);
+    box_pt(&b, pb);
+    box_arc(&b, pa, pb);
+    *lo = b.latlo;
+    *hi = b.lathi;
 }
 
 static void

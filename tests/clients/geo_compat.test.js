@@ -217,3 +217,44 @@ h.test('2d / 2dsphere key field names are checked as any index\'s (validateKeyPa
   assert.equal(await c.createIndex({ 'a.b': '2d' }), 'a.b_2d');
   assert.equal((await c.listIndexes().toArray()).length, 3);
 });
+
+h.test('large rings (thousands of vertices) are validated by a sweep: crossings and repeated vertices found, valid ones quick', async () => {
+  const c = srv.freshDb('bigring').collection('c');
+  await c.createIndex({ g: '2dsphere' });
+  await c.insertMany([{ _id: 1, g: { type: 'Point', coordinates: [0, 0] } }, { _id: 2, g: { type: 'Point', coordinates: [179.5, 0.5] } },
+    { _id: 3, g: { type: 'Point', coordinates: [30, 89] } }]);
+  const circle = (cx, cy, r, n) => {
+    const ring = [];
+    for (let i = 0; i < n; i++) {
+      const a = (2 * Math.PI * i) / n;
+      let x = cx + r * Math.cos(a);
+      if (x > 180) x -= 360;
+      ring.push([x, cy + r * Math.sin(a)]);
+    }
+    return ring;
+  };
+  const poly = (ring) => ({ type: 'Polygon', coordinates: [[...ring, ring[0]]] });
+  const within = (ring) => ids(c, { g: { $geoWithin: { $geometry: poly(ring) } } });
+  // Valid: a 20,000-vertex circle (checked well within a 10 s maxTimeMS: comparing every pair of edges,
+  // 2e8 arc tests, took over 30 s), one across the antimeridian, a ring around the pole.
+  assert.deepEqual((await c.find({ g: { $geoWithin: { $geometry: poly(circle(0, 0, 5, 20000)) } } }).maxTimeMS(10000).toArray())
+    .map((d) => d._id), [1]);
+  assert.deepEqual(await within(circle(180, 0, 3, 5000)), [2]);
+  const polar = [];
+  for (let i = 0; i < 3000; i++) polar.push([-180 + (360 * i) / 3000, 85]);
+  assert.deepEqual(await within(polar), [3]);
+  // Two far vertices swapped: the ring crosses itself.
+  const crossed = circle(0, 0, 5, 4000);
+  [crossed[10], crossed[2000]] = [crossed[2000], crossed[10]];
+  let e = await h.expectCode(within(crossed), 2);
+  assert.match(e.message, /^Loop is not valid: .* Edges \d+ and \d+ cross\. Edge locations in degrees: /);
+  // A vertex repeated (not next to itself): S2Loop::IsValid names where it was first seen and where again.
+  const dup = circle(0, 0, 5, 4000);
+  dup[3000] = dup[20];
+  e = await h.expectCode(within(dup), 2);
+  assert.match(e.message, /Duplicate vertices: 20 and 3000$/);
+  // Stored values go through the same checks.
+  e = await h.expectCode(c.insertOne({ _id: 9, g: poly(crossed) }), 16755);
+  assert.match(e.message, /Edges \d+ and \d+ cross/);
+  assert.equal(await c.countDocuments(), 3);
+});
