@@ -445,6 +445,80 @@ out:
 }
 
 /*
+ * Whether an edge of ring a crosses an edge of ring b (proper crossings
+ * only), by the same sweep as check_big_ring over both rings' edges: 1 yes,
+ * 0 no, -1 with err when the operation is interrupted.
+ */
+static int
+rings_cross(const mf_geo_t *g, range_t ra, range_t rb, mf_error_t *err)
+{
+    size_t n = ra.n + rb.n, nbox = 0, nwide = 0;
+    edge_box_t *eb = mf_calloc(n, sizeof(*eb));
+    size_t *wide = mf_calloc(n, sizeof(*wide));
+    uint64_t work = 0;
+    int rc = 0;
+
+    if (eb == NULL || wide == NULL)
+        abort();
+    /* Edge k < ra.n is ring a's edge k, else ring b's edge k - ra.n. */
+#define RING_EDGE(k, pa, pb)                                                                              \
+    do {                                                                                                  \
+        range_t r_ = (k) < ra.n ? ra : rb;                                                                \
+        size_t e_ = (k) < ra.n ? (k) : (k) - ra.n;                                                        \
+        (pa) = g->verts[r_.start + e_];                                                                   \
+        (pb) = g->verts[r_.start + (e_ + 1) % r_.n];                                                      \
+    } while (0)
+    for (size_t k = 0; k < n; k++) {
+        pt_t a, b;
+        double lo, hi;
+        RING_EDGE(k, a, b);
+        arc_lat_range(a, b, &lo, &hi);
+        if (fabs(a.x - b.x) >= 180 || fabs(lo) >= 90 - 1e-9 || fabs(hi) >= 90 - 1e-9)
+            wide[nwide++] = k;
+        else
+            eb[nbox++] = (edge_box_t){fmin(a.x, b.x) - 1e-9, fmax(a.x, b.x) + 1e-9, lo - 1e-9, hi + 1e-9, k};
+    }
+    qsort(eb, nbox, sizeof(*eb), edge_box_cmp);
+    for (size_t x = 0; x < nbox && rc == 0; x++) {
+        pt_t a, b, c, d;
+        RING_EDGE(eb[x].i, a, b);
+        for (size_t y = x + 1; y < nbox && eb[y].lnglo <= eb[x].lnghi; y++) {
+            if ((eb[x].i < ra.n) == (eb[y].i < ra.n) || eb[y].latlo > eb[x].lathi || eb[y].lathi < eb[x].latlo)
+                continue;
+            RING_EDGE(eb[y].i, c, d);
+            if (arcs_cross(to_vec(a), to_vec(b), to_vec(c), to_vec(d))) {
+                rc = 1;
+                break;
+            }
+            if (++work % (1u << 20) == 0 && mf_curop_check_current(err) != 0) {
+                rc = -1;
+                break;
+            }
+        }
+    }
+    for (size_t w = 0; w < nwide && rc == 0; w++) {
+        pt_t a, b, c, d;
+        RING_EDGE(wide[w], a, b);
+        size_t from = wide[w] < ra.n ? ra.n : 0, to = wide[w] < ra.n ? n : ra.n;
+        for (size_t k = from; k < to; k++) {
+            RING_EDGE(k, c, d);
+            if (arcs_cross(to_vec(a), to_vec(b), to_vec(c), to_vec(d))) {
+                rc = 1;
+                break;
+            }
+            if (++work % (1u << 20) == 0 && mf_curop_check_current(err) != 0) {
+                rc = -1;
+                break;
+            }
+        }
+    }
+#undef RING_EDGE
+    free(eb);
+    free(wide);
+    return rc;
+}
+
+/*
  * Checks a ring (closing vertex already dropped) for repeated vertices and
  * crossing edges: every pair for small rings (reporting the first pair in
  * order), check_big_ring's sweep past MF_GEO_SWEEP_VERTICES.
@@ -512,8 +586,17 @@ parse_polygon_coords(mf_geo_t *g, const bson_value_t *v, mf_error_t *err)
             return -1;
         if (g->nrings > pr.start && !g->novalidate) {
             range_t shell = g->rings[pr.start];
-            for (size_t i = 0; i < r.n; i++) {
-                if (!ring_contains(g, shell, to_vec(g->verts[r.start + i])))
+            /*
+             * Every vertex of the hole inside the shell; past
+             * MF_GEO_SWEEP_VERTICES on both sides, as S2Loop::Contains does:
+             * no crossing edges (the sweep) and one vertex inside.
+             */
+            bool big = r.n > MF_GEO_SWEEP_VERTICES && shell.n > MF_GEO_SWEEP_VERTICES;
+            int crossing = big ? rings_cross(g, shell, r, err) : 0;
+            if (crossing < 0)
+                return -1;
+            for (size_t i = 0; i < (big ? 1 : r.n); i++) {
+                if (crossing > 0 || !ring_contains(g, shell, to_vec(g->verts[r.start + i])))
                     return bad(err,
                                "Secondary loops not contained by first exterior loop - secondary loops must be "
                                "holes: %s first loop: %s",

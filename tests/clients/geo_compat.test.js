@@ -258,3 +258,24 @@ h.test('large rings (thousands of vertices) are validated by a sweep: crossings 
   assert.match(e.message, /Edges \d+ and \d+ cross/);
   assert.equal(await c.countDocuments(), 3);
 });
+
+h.test('a large polygon with a large hole: the hole is checked by the sweep (crossing edges, one vertex inside), not vertex by vertex', async () => {
+  const c = srv.freshDb('bighole').collection('c');
+  await c.insertMany([{ _id: 1, loc: [0, 0] }, { _id: 2, loc: [0, 7] }, { _id: 3, loc: [0, 20] }]);
+  // Enough documents that the scan looks at its deadline (every 128) after the region is parsed.
+  await c.insertMany(Array.from({ length: 300 }, (_, i) => ({ _id: 10 + i, loc: [50, 50] })));
+  const circle = (cx, cy, r, n) => {
+    const ring = [];
+    for (let i = 0; i < n; i++) ring.push([cx + r * Math.cos((2 * Math.PI * i) / n), cy + r * Math.sin((2 * Math.PI * i) / n)]);
+    ring.push(ring[0]);
+    return ring;
+  };
+  // 20,000 shell vertices, 10,000 hole vertices: well within 10 s (testing each hole vertex against the shell took 24 s).
+  const ring = { type: 'Polygon', coordinates: [circle(0, 0, 10, 20000), circle(0, 0, 5, 10000)] };
+  assert.deepEqual((await c.find({ loc: { $geoWithin: { $geometry: ring } } }).sort({ _id: 1 }).maxTimeMS(10000).toArray()).map((d) => d._id), [2]);
+  // A large hole reaching out of the shell, or lying outside it, is refused as before.
+  const re = /^Secondary loops not contained by first exterior loop - secondary loops must be holes: /;
+  for (const hole of [circle(8, 0, 5, 1000), circle(30, 0, 5, 1000)]) {
+    await h.expectCode(c.find({ loc: { $geoWithin: { $geometry: { type: 'Polygon', coordinates: [circle(0, 0, 10, 2000), hole] } } } }).toArray(), 2, re);
+  }
+});
