@@ -4650,6 +4650,11 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
             if (bson_iter_init_find(&si, in->docs[i], MF_TEXT_SCORE_FIELD) && BSON_ITER_HOLDS_DOUBLE(&si) &&
                 !bson_has_field(nr, MF_TEXT_SCORE_FIELD))
                 BSON_APPEND_DOUBLE(nr, MF_TEXT_SCORE_FIELD, bson_iter_double(&si));
+            /* And $geoNear's distance and point (query/agg_geo.h). */
+            static const char *const geo_meta[] = {MF_GEO_DIST_FIELD, MF_GEO_POINT_FIELD};
+            for (int g = 0; g < 2; g++)
+                if (bson_iter_init_find(&si, in->docs[i], geo_meta[g]) && !bson_has_field(nr, geo_meta[g]))
+                    bson_append_value(nr, geo_meta[g], -1, bson_iter_value(&si));
             mf_docvec_push_steal(out, nr);
             mf_value_free(&r);
         }

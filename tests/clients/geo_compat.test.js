@@ -279,3 +279,16 @@ h.test('a large polygon with a large hole: the hole is checked by the sweep (cro
     await h.expectCode(c.find({ loc: { $geoWithin: { $geometry: { type: 'Polygon', coordinates: [circle(0, 0, 10, 2000), hole] } } } }).toArray(), 2, re);
   }
 });
+
+h.test('$geoNear\'s metadata survives $replaceRoot / $replaceWith (copyMetaDataFrom), as the text score does', async () => {
+  const c = srv.freshDb('metaroot').collection('c');
+  await c.insertMany([{ _id: 1, loc: [0, 0] }, { _id: 2, loc: [1, 1] }]);
+  await c.createIndex({ loc: '2dsphere' });
+  const P = { type: 'Point', coordinates: [0, 0] };
+  const r = await c.aggregate([{ $geoNear: { near: P } }, { $replaceWith: { id: '$_id' } },
+    { $project: { id: 1, d: { $meta: 'geoNearDistance' }, p: { $meta: 'geoNearPoint' } } }]).toArray();
+  assert.deepEqual(r.map((d) => [d.id, d.p]), [[1, [0, 0]], [2, [1, 1]]]);
+  assert.equal(r[0].d, 0);
+  assert.ok(r[1].d > 157000 && r[1].d < 158000, String(r[1].d));
+  assert.deepEqual(Object.keys(r[1]), ['_id', 'id', 'd', 'p'].filter((k) => k in r[1]));
+});
