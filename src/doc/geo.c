@@ -22,9 +22,12 @@
  *     point of the two great circles lies within both arcs;
  *   - distance from a point to an arc: to the foot of the perpendicular on
  *     the great circle when it falls inside the arc, else to the nearer end.
- * $geoWithin a polygon: every vertex of the geometry inside the region and
- * no edge crossing the region's boundary; $geoIntersects: a vertex of either
- * inside the other's polygon, two edges crossing, or a point on the other.
+ * $geoWithin a polygon: every vertex of the geometry inside the region (a
+ * point, or a polygon's vertex and edge midpoint, may also lie on its
+ * boundary, as S2 counts it) and no edge crossing the region's boundary; a
+ * stored strict-winding polygon never matches; $geoIntersects: a vertex of
+ * either inside the other's polygon, two edges crossing, or a point on the
+ * other.
  * Flat predicates ($box, $polygon, $center) accept points only, as a 2d
  * index holds points only.
  *
@@ -33,7 +36,9 @@
  *
  * Validation follows mongod's geoparser.cpp messages (closed rings, at least
  * 3 distinct vertices, no crossing edges, holes inside the shell, lng/lat in
- * range). The crossing check is O(n^2) in a ring's vertices and polls the
+ * range). The crossing check compares every pair of edges in rings of up
+ * to 512 vertices and sweeps the edges' lng/lat boxes in larger ones (a
+ * large hole is checked against a large shell the same way); both poll the
  * current operation for interruption, so a huge polygon is bounded by
  * maxTimeMS / killOp, never by a crash; values parsed only to be matched
  * skip it (indexed values were validated on write; unindexed ones are
