@@ -517,6 +517,117 @@ explain_find_as_aggregate(mf_op_t *op, const char *coll, const bson_t *inner, bs
     return rc;
 }
 
+/*
+ * The geo index a $near find's $geoNear stage (gn, from mf_geonear_from_find:
+ * key, near, spherical) searches, as mf_geonear_prepare picks it: on the
+ * key's field, a usable 2dsphere index for a GeoJSON centre, a 2d one for a
+ * legacy pair. Copies its spec into *spec (initialised here) and returns
+ * true, or false when there is none (the run itself then fails, 291).
+ */
+static bool
+near_index_spec(mf_op_t *op, const char *coll, const bson_t *gn, bson_t *spec)
+{
+    bson_iter_t it;
+    const char *key = NULL;
+    bool geojson = false;
+    const bson_t *best = NULL;
+    int best_rank = 0;
+
+    if (bson_iter_init_find(&it, gn, "key") && BSON_ITER_HOLDS_UTF8(&it))
+        key = bson_iter_utf8(&it, NULL);
+    if (bson_iter_init_find(&it, gn, "near") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        bson_iter_t nt;
+        geojson = bson_iter_recurse(&it, &nt) && bson_iter_find(&nt, "type");
+    }
+    if (key == NULL)
+        return false;
+    mf_catalog_rdlock(op->eng->cat);
+    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, coll);
+    for (int i = 0; c != NULL && !c->is_view && i < c->nindexes; i++) {
+        const bson_t *s = c->indexes[i]->spec;
+        bson_iter_t ht, kp, kt;
+        if (c->indexes[i]->building || (bson_iter_init_find(&ht, s, "hidden") && bson_iter_as_bool(&ht)))
+            continue;
+        if (!bson_iter_init_find(&kp, s, "key") || !BSON_ITER_HOLDS_DOCUMENT(&kp) || !bson_iter_recurse(&kp, &kt) ||
+            !bson_iter_find(&kt, key) || !BSON_ITER_HOLDS_UTF8(&kt))
+            continue;
+        const char *kind = bson_iter_utf8(&kt, NULL);
+        /* GeoJSON: only 2dsphere; a legacy pair: 2d first, else 2dsphere. */
+        int rank = strcmp(kind, "2dsphere") == 0 ? (geojson ? 2 : 1) : strcmp(kind, "2d") == 0 && !geojson ? 2 : 0;
+        if (rank > best_rank) {
+            best_rank = rank;
+            best = s;
+        }
+    }
+    if (best != NULL)
+        bson_copy_to(best, spec);
+    mf_catalog_unlock(op->eng->cat);
+    return best != NULL;
+}
+
+/*
+ * near_explain_plan: rewrites the queryPlanner of a $near find's explain
+ * (made as its $geoNear pipeline's) into mongod's shape: the find's filter
+ * as parsedQuery, and a winningPlan led by the GEO_NEAR_2DSPHERE /
+ * GEO_NEAR_2D stage (keyPattern, indexName, indexVersion; mongod's
+ * explain.cpp for NearStats) whose inputStages hold the scan that feeds it.
+ * The pipeline's stages stay listed after it.
+ */
+static void
+near_explain_plan(mf_op_t *op, const bson_t *filter, const bson_t *spec)
+{
+    bson_t out = BSON_INITIALIZER;
+    bson_iter_t it, kp, kt, st;
+    bool sphere = false;
+
+    if (bson_iter_init_find(&kp, spec, "key") && BSON_ITER_HOLDS_DOCUMENT(&kp) && bson_iter_recurse(&kp, &kt))
+        while (bson_iter_next(&kt))
+            if (BSON_ITER_HOLDS_UTF8(&kt) && strcmp(bson_iter_utf8(&kt, NULL), "2dsphere") == 0)
+                sphere = true;
+    bson_iter_init(&it, op->reply);
+    while (bson_iter_next(&it)) {
+        if (strcmp(bson_iter_key(&it), "queryPlanner") != 0 || !BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_append_value(&out, bson_iter_key(&it), -1, bson_iter_value(&it));
+            continue;
+        }
+        bson_t qp, wp, arr, in;
+        bson_iter_t qi;
+        bson_iter_recurse(&it, &qi);
+        BSON_APPEND_DOCUMENT_BEGIN(&out, "queryPlanner", &qp);
+        while (bson_iter_next(&qi)) {
+            const char *k = bson_iter_key(&qi);
+            if (strcmp(k, "parsedQuery") == 0) {
+                BSON_APPEND_DOCUMENT(&qp, k, filter);
+            } else if (strcmp(k, "winningPlan") == 0 && BSON_ITER_HOLDS_DOCUMENT(&qi)) {
+                BSON_APPEND_DOCUMENT_BEGIN(&qp, k, &wp);
+                BSON_APPEND_BOOL(&wp, "isCached", false);
+                BSON_APPEND_UTF8(&wp, "stage", sphere ? "GEO_NEAR_2DSPHERE" : "GEO_NEAR_2D");
+                if (bson_iter_init_find(&st, spec, "key"))
+                    bson_append_value(&wp, "keyPattern", -1, bson_iter_value(&st));
+                if (bson_iter_init_find(&st, spec, "name"))
+                    bson_append_value(&wp, "indexName", -1, bson_iter_value(&st));
+                BSON_APPEND_INT32(&wp, "indexVersion",
+                                  bson_iter_init_find(&st, spec, "v") ? (int32_t)bson_iter_as_int64(&st) : 2);
+                BSON_APPEND_ARRAY_BEGIN(&wp, "inputStages", &arr);
+                BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &in);
+                bson_iter_recurse(&qi, &st);
+                while (bson_iter_next(&st))
+                    if (strcmp(bson_iter_key(&st), "isCached") != 0)
+                        bson_append_value(&in, bson_iter_key(&st), -1, bson_iter_value(&st));
+                bson_append_document_end(&arr, &in);
+                bson_append_array_end(&wp, &arr);
+                bson_append_document_end(&qp, &wp);
+            } else {
+                bson_append_value(&qp, k, -1, bson_iter_value(&qi));
+            }
+        }
+        bson_append_document_end(&out, &qp);
+    }
+    bson_reinit(op->reply);
+    bson_concat(op->reply, &out);
+    bson_destroy(&out);
+}
+
 int
 mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
 {
@@ -667,8 +778,16 @@ mf_cmd_explain(mf_op_t *op)
             bson_destroy(normal);
         if (near < 0)
             return -1;
-        if (near > 0)
-            return explain_find_as_aggregate(op, coll, &inner, &gn, verbosity);
+        if (near > 0) {
+            bson_t spec;
+            bool have = near_index_spec(op, coll, &gn, &spec);
+            int rc = explain_find_as_aggregate(op, coll, &inner, &gn, verbosity);
+            if (rc == 0 && have)
+                near_explain_plan(op, &filter, &spec);
+            if (have)
+                bson_destroy(&spec);
+            return rc;
+        }
     }
     if (strcmp(kind, "find") == 0) {
         req.filter = sub_doc(&inner, "filter", &filter) ? &filter : NULL;

@@ -346,7 +346,11 @@ h.test('2d index: legacy pairs, $near flat distances, $box / $polygon / $center,
   assert.equal(gc, 291);
   const ex = await c.find({ loc: { $near: [0, 0] }, _id: { $gt: 1 } }).explain();
   assert.deepEqual(ex.stages.map((st) => Object.keys(st)[0]), ['$cursor', '$geoNear']);
-  assert.deepEqual(ex.queryPlanner.parsedQuery, { _id: { $gt: 1 } }); // the rest of the filter narrows the scan
+  // mongod's plan shape (GEO_NEAR_2D over the index), the find's filter as parsedQuery; the rest of the filter narrows the scan.
+  assert.deepEqual(ex.queryPlanner.parsedQuery, { loc: { $near: [0, 0] }, _id: { $gt: 1 } });
+  const wp = ex.queryPlanner.winningPlan;
+  assert.deepEqual([wp.stage, wp.keyPattern, wp.indexName], ['GEO_NEAR_2D', { loc: '2d' }, 'loc_2d']);
+  assert.deepEqual(wp.inputStages[0].inputStage.indexBounds, { _id: ['(1, inf.0]'] });
   // mongod's 2d index rules: one 2d field, first, 1..32 bits (GeoHashConverter::createFromDoc: 72).
   assert.equal((await code(db.collection('r').createIndex({ a: '2d', b: '2d' })))[0], 16800);
   assert.equal((await code(db.collection('r').createIndex({ a: 1, b: '2d' })))[0], 16801);
@@ -411,7 +415,9 @@ h.test('$near over many documents: nearest first across getMore batches, with sk
     r.forEach((d, i) => near(dist.get(d._id), dist.get(expect[i]), 1e-9));
   }
   const ex = await c.find({ p: { $near: { $geometry: { type: 'Point', coordinates: centre }, $maxDistance: 900000 } } }).explain();
-  assert.equal(ex.queryPlanner.winningPlan.inputStage.indexName, 'p_2dsphere', JSON.stringify(ex.queryPlanner.winningPlan));
+  const wp = ex.queryPlanner.winningPlan;
+  assert.deepEqual([wp.stage, wp.indexName], ['GEO_NEAR_2DSPHERE', 'p_2dsphere'], JSON.stringify(wp));
+  assert.equal(wp.inputStages[0].inputStage.indexName, 'p_2dsphere', JSON.stringify(wp)); // the scan is narrowed through the index
   const page = (await c.find({ p: { $near: { $geometry: { type: 'Point', coordinates: centre } } } }).skip(10).limit(5).toArray()).map((d) => d._id);
   assert.deepEqual(page.map((id) => dist.get(id)), got.slice(10, 15).map((id) => dist.get(id)));
 });
@@ -527,7 +533,8 @@ h.test('2d bounds: flat shapes and flat $near use the 2d index (IXSCAN) and answ
   const got = await ix.find({ p: { $near: [5, 5], $maxDistance: 30 } }).toArray();
   assert.deepEqual(got.map((d) => d._id), want.map((x) => x[1]));
   const ex = await ix.find({ p: { $near: [5, 5], $maxDistance: 30 } }).explain();
-  assert.equal(ex.queryPlanner.winningPlan.inputStage.indexName, 'p_2d');
+  assert.equal(ex.queryPlanner.winningPlan.stage, 'GEO_NEAR_2D');
+  assert.equal(ex.queryPlanner.winningPlan.inputStages[0].inputStage.indexName, 'p_2d');
   assert.equal((await db.command({ validate: 'ix' })).valid, true);
 });
 

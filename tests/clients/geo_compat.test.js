@@ -292,3 +292,27 @@ h.test('$geoNear\'s metadata survives $replaceRoot / $replaceWith (copyMetaDataF
   assert.ok(r[1].d > 157000 && r[1].d < 158000, String(r[1].d));
   assert.deepEqual(Object.keys(r[1]), ['_id', 'id', 'd', 'p'].filter((k) => k in r[1]));
 });
+
+h.test('explain of a $near find: parsedQuery is the filter, the winning plan is GEO_NEAR_2DSPHERE / GEO_NEAR_2D over its index', async () => {
+  const db = srv.freshDb('nearexplain');
+  const s = db.collection('s');
+  await s.insertMany([{ _id: 1, loc: { type: 'Point', coordinates: [0, 0] }, cat: 'a' }, { _id: 2, loc: { type: 'Point', coordinates: [1, 1] } }]);
+  await s.createIndex({ loc: '2dsphere', cat: 1 });
+  const filter = { loc: { $nearSphere: { $geometry: { type: 'Point', coordinates: [0, 0] } } }, cat: 'a' };
+  for (const verbosity of ['queryPlanner', 'executionStats']) {
+    const ex = await s.find(filter).explain(verbosity);
+    assert.deepEqual(ex.queryPlanner.parsedQuery, filter);
+    const wp = ex.queryPlanner.winningPlan;
+    assert.deepEqual([wp.stage, wp.keyPattern, wp.indexName, wp.indexVersion], ['GEO_NEAR_2DSPHERE', { loc: '2dsphere', cat: 1 }, 'loc_2dsphere_cat_1', 2]);
+    assert.ok(Array.isArray(wp.inputStages) && wp.inputStages.length === 1, JSON.stringify(wp));
+  }
+  const f = db.collection('f');
+  await f.insertOne({ p: [1, 1] });
+  await f.createIndex({ p: '2d' });
+  const wp = (await f.find({ p: { $near: [0, 0] } }).limit(1).explain()).queryPlanner.winningPlan;
+  assert.deepEqual([wp.stage, wp.indexName], ['GEO_NEAR_2D', 'p_2d']);
+  // What a legacy $nearSphere uses when a field has both kinds: the 2d index, as the run does.
+  await f.createIndex({ p: '2dsphere' });
+  assert.equal((await f.find({ p: { $nearSphere: [0, 0] } }).explain()).queryPlanner.winningPlan.indexName, 'p_2d');
+  assert.equal((await f.find({ p: { $near: { $geometry: { type: 'Point', coordinates: [0, 0] } } } }).explain()).queryPlanner.winningPlan.indexName, 'p_2dsphere');
+});
