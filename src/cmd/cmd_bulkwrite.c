@@ -15,8 +15,9 @@
  * consecutive inserts into one namespace go in one mf_write_insert call,
  * updates and deletes one statement at a time, translated to the
  * update/delete commands' statement form. An op that fails becomes an
- * {ok: 0, idx, code, codeName, errmsg} item and, when ordered, ends the
- * request. The per-op results form a cursor (ns "admin.$cmd.bulkWrite",
+ * {ok: 0, idx, code, errmsg, n: 0} item (nModified: 0 too for an update;
+ * no codeName, as mongod's BulkWriteReplyItem), adds nothing to the totals
+ * and, when ordered, ends the request. The per-op results form a cursor (ns "admin.$cmd.bulkWrite",
  * read with getMore) beside the totals nErrors, nInserted, nMatched,
  * nModified, nUpserted, nDeleted; errorsOnly keeps only the failed items.
  * The command's let variables are installed for every op by cmd_dispatch.c.
@@ -35,6 +36,7 @@
 #include "cmd/cmd.h"
 #include "common/alloc.h"
 #include "common/curop.h"
+#include "common/fmt.h"
 #include "cmd/crud.h"
 #include "common/params.h"
 #include "doc/value.h"
@@ -98,10 +100,9 @@ check_op(mf_op_t *op, const bson_t *doc, size_t nns, bw_op_t *out)
         return mf_err_set(&op->err, MF_E_BadValue, "BSON field '%s' value must be >= 0, actual value '%lld'", k,
                           (long long)d);
     if (d != (double)(int64_t)d || d >= (double)nns) {
-        char *json = bson_as_relaxed_extended_json(doc, NULL);
-        mf_err_set(&op->err, MF_E_BadValue, "BulkWrite ops entry %s has an invalid nsInfo index.", json ? json : "{}");
-        bson_free(json);
-        return -1;
+        char shown[400]; /* the op as mongod's BSONObj::toString prints it */
+        mf_fmt_doc(doc, shown, sizeof(shown));
+        return mf_err_set(&op->err, MF_E_BadValue, "BulkWrite ops entry %s has an invalid nsInfo index.", shown);
     }
     out->ns = (uint32_t)d;
     out->op = doc;
@@ -176,7 +177,7 @@ typedef struct bw_state {
     bool interrupted;     /* an op was interrupted (maxTimeMS, killOp, ...): the command fails with op->err */
 } bw_state_t;
 
-static void push_err(bw_state_t *st, size_t idx, const mf_error_t *e);
+static void push_err(bw_state_t *st, size_t idx, const mf_error_t *e, bool is_update);
 
 /*
  * An op's failure: an interruption fails the whole command (op->err), as
@@ -184,14 +185,14 @@ static void push_err(bw_state_t *st, size_t idx, const mf_error_t *e);
  * Returns whether the request goes on.
  */
 static bool
-op_failed(bw_state_t *st, size_t idx, const mf_error_t *e, bool ordered)
+op_failed(bw_state_t *st, size_t idx, const mf_error_t *e, bool ordered, bool is_update)
 {
     if (mf_err_is_interruption(e->code)) {
         st->op->err = *e;
         st->interrupted = true;
         return false;
     }
-    push_err(st, idx, e);
+    push_err(st, idx, e, is_update);
     return !ordered;
 }
 
@@ -202,7 +203,7 @@ push_ok(bw_state_t *st, size_t idx, int64_t n, int64_t nmod, bool is_update, con
         return;
     bson_t d, u;
     bson_init(&d);
-    BSON_APPEND_INT32(&d, "ok", 1);
+    BSON_APPEND_DOUBLE(&d, "ok", 1.0); /* BulkWriteReplyItem's ok is a double */
     BSON_APPEND_INT32(&d, "idx", (int32_t)idx);
     BSON_APPEND_INT32(&d, "n", (int32_t)n);
     if (is_update) {
@@ -217,15 +218,20 @@ push_ok(bw_state_t *st, size_t idx, int64_t n, int64_t nmod, bool is_update, con
     bson_destroy(&d);
 }
 
+/*
+ * An op's error item, shaped as mongod 8.0's BulkWriteReplyItem::serialize:
+ * ok (0.0), idx, code, errmsg, the error's extra fields (keyPattern /
+ * keyValue, errInfo), n: 0, and nModified: 0 for an update only
+ * (addUpdateErrorReply); no codeName.
+ */
 static void
-push_err(bw_state_t *st, size_t idx, const mf_error_t *e)
+push_err(bw_state_t *st, size_t idx, const mf_error_t *e, bool is_update)
 {
     bson_t d;
     bson_init(&d);
-    BSON_APPEND_INT32(&d, "ok", 0);
+    BSON_APPEND_DOUBLE(&d, "ok", 0.0);
     BSON_APPEND_INT32(&d, "idx", (int32_t)idx);
     BSON_APPEND_INT32(&d, "code", e->code);
-    BSON_APPEND_UTF8(&d, "codeName", mf_err_codename(e->code));
     BSON_APPEND_UTF8(&d, "errmsg", e->msg);
     if (e->info_len > 0) {
         bson_t info;
@@ -233,7 +239,8 @@ push_err(bw_state_t *st, size_t idx, const mf_error_t *e)
             bson_concat(&d, &info);
     }
     BSON_APPEND_INT32(&d, "n", 0);
-    BSON_APPEND_INT32(&d, "nModified", 0);
+    if (is_update)
+        BSON_APPEND_INT32(&d, "nModified", 0);
     mf_docvec_push(&st->cur->docs, &d);
     bson_destroy(&d);
     if (st->n_err++ == 0)
@@ -294,9 +301,9 @@ run_inserts(bw_state_t *st, const bw_op_t *ops, size_t from, size_t to, const bw
         if (rc != 0 && i >= (size_t)inserted) {
             /* The whole insert failed (a view, a failed creation): what did not commit carries its error. */
             mf_crud_stmt_failed(op, from + i, &e);
-            go_on = op_failed(st, from + i, &e, ordered);
+            go_on = op_failed(st, from + i, &e, ordered, false);
         } else if (ie.errs[i] != NULL) {
-            go_on = op_failed(st, from + i, ie.errs[i], ordered);
+            go_on = op_failed(st, from + i, ie.errs[i], ordered, false);
         } else {
             push_ok(st, from + i, 1, 0, false, NULL);
         }
@@ -339,14 +346,15 @@ run_update(bw_state_t *st, size_t idx, const bw_op_t *o, const bw_ns_t *ns, bool
     mf_crud_stmt_note(op, idx, MF_STMT_BEGIN);
     int r = mf_write_update(op->eng->cat, op->sess, durable, wflags, ns->db, ns->coll, &stmt, &res, &e);
     bson_destroy(&stmt);
-    st->n_match += res.upserted ? 0 : res.matched;
-    st->n_mod += res.modified;
     if (r != 0) {
+        /* As mongod's addUpdateErrorReply: a failed op adds nothing to the totals, whatever it changed first. */
         if (res.upserted)
             bson_value_destroy(&res.upserted_id);
         mf_crud_stmt_failed(op, idx, &e);
-        return op_failed(st, idx, &e, ordered);
+        return op_failed(st, idx, &e, ordered, true);
     }
+    st->n_match += res.upserted ? 0 : res.matched;
+    st->n_mod += res.modified;
     if (res.upserted)
         st->n_ups++;
     push_ok(st, idx, res.matched, res.modified, true, res.upserted ? &res.upserted_id : NULL);
@@ -374,14 +382,15 @@ run_delete(bw_state_t *st, size_t idx, const bw_op_t *o, const bw_ns_t *ns, bool
     mf_crud_stmt_note(op, idx, MF_STMT_BEGIN);
     int r = mf_write_delete(op->eng->cat, op->sess, durable, ns->db, ns->coll, &stmt, batch_docs, &res, &e);
     bson_destroy(&stmt);
-    st->n_del += res.deleted;
+    if (r == 0)
+        st->n_del += res.deleted; /* a failed op counts nothing (addErrorReply) */
     if (res.batched) {
         atomic_fetch_add(&op->eng->batched_deletes_docs, res.deleted);
         atomic_fetch_add(&op->eng->batched_deletes_batches, res.batches);
     }
     if (r != 0) {
         mf_crud_stmt_failed(op, idx, &e);
-        return op_failed(st, idx, &e, ordered);
+        return op_failed(st, idx, &e, ordered, false);
     }
     push_ok(st, idx, res.deleted, 0, false, NULL);
     return true;

@@ -228,8 +228,14 @@ mf_cmd_update(mf_op_t *op)
         mf_err_clear(&e);
         mf_crud_stmt_note(op, i, MF_STMT_BEGIN);
         int r = mf_write_update(op->eng->cat, op->sess, durable, wflags, op->db, name, &stmts[i], &res, &e);
-        n_total += res.matched;
-        nmod_total += res.modified;
+        if (r == 0) {
+            /*
+             * As mongod's populateReply: a failed statement adds nothing to n / nModified, not even
+             * the documents a multi-update changed before its error (they stay changed).
+             */
+            n_total += res.matched;
+            nmod_total += res.modified;
+        }
         if (r != 0 && mf_err_is_interruption(e.code)) {
             /* As mongod: an interruption (maxTimeMS, killOp, shutdown) fails the whole command, not one statement. */
             if (res.upserted)
@@ -303,7 +309,8 @@ mf_cmd_delete(mf_op_t *op)
         mf_crud_stmt_note(op, i, MF_STMT_BEGIN);
         int64_t batch_docs = mf_param_get(op->eng->params, "batchedDeletesTargetBatchDocs");
         int r = mf_write_delete(op->eng->cat, op->sess, durable, op->db, name, &stmts[i], batch_docs, &res, &e);
-        total += res.deleted;
+        if (r == 0)
+            total += res.deleted; /* a failed statement counts nothing, as for updates */
         if (res.batched) {
             atomic_fetch_add(&op->eng->batched_deletes_docs, res.deleted);
             atomic_fetch_add(&op->eng->batched_deletes_batches, res.batches);

@@ -104,7 +104,7 @@ h.test('the raw reply: cursor of items (errorsOnly keeps errors), totals, getMor
   const dup = items[10];
   assert.equal(dup.ok, 0);
   assert.equal(dup.code, 11000);
-  assert.equal(dup.codeName, 'DuplicateKey');
+  assert.equal(dup.codeName, undefined); // BulkWriteReplyItem::serialize writes code and errmsg only
   assert.deepEqual(dup.keyValue, { _id: 0 });
   assert.deepEqual(items[11], { ok: 1, idx: 11, n: 1, nModified: 1 });
   assert.deepEqual(items[12], { ok: 1, idx: 12, n: 1, nModified: 0, upserted: { _id: 'new' } });

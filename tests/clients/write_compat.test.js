@@ -1,0 +1,116 @@
+'use strict';
+/*
+ * The write path's replies as mongod 8.0 builds them, through the Node
+ * driver and raw commands: what a failed statement adds to the update and
+ * delete commands' counters (write_commands.cpp's populateReply), and the
+ * shape of 8.0's bulkWrite reply items and totals (bulk_write.cpp's
+ * BulkWriteReplies, bulk_write_parser.cpp's BulkWriteReplyItem::serialize).
+ */
+const assert = require('node:assert/strict');
+const h = require('./harness');
+
+const srv = h.useServer();
+
+h.test('a multi-update that fails midway adds nothing to n / nModified; what it changed stays changed', async () => {
+  const db = srv.freshDb('wc_updn');
+  const c = db.collection('c');
+  await c.insertMany([{ _id: 1, v: 1 }, { _id: 2, v: 'x' }, { _id: 3, v: 3 }, { _id: 4, v: 4 }]);
+  const r = await db.command({
+    update: 'c',
+    updates: [
+      { q: { _id: 4 }, u: { $set: { w: 1 } } },
+      { q: {}, u: { $inc: { v: 1 } }, multi: true },
+      { q: { _id: 3 }, u: { $set: { w: 1 } } },
+    ],
+    ordered: false,
+  });
+  // Only statements 0 and 2 count, as mongod's populateReply skips a failed statement's result.
+  assert.equal(r.n, 2, JSON.stringify(r));
+  assert.equal(r.nModified, 2, JSON.stringify(r));
+  assert.equal(r.writeErrors.length, 1);
+  assert.equal(r.writeErrors[0].index, 1);
+  assert.equal(r.writeErrors[0].code, 14);
+  // The document the multi-update reached before its error keeps its change (no rollback, as mongod).
+  assert.deepEqual(await c.findOne({ _id: 1 }), { _id: 1, v: 2 });
+
+  // Through the driver's collection bulkWrite: the failed updateMany adds nothing to matched / modified.
+  const e = await c.bulkWrite([
+    { updateOne: { filter: { _id: 4 }, update: { $set: { z: 1 } } } },
+    { updateMany: { filter: {}, update: { $inc: { v: 1 } } } },
+  ], { ordered: false }).then(() => null, (err) => err);
+  assert.ok(e, 'the bulk write failed');
+  assert.equal(e.result.matchedCount, 1);
+  assert.equal(e.result.modifiedCount, 1);
+});
+
+h.test('bulkWrite: a failed multi-update adds nothing to nMatched / nModified', async () => {
+  const db = srv.freshDb('wc_bwn');
+  await db.collection('c').insertMany([{ _id: 1, v: 1 }, { _id: 2, v: 'x' }]);
+  const admin = srv.client.db('admin');
+  const r = await admin.command({
+    bulkWrite: 1,
+    ops: [
+      { update: 0, filter: {}, updateMods: { $inc: { v: 1 } }, multi: true },
+      { update: 0, filter: { _id: 2 }, updateMods: { $set: { w: 1 } } },
+    ],
+    nsInfo: [{ ns: `${db.databaseName}.c` }],
+    ordered: false,
+  });
+  assert.equal(r.nErrors, 1);
+  assert.equal(r.nMatched, 1, JSON.stringify(r));
+  assert.equal(r.nModified, 1, JSON.stringify(r));
+  assert.deepEqual(r.cursor.firstBatch[1], { ok: 1, idx: 1, n: 1, nModified: 1 });
+  // Through the driver: the partial result counts the second op only.
+  const e = await srv.client.bulkWrite([
+    { name: 'updateMany', namespace: `${db.databaseName}.c`, filter: {}, update: { $inc: { v: 1 } } },
+    { name: 'updateOne', namespace: `${db.databaseName}.c`, filter: { _id: 1 }, update: { $set: { w: 2 } } },
+  ], { ordered: false }).then(() => null, (err) => err);
+  assert.ok(e, 'the client bulk write failed');
+  assert.equal(e.partialResult.matchedCount, 1);
+  assert.equal(e.partialResult.modifiedCount, 1);
+});
+
+h.test('bulkWrite error items: n: 0, nModified only for updates, no codeName; ok is a double', async () => {
+  const db = srv.freshDb('wc_bwitems');
+  await db.collection('c').insertMany([{ _id: 1, v: 'x' }]);
+  const admin = srv.client.db('admin');
+  const r = await admin.command({
+    bulkWrite: 1,
+    ops: [
+      { insert: 0, document: { _id: 1 } },
+      { update: 0, filter: { _id: 1 }, updateMods: { $inc: { v: 1 } } },
+      { delete: 0, filter: { $bad: 1 } },
+      { insert: 0, document: { _id: 2 } },
+    ],
+    nsInfo: [{ ns: `${db.databaseName}.c` }],
+    ordered: false,
+  }, { promoteValues: false });
+  const items = r.cursor.firstBatch;
+  assert.equal(items.length, 4);
+  // Field order and presence as BulkWriteReplyItem::serialize: ok, idx, code, errmsg, extra info, n, [nModified].
+  assert.deepEqual(Object.keys(items[0]), ['ok', 'idx', 'code', 'errmsg', 'keyPattern', 'keyValue', 'n']);
+  assert.equal(items[0].ok._bsontype, 'Double');
+  assert.equal(Number(items[0].ok), 0);
+  assert.equal(Number(items[0].code), 11000);
+  assert.equal(Number(items[0].n), 0);
+  assert.deepEqual(Object.keys(items[1]), ['ok', 'idx', 'code', 'errmsg', 'n', 'nModified']);
+  assert.equal(Number(items[1].code), 14);
+  assert.equal(Number(items[1].nModified), 0);
+  assert.deepEqual(Object.keys(items[2]), ['ok', 'idx', 'code', 'errmsg', 'n']);
+  assert.equal(Number(items[2].code), 2);
+  assert.deepEqual(Object.keys(items[3]), ['ok', 'idx', 'n']);
+  assert.equal(items[3].ok._bsontype, 'Double');
+  assert.equal(Number(items[3].ok), 1);
+});
+
+h.test('bulkWrite: an op naming a missing nsInfo entry is 2 with the op printed as mongod prints a document', async () => {
+  const admin = srv.client.db('admin');
+  const err = await admin.command({
+    bulkWrite: 1,
+    ops: [{ insert: 1, document: { a: 'x' } }],
+    nsInfo: [{ ns: 'wc_idx.c' }],
+  }).then(() => null, (e) => e);
+  assert.ok(err);
+  assert.equal(err.code, 2);
+  assert.equal(err.message, 'BulkWrite ops entry { insert: 1, document: { a: "x" } } has an invalid nsInfo index.');
+});
