@@ -496,18 +496,37 @@ mf_cmd_bulk_write(mf_op_t *op)
             i++;
             continue;
         }
+        mf_error_t nse;
         if (o->kind == OP_INSERT) {
             size_t j = i + 1;
             while (j < nops && ops[j].kind == OP_INSERT && ops[j].ns == o->ns && j - i < 1000 &&
                    !mf_crud_stmt_done(op, j))
                 j++;
+            /*
+             * mongod's handleInsertOp checks an insert's namespace (userAllowedWriteNS) outside its
+             * error handling, before flushing the inserts grouped ahead of it: a namespace no client
+             * may write fails the whole command, and an insert right after this group naming such
+             * a namespace keeps this group from being written.
+             */
+            mf_err_clear(&nse);
+            if (mf_crud_check_ns(op, nss[o->ns].db, nss[o->ns].coll, false, &nse) != 0 ||
+                (j < nops && ops[j].kind == OP_INSERT && ops[j].ns != o->ns &&
+                 mf_crud_check_ns(op, nss[ops[j].ns].db, nss[ops[j].ns].coll, false, &nse) != 0)) {
+                op->err = nse;
+                mf_cursor_free(st.cur);
+                goto out;
+            }
             go_on = run_inserts(&st, ops, i, j, &nss[o->ns], ordered, durable, wflags);
             i = j;
-        } else if (o->kind == OP_UPDATE) {
-            go_on = run_update(&st, i, o, &nss[o->ns], ordered, durable, wflags);
-            i++;
         } else {
-            go_on = run_delete(&st, i, o, &nss[o->ns], ordered, durable);
+            /* An update's or a delete's namespace check fails that op only (handleUpdateOp, handleDeleteOp). */
+            mf_err_clear(&nse);
+            if (mf_crud_check_ns(op, nss[o->ns].db, nss[o->ns].coll, false, &nse) != 0)
+                go_on = op_failed(&st, i, &nse, ordered, o->kind == OP_UPDATE);
+            else if (o->kind == OP_UPDATE)
+                go_on = run_update(&st, i, o, &nss[o->ns], ordered, durable, wflags);
+            else
+                go_on = run_delete(&st, i, o, &nss[o->ns], ordered, durable);
             i++;
         }
     }

@@ -131,15 +131,29 @@ legal_client_system_ns(const char *db, const char *coll)
 }
 
 int
+mf_crud_check_ns(mf_op_t *op, const char *db, const char *coll, bool create, mf_error_t *err)
+{
+    if (op->client != NULL && op->client->internal)
+        return 0; /* replication's own writes: mongod's !isEnforcingConstraints() */
+    /* userAllowedWriteNS: the profiler's and the view catalog's collections, and a replica set's oplog. */
+    if (!create && (strcmp(coll, "system.profile") == 0 || strcmp(coll, "system.views") == 0 ||
+                    (op->eng->repl != NULL && strcmp(db, "local") == 0 && strcmp(coll, "oplog.rs") == 0)))
+        return mf_err_set(err, MF_E_InvalidNamespace, "cannot write to %s.%s", db, coll);
+    /* userAllowedCreateNS: the collection name, then the system namespaces. */
+    if (mf_catalog_check_coll_name(db, coll, err) != 0)
+        return -1;
+    if (strncmp(coll, "system.", 7) == 0 && strcmp(coll, "system.profile") != 0 && !legal_client_system_ns(db, coll))
+        return mf_err_set(err, MF_E_InvalidNamespace, "Invalid system namespace: %s.%s", db, coll);
+    if (strstr(coll, ".system.") != NULL && strncmp(coll, "system.", 7) != 0 &&
+        !(strcmp(db, "config") == 0 && strncmp(coll, "cache.chunks.", 13) == 0))
+        return mf_err_set(err, MF_E_BadValue, "Invalid namespace: %s.%s", db, coll);
+    return 0;
+}
+
+int
 mf_crud_check_write_ns(mf_op_t *op, const char *coll, bool create)
 {
-    if ((op->client != NULL && op->client->internal) || strncmp(coll, "system.", 7) != 0)
-        return 0;
-    if (!create && strcmp(coll, "system.profile") == 0)
-        return mf_err_set(&op->err, MF_E_InvalidNamespace, "cannot write to '%s.%s'", op->db, coll);
-    if (strcmp(coll, "system.profile") == 0 || legal_client_system_ns(op->db, coll))
-        return 0;
-    return mf_err_set(&op->err, MF_E_InvalidNamespace, "Invalid system namespace: %s.%s", op->db, coll);
+    return mf_crud_check_ns(op, op->db, coll, create, &op->err);
 }
 
 int

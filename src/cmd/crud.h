@@ -63,13 +63,18 @@ void mf_crud_stmt_note(mf_op_t *op, size_t i, mf_stmt_event_t what);
 void mf_crud_stmt_failed(mf_op_t *op, size_t i, const mf_error_t *err);
 bool mf_crud_stmt_done(const mf_op_t *op, size_t i);
 /*
- * mf_crud_check_write_ns: mongod's userAllowedWriteNS / userAllowedCreateNS
- * for a system.* collection of op->db: 73 InvalidNamespace "Invalid system
- * namespace: db.system.x" unless it is one clients may use
- * (isLegalClientSystemNS: system.users, system.js, system.views, buckets,
- * admin's and config's own ...); writes to system.profile are "cannot write
- * to 'db.system.profile'" (create: allowed). Replication's own writes pass.
+ * mf_crud_check_ns: mongod's userAllowedWriteNS / userAllowedCreateNS
+ * (create) for db.coll, the error into err: writes to system.profile,
+ * system.views and, on a replica set, local.oplog.rs are 73 InvalidNamespace
+ * "cannot write to db.coll" (creating system.profile or system.views is
+ * allowed); another system.* collection is 73 "Invalid system namespace:
+ * db.system.x" unless clients may use it (isLegalClientSystemNS:
+ * system.users, system.js, system.views, buckets, admin's and config's own
+ * ...); ".system." inside a name is 2 "Invalid namespace: db.coll" (but
+ * config.cache.chunks.*). Replication's own writes pass.
+ * mf_crud_check_write_ns: the same for a collection of op->db, into op->err.
  */
+int mf_crud_check_ns(mf_op_t *op, const char *db, const char *coll, bool create, mf_error_t *err) MF_WUR;
 int mf_crud_check_write_ns(mf_op_t *op, const char *coll, bool create) MF_WUR;
 
 /* bypassDocumentValidation: true skips the collection's validator for this command. */

@@ -99,7 +99,7 @@ const REFUSED = {
     [{ delete: 'system.foo', deletes: [{ q: {}, limit: 0 }] }, 73, null],
     [{ findAndModify: 'system.foo', update: { $set: { a: 1 } }, upsert: true }, 73, null],
     [{ createIndexes: 'system.foo', indexes: [{ key: { a: 1 }, name: 'a_1' }] }, 73, null],
-    [{ insert: 'system.profile', documents: [{}] }, 73, /^cannot write to 'idl.system.profile'$/],
+    [{ insert: 'system.profile', documents: [{}] }, 73, /^cannot write to idl.system.profile$/],
   ],
   getMore: [
     [{ getMore: L(12345), collection: 'c', maxTimeMS: 'a' }, 14,

@@ -114,3 +114,70 @@ h.test('bulkWrite: an op naming a missing nsInfo entry is 2 with the op printed 
   assert.equal(err.code, 2);
   assert.equal(err.message, 'BulkWrite ops entry { insert: 1, document: { a: "x" } } has an invalid nsInfo index.');
 });
+
+h.test('writes to system.views are refused as mongod\'s userAllowedWriteNS (73); a view stays a view', async () => {
+  const db = srv.freshDb('wc_sysviews');
+  await db.collection('src').insertOne({ _id: 1 });
+  await db.createCollection('v', { viewOn: 'src', pipeline: [] });
+  const ns = `${db.databaseName}.system.views`;
+  for (const cmd of [
+    { insert: 'system.views', documents: [{ _id: `${db.databaseName}.x`, viewOn: 'src', pipeline: [] }] },
+    { update: 'system.views', updates: [{ q: {}, u: { $set: { viewOn: 'zzz' } }, multi: true }] },
+    { delete: 'system.views', deletes: [{ q: {}, limit: 0 }] },
+    { findAndModify: 'system.views', query: {}, update: { $set: { viewOn: 'zzz' } } },
+  ]) {
+    await h.expectCode(db.command(cmd), 73, new RegExp(`^cannot write to ${ns.replace(/\./g, '\\.')}$`));
+  }
+  await h.expectCode(db.command({ insert: 'system.profile', documents: [{}] }), 73,
+    new RegExp(`^cannot write to ${db.databaseName}\\.system\\.profile$`));
+  // Nothing was created or changed: the view reads its source, no collection named x appeared.
+  assert.deepEqual(await db.collection('v').find().toArray(), [{ _id: 1 }]);
+  assert.deepEqual((await db.listCollections({ name: { $in: ['x', 'system.views'] } }).toArray())
+    .filter((c) => c.type === 'collection' && c.name === 'x'), []);
+});
+
+h.test('a ".system." inside a collection name is 2 "Invalid namespace" for every write command', async () => {
+  const db = srv.freshDb('wc_dotsys');
+  const re = new RegExp(`^Invalid namespace: ${db.databaseName}\\.a\\.system\\.b$`);
+  await h.expectCode(db.command({ insert: 'a.system.b', documents: [{}] }), 2, re);
+  await h.expectCode(db.command({ update: 'a.system.b', updates: [{ q: {}, u: { $set: { z: 1 } }, upsert: true }] }), 2, re);
+  await h.expectCode(db.command({ delete: 'a.system.b', deletes: [{ q: {}, limit: 0 }] }), 2, re);
+  await h.expectCode(db.command({ findAndModify: 'a.system.b', query: {}, update: { $set: { z: 1 } }, upsert: true }), 2, re);
+  assert.deepEqual(await db.listCollections().toArray(), []);
+});
+
+h.test('bulkWrite checks each op\'s namespace as mongod: an insert fails the command, an update or delete its op', async () => {
+  const db = srv.freshDb('wc_bwns');
+  const admin = srv.client.db('admin');
+  const d = db.databaseName;
+  // An insert naming a namespace no client may write: the whole command fails (handleInsertOp checks outside its try).
+  await h.expectCode(admin.command({ bulkWrite: 1, ops: [{ insert: 0, document: { a: 1 } }], nsInfo: [{ ns: `${d}.system.profile` }] }),
+    73, new RegExp(`^cannot write to ${d}\\.system\\.profile$`));
+  await h.expectCode(admin.command({ bulkWrite: 1, ops: [{ insert: 0, document: { a: 1 } }], nsInfo: [{ ns: `${d}.system.foo` }] }),
+    73, new RegExp(`^Invalid system namespace: ${d}\\.system\\.foo$`));
+  // Inserts grouped just ahead of such an insert are not written either: mongod checks it before flushing them.
+  await h.expectCode(admin.command({
+    bulkWrite: 1,
+    ops: [{ insert: 0, document: { _id: 1 } }, { insert: 1, document: { a: 1 } }],
+    nsInfo: [{ ns: `${d}.ok` }, { ns: `${d}.system.views` }],
+  }), 73);
+  assert.equal(await db.collection('ok').countDocuments(), 0);
+  // Updates and deletes: an error item for that op; the others run.
+  const r = await admin.command({
+    bulkWrite: 1,
+    ops: [
+      { update: 1, filter: {}, updateMods: { $set: { b: 1 } }, upsert: true },
+      { delete: 2, filter: {} },
+      { insert: 0, document: { _id: 2 } },
+      { update: 3, filter: {}, updateMods: { $set: { b: 1 } } },
+    ],
+    nsInfo: [{ ns: `${d}.ok` }, { ns: `${d}.system.foo` }, { ns: `${d}.a.system.b` }, { ns: `${d}.x$y` }],
+    ordered: false,
+  });
+  assert.equal(r.nErrors, 3);
+  assert.equal(r.nInserted, 1);
+  assert.deepEqual(r.cursor.firstBatch.map((i) => [i.idx, i.code ?? 0]), [[0, 73], [1, 2], [2, 0], [3, 73]]);
+  assert.equal(r.cursor.firstBatch[0].errmsg, `Invalid system namespace: ${d}.system.foo`);
+  assert.equal(r.cursor.firstBatch[3].errmsg, 'Invalid collection name: x$y');
+  assert.deepEqual((await db.listCollections().toArray()).map((c) => c.name), ['ok']);
+});
