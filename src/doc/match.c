@@ -23,10 +23,21 @@
  * compare, except that MinKey/MaxKey operands bound everything, and NaN only
  * equals NaN.
  *
+ * The positional "$" (updates, find projections) is the array position the
+ * match records, as mongod's MatchDetails elemMatchKey over its normalized
+ * tree (MatchExpression::normalize: nested $and / $or flattened, siblings
+ * stably sorted by match type, then path): mf_matcher_new ranks each
+ * $and's and $or's children so (prepare_order). An $and evaluates in the
+ * filter's order and keeps the position of its array-matching child last
+ * in that order (each child overwrites the key in mongod); an $or tries its
+ * children in that order, its equalities and regexes on one path taken as
+ * one $in whose position is the first element matching any (7.0's or-to-in).
+ *
  * Invariants: the tree owns everything it points to (paths, values, compiled
- * regexes, child nodes, $expr trees); parsing recursion is bounded by
- * kMaxDepth so hostile filters cannot exhaust the stack; matching never
- * allocates except pcre2 match data and static bson_t views.
+ * regexes, child nodes, $expr trees; the prepared orders borrow child
+ * pointers); parsing recursion is bounded by kMaxDepth so hostile filters
+ * cannot exhaust the stack; matching never allocates except pcre2 match
+ * data and static bson_t views.
  */
 #include "common/alloc.h"
 #include "doc/match.h"
@@ -125,6 +136,22 @@ struct node {
     mf_expr_t *expr; /* K_EXPR */
     mf_jsonschema_t *schema; /* K_SCHEMA */
     mf_geo_query_t *geo;     /* K_GEO */
+    /*
+     * K_AND / K_OR of a prepared matcher (prepare_order): the children with
+     * nested nodes of the same kind spliced in, in the filter's order (flat,
+     * borrowed pointers); a K_AND's each one's place in mongod's normalized
+     * order (rank; sortTree's stable sort); a K_OR's children unit by unit in
+     * that order (sorted, ulen, nunits), and or_in: one unit, an $in (mongod
+     * 7.0+ rewrites equalities and regexes on one path to $in). NULL / 0 when
+     * not prepared.
+     */
+    node_t **flat;
+    size_t nflat;
+    size_t *rank;
+    node_t **sorted;
+    size_t *ulen;  /* K_OR: the sizes of the units sorted holds one after another (an $in group, or 1) */
+    size_t nunits;
+    bool or_in;    /* K_OR: one unit, an $in */
 };
 
 struct mf_matcher {
@@ -199,6 +226,10 @@ node_free(node_t *n)
     for (size_t i = 0; i < n->nkids; i++)
         node_free(n->kids[i]);
     free(n->kids);
+    free(n->flat);
+    free(n->rank);
+    free(n->sorted);
+    free(n->ulen);
     if (n->expr)
         mf_expr_free(n->expr);
     mf_jsonschema_free(n->schema);
@@ -1784,6 +1815,26 @@ eval(const node_t *n, const ctx_t *c, int32_t *pos)
 {
     switch (n->kind) {
     case K_AND:
+        if (n->flat != NULL) {
+            /*
+             * As mongod's AndMatchExpression over its normalized (flattened, sorted)
+             * children: each child that matched through an array element records its
+             * position, so the position is the one of the last such child in sorted order.
+             */
+            size_t best = 0;
+            bool have = false;
+            for (size_t i = 0; i < n->nflat; i++) {
+                int32_t p = -1;
+                if (!eval(n->flat[i], c, &p))
+                    return false;
+                if (p >= 0 && (!have || n->rank[i] >= best)) {
+                    best = n->rank[i];
+                    have = true;
+                    *pos = p;
+                }
+            }
+            return true;
+        }
         for (size_t i = 0; i < n->nkids; i++) {
             int32_t p = -1;
             if (!eval(n->kids[i], c, &p))
@@ -1793,6 +1844,32 @@ eval(const node_t *n, const ctx_t *c, int32_t *pos)
         }
         return true;
     case K_OR:
+        if (n->sorted != NULL) {
+            /*
+             * mongod's OrMatchExpression after normalization: equalities and regexes on one
+             * path become one $in (7.0+), whose position is the first element matching any of
+             * them; the units are tried in sorted order and the first that matches decides.
+             */
+            size_t at = 0;
+            for (size_t u = 0; u < n->nunits; u++) {
+                bool any = false;
+                for (size_t i = 0; i < n->ulen[u]; i++) {
+                    int32_t p = -1;
+                    if (eval(n->sorted[at + i], c, &p)) {
+                        if (p >= 0 && (*pos < 0 || p < *pos))
+                            *pos = p;
+                        any = true;
+                        /* Only an element found further in could be improved on by another member. */
+                        if (*pos <= 0)
+                            break;
+                    }
+                }
+                if (any)
+                    return true;
+                at += n->ulen[u];
+            }
+            return false;
+        }
         for (size_t i = 0; i < n->nkids; i++) {
             int32_t p = -1;
             if (eval(n->kids[i], c, &p)) {
@@ -1850,6 +1927,246 @@ eval(const node_t *n, const ctx_t *c, int32_t *pos)
     }
 }
 
+/* ---- mongod's normalized order of $and / $or children ---- */
+
+/*
+ * mongod's MatchExpression::MatchType order, which its sortTree sorts
+ * siblings by first (expression.h: AND, OR, ELEM_MATCH_OBJECT,
+ * ELEM_MATCH_VALUE, SIZE, EQ, LTE, LT, GT, GTE, REGEX, MOD, EXISTS,
+ * MATCH_IN, BITS_*, NOT, NOR, TYPE_OPERATOR, GEO, WHERE, EXPRESSION,
+ * ALWAYS_FALSE, ALWAYS_TRUE, then internal ones). A one-value $in is an
+ * equality after optimization.
+ */
+static int
+match_type_rank(const node_t *n)
+{
+    switch (n->kind) {
+    case K_AND: return 0;
+    case K_OR: return 1;
+    case K_ELEM_OBJ: return 2;
+    case K_ELEM_VAL: return 3;
+    case K_SIZE: return 4;
+    case K_EQ: return 5;
+    case K_LTE: return 6;
+    case K_LT: return 7;
+    case K_GT: return 8;
+    case K_GTE: return 9;
+    case K_REGEX: return 10;
+    case K_MOD: return 11;
+    case K_EXISTS: return 12;
+    case K_IN: return n->nvals == 1 && n->nrxs == 0 ? 5 : 13;
+    case K_BITS_ALL_SET: return 14;
+    case K_BITS_ALL_CLEAR: return 15;
+    case K_BITS_ANY_SET: return 16;
+    case K_BITS_ANY_CLEAR: return 17;
+    case K_NOT: return 18;
+    case K_NOR: return 19;
+    case K_TYPE: return 20;
+    case K_GEO: return 21;
+    case K_EXPR: return 23;
+    case K_SAMPLE: return 23; /* an $expr after parsing, in mongod */
+    case K_FALSE: return 24;
+    case K_TRUE: return 25;
+    case K_SCHEMA: return 40;
+    }
+    return 50;
+}
+
+/* A one-child $and / $or is its child after mongod's optimization. */
+static const node_t *
+unwrap_single(const node_t *n)
+{
+    while ((n->kind == K_AND || n->kind == K_OR) && n->nkids == 1)
+        n = n->kids[0];
+    return n;
+}
+
+/* mongod's matchExpressionComparator: match type, then path, then children, then their number. */
+static int
+node_order_cmp(const node_t *a, const node_t *b)
+{
+    a = unwrap_single(a);
+    b = unwrap_single(b);
+    /* An $or wholly rewritten to $in sorts as that $in (MATCH_IN on its path, no children). */
+    int ra = a->or_in ? 13 : match_type_rank(a), rb = b->or_in ? 13 : match_type_rank(b);
+    if (ra != rb)
+        return ra < rb ? -1 : 1;
+    const char *pa = a->or_in ? unwrap_single(a->flat[0])->path : a->path,
+               *pb = b->or_in ? unwrap_single(b->flat[0])->path : b->path;
+    int pc = strcmp(pa != NULL ? pa : "", pb != NULL ? pb : "");
+    if (pc != 0)
+        return pc < 0 ? -1 : 1;
+    if (a->or_in || b->or_in)
+        return a->or_in == b->or_in ? 0 : (a->or_in ? -1 : 1);
+    size_t nk = a->nkids < b->nkids ? a->nkids : b->nkids;
+    for (size_t i = 0; i < nk; i++) {
+        int c = node_order_cmp(a->kids[i], b->kids[i]);
+        if (c != 0)
+            return c;
+    }
+    if (a->nkids != b->nkids)
+        return a->nkids < b->nkids ? -1 : 1;
+    return 0;
+}
+
+/* Compares two units of an $or: a group (ga / gb) compares as an $in on its member's path. */
+static int
+unit_cmp(const node_t *a, bool ga, const node_t *b, bool gb)
+{
+    if (!ga && !gb)
+        return node_order_cmp(a, b);
+    int ra = ga ? 13 : match_type_rank(unwrap_single(a)), rb = gb ? 13 : match_type_rank(unwrap_single(b));
+    if (ra != rb)
+        return ra < rb ? -1 : 1;
+    const char *pa = unwrap_single(a)->path, *pb = unwrap_single(b)->path;
+    int pc = strcmp(pa != NULL ? pa : "", pb != NULL ? pb : "");
+    return pc < 0 ? -1 : pc > 0 ? 1 : 0;
+}
+
+/* Appends n's children to n->flat, splicing in those of children of n's own kind (mongod flattens them). */
+static void
+flatten_into(node_t *top, const node_t *n)
+{
+    for (size_t i = 0; i < n->nkids; i++) {
+        node_t *k = n->kids[i];
+        if (k->kind == top->kind && k->nkids > 0) {
+            flatten_into(top, k);
+        } else {
+            top->flat = mf_realloc(top->flat, (top->nflat + 1) * sizeof(*top->flat));
+            top->flat[top->nflat++] = k;
+        }
+    }
+}
+
+/* One sibling (or $or unit) being sorted: qsort with the pre-sort position breaking ties is a stable sort. */
+typedef struct sort_item {
+    const node_t *n;
+    size_t pos;   /* the place before sorting */
+    size_t flat;  /* the flat index it stands for (an $or unit: its first member) */
+    bool group;   /* an $or unit that is an $in group */
+} sort_item_t;
+
+static int
+sort_item_cmp(const void *pa, const void *pb)
+{
+    const sort_item_t *a = pa, *b = pb;
+    int c = unit_cmp(a->n, a->group, b->n, b->group);
+    if (c != 0)
+        return c;
+    return a->pos < b->pos ? -1 : a->pos > b->pos ? 1 : 0;
+}
+
+/* Orders an $or's groupable children by path, then by their place. */
+static int
+path_item_cmp(const void *pa, const void *pb)
+{
+    const sort_item_t *a = pa, *b = pb;
+    int c = strcmp(a->n->path, b->n->path);
+    if (c != 0)
+        return c;
+    return a->pos < b->pos ? -1 : a->pos > b->pos ? 1 : 0;
+}
+
+/*
+ * prepare_order: for every $and / $or of the tree, the flattened children
+ * and their place in mongod's normalized order (node fields flat, rank,
+ * sorted, ulen, or_in), which decide the position a positional update or
+ * projection uses, and the order an $or tries its children in. Sorting is
+ * O(n log n), so a filter of thousands of $or branches stays cheap.
+ */
+static void
+prepare_order(node_t *n)
+{
+    for (size_t i = 0; i < n->nkids; i++)
+        prepare_order(n->kids[i]);
+    if ((n->kind != K_AND && n->kind != K_OR) || n->nkids == 0)
+        return;
+    flatten_into(n, n);
+    size_t nf = n->nflat;
+    if (nf == 0)
+        return;
+    sort_item_t *it = mf_malloc(nf * sizeof(*it));
+    if (n->kind == K_AND) {
+        /* An $and evaluates in the filter's order: only each child's place in the sorted order matters. */
+        n->rank = mf_malloc(nf * sizeof(*n->rank));
+        for (size_t i = 0; i < nf; i++)
+            it[i] = (sort_item_t){n->flat[i], i, i, false};
+        qsort(it, nf, sizeof(*it), sort_item_cmp);
+        for (size_t j = 0; j < nf; j++)
+            n->rank[it[j].flat] = j;
+        free(it);
+        return;
+    }
+    /*
+     * An $or: mongod 7.0+ turns two or more equalities (not to a regex) or
+     * regexes on one path into one $in appended after the other children
+     * (or_to_in.js), then sorts. Units: the single children in the filter's
+     * order, then one group per such path (its first member standing for
+     * it); sorted with the groups as $in.
+     */
+    long *group = mf_malloc(nf * sizeof(*group)); /* the child's group (its path's first member), or -1 */
+    size_t ng = 0;
+    for (size_t i = 0; i < nf; i++) {
+        const node_t *k = unwrap_single(n->flat[i]);
+        group[i] = -1;
+        /* Equalities here may already be one K_IN (or_to_in, at parse time): it joins the group too. */
+        if (k->path != NULL && (k->kind == K_REGEX || k->kind == K_IN ||
+                                (k->kind == K_EQ && k->val.value_type != BSON_TYPE_REGEX)))
+            it[ng++] = (sort_item_t){k, i, i, false};
+    }
+    qsort(it, ng, sizeof(*it), path_item_cmp);
+    for (size_t i = 0; i < ng;) {
+        size_t j = i + 1;
+        while (j < ng && strcmp(it[j].n->path, it[i].n->path) == 0)
+            j++;
+        if (j - i >= 2)
+            for (size_t m = i; m < j; m++)
+                group[it[m].flat] = (long)it[i].flat;
+        i = j;
+    }
+    size_t nu = 0;
+    for (size_t i = 0; i < nf; i++)
+        if (group[i] < 0) {
+            it[nu] = (sort_item_t){n->flat[i], nu, i, false};
+            nu++;
+        }
+    for (size_t i = 0; i < nf; i++)
+        if (group[i] == (long)i) {
+            it[nu] = (sort_item_t){n->flat[i], nu, i, true};
+            nu++;
+        }
+    qsort(it, nu, sizeof(*it), sort_item_cmp);
+    /* Each group's members, in the filter's order, as a chain through next. */
+    size_t *next = mf_malloc(nf * sizeof(*next)), *last = mf_malloc(nf * sizeof(*last));
+    for (size_t i = 0; i < nf; i++) {
+        next[i] = SIZE_MAX;
+        last[i] = i;
+    }
+    for (size_t i = 0; i < nf; i++)
+        if (group[i] >= 0 && group[i] != (long)i) {
+            size_t g = (size_t)group[i];
+            next[last[g]] = i;
+            last[g] = i;
+        }
+    n->sorted = mf_malloc(nf * sizeof(*n->sorted));
+    n->ulen = mf_malloc(nu * sizeof(*n->ulen));
+    n->nunits = nu;
+    size_t at = 0;
+    for (size_t u = 0; u < nu; u++) {
+        size_t len = 0;
+        for (size_t f = it[u].flat; f != SIZE_MAX; f = it[u].group ? next[f] : SIZE_MAX) {
+            n->sorted[at++] = n->flat[f];
+            len++;
+        }
+        n->ulen[u] = len;
+    }
+    n->or_in = nu == 1 && it[0].group;
+    free(next);
+    free(last);
+    free(group);
+    free(it);
+}
+
 /* ---- public API ---- */
 
 mf_matcher_t *
@@ -1868,6 +2185,7 @@ mf_matcher_new(const bson_t *filter, mf_error_t *err)
         free(m);
         return NULL;
     }
+    prepare_order(m->root);
     return m;
 }
 
@@ -1880,6 +2198,7 @@ mf_matcher_new_text_false(const bson_t *filter, mf_error_t *err)
         free(m);
         return NULL;
     }
+    prepare_order(m->root);
     return m;
 }
 

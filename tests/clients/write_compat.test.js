@@ -181,3 +181,36 @@ h.test('bulkWrite checks each op\'s namespace as mongod: an insert fails the com
   assert.equal(r.cursor.firstBatch[3].errmsg, 'Invalid collection name: x$y');
   assert.deepEqual((await db.listCollections().toArray()).map((c) => c.name), ['ok']);
 });
+
+h.test('positional $ takes the position of mongod\'s normalized filter: the $and child last in sorted order, the $or unit first', async () => {
+  // mongod matches with the canonical query's normalized tree (MatchExpression::normalize: optimize, then
+  // sortTree by match type, then path): every array predicate of an $and records its position, so the last
+  // one in that order wins; an $or tries its children in that order, its equalities and regexes on one path
+  // joined into one $in (7.0+), whose position is the first element matching any of them.
+  const db = srv.freshDb('wc_pos');
+  const c = db.collection('c');
+  const cases = [
+    // [document, filter, update, expected document]
+    [{ items: [{ sku: 'abc', qty: 1 }, { sku: 'x', qty: 10 }] }, { 'items.sku': 'abc', 'items.qty': { $gt: 5 } },
+      { $set: { 'items.$.hit': true } }, { items: [{ sku: 'abc', qty: 1 }, { sku: 'x', qty: 10, hit: true }] }],
+    [{ items: [{ sku: 'abc', qty: 1 }, { sku: 'x', qty: 10 }] }, { 'items.qty': { $gt: 5 }, 'items.sku': 'abc' },
+      { $set: { 'items.$.hit': true } }, { items: [{ sku: 'abc', qty: 1 }, { sku: 'x', qty: 10, hit: true }] }],
+    [{ a: [1, 2, 3] }, { a: { $gt: 0, $gte: 2 } }, { $set: { 'a.$': 9 } }, { a: [1, 9, 3] }],
+    [{ a: [1, 2, 3] }, { $and: [{ a: 3 }, { a: { $gt: 0 } }] }, { $set: { 'a.$': 9 } }, { a: [9, 2, 3] }],
+    [{ a: [1, 2], b: [4, 5] }, { a: 1, b: 5 }, { $set: { 'a.$': 9 } }, { a: [1, 9], b: [4, 5] }],
+    [{ a: [1, 2, 3] }, { $or: [{ a: { $gt: 2 } }, { a: 1 }] }, { $set: { 'a.$': 9 } }, { a: [9, 2, 3] }],
+    [{ a: [1, 2, 3] }, { $or: [{ a: 3 }, { a: 2 }] }, { $set: { 'a.$': 9 } }, { a: [1, 9, 3] }],
+    [{ a: ['x', 'yz', 'q'] }, { $or: [{ a: 'q' }, { a: /z/ }] }, { $set: { 'a.$': 'W' } }, { a: ['x', 'W', 'q'] }],
+    [{ a: [1, 2, 3], b: [7] }, { $or: [{ a: 3 }, { b: 7 }, { a: 2 }] }, { $set: { 'a.$': 9 } }, { a: [9, 2, 3], b: [7] }],
+  ];
+  for (const [i, [doc, q, u, want]] of cases.entries()) {
+    await c.insertOne({ _id: i, ...doc });
+    const r = await c.updateOne({ _id: i, ...q }, u);
+    assert.equal(r.modifiedCount, 1, JSON.stringify(q));
+    assert.deepEqual(await c.findOne({ _id: i }, { projection: { _id: 0 } }), want, JSON.stringify(q));
+  }
+  // The positional projection follows the same rule.
+  await c.insertOne({ _id: 'p', items: [{ sku: 'abc', qty: 1 }, { sku: 'x', qty: 10 }] });
+  const got = await c.findOne({ _id: 'p', 'items.sku': 'abc', 'items.qty': { $gt: 5 } }, { projection: { _id: 0, 'items.$': 1 } });
+  assert.deepEqual(got, { items: [{ sku: 'x', qty: 10 }] });
+});
