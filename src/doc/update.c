@@ -1431,6 +1431,12 @@ typedef struct {
     char *idstr; /* "_id: 1" for messages, built lazily */
 } actx_t;
 
+/*
+ * The document's _id as mongod's update nodes name it in messages: "_id: 1",
+ * or "no id" when it has none (an upsert's new document, whose _id mongod
+ * adds only after applying the update: (idElem.ok() ? idElem.toString() :
+ * "no id")). Owned by c.
+ */
 static const char *
 ctx_id(actx_t *c)
 {
@@ -1441,10 +1447,20 @@ ctx_id(actx_t *c)
         if (bson_iter_init_find(&it, c->doc, "_id")) {
             bson_string_append(s, "_id: ");
             fmt_value(s, bson_iter_value(&it));
+        } else {
+            bson_string_append(s, "no id");
         }
         c->idstr = bson_string_free(s, false);
     }
     return c->idstr;
+}
+
+/* The same for $bit's message, which prints the _id element with no "no id" fallback (bit_node.cpp). */
+static const char *
+ctx_id_bit(actx_t *c)
+{
+    const char *id = ctx_id(c);
+    return strcmp(id, "no id") == 0 ? "" : id;
 }
 
 static bool
@@ -1781,7 +1797,7 @@ leaf(actx_t *c, const mod_t *m, node_t *cur, const char *curname, const char *ke
             return mf_err_set(c->err, MF_E_BadValue,
                               "Cannot apply $bit to a value of non-integral type.%s has the field %s of "
                               "non-integer type %s",
-                              ctx_id(c), key, mf_type_name(node_type(t)));
+                              ctx_id_bit(c), key, mf_type_name(node_type(t)));
         bit_apply(m, &t->v, &res);
         node_set(t, &res, false);
         return 0;

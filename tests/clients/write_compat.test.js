@@ -214,3 +214,22 @@ h.test('positional $ takes the position of mongod\'s normalized filter: the $and
   const got = await c.findOne({ _id: 'p', 'items.sku': 'abc', 'items.qty': { $gt: 5 } }, { projection: { _id: 0, 'items.$': 1 } });
   assert.deepEqual(got, { items: [{ sku: 'x', qty: 10 }] });
 });
+
+h.test('an upsert\'s update errors name the new document "no id", as mongod applies the update before adding _id', async () => {
+  const db = srv.freshDb('wc_noid');
+  const one = async (q, u) => {
+    const r = await db.command({ update: 'c', updates: [{ q, u, upsert: true }] });
+    assert.equal(r.writeErrors?.length, 1, JSON.stringify(r));
+    return r.writeErrors[0];
+  };
+  let e = await one({ a: 5 }, { $push: { a: 1 } });
+  assert.equal(e.code, 2);
+  assert.equal(e.errmsg, "The field 'a' must be an array but is of type int in document {no id}");
+  e = await one({ a: 'x' }, { $inc: { a: 1 } });
+  assert.equal(e.code, 14);
+  assert.equal(e.errmsg, "Cannot apply $inc to a value of non-numeric type. {no id} has the field 'a' of non-numeric type string");
+  // With an _id among the query's equalities the document has it from the start.
+  e = await one({ _id: 5, a: 5 }, { $push: { a: 1 } });
+  assert.equal(e.errmsg, "The field 'a' must be an array but is of type int in document {_id: 5}");
+  assert.equal(await db.collection('c').countDocuments(), 0);
+});
