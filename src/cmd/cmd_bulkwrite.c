@@ -539,12 +539,13 @@ mf_cmd_bulk_write(mf_op_t *op)
         mf_cursor_free(st.cur);
         goto out;
     }
+    /* In BulkWriteCommandReply's order (bulk_write.idl): the cursor, then these. */
     BSON_APPEND_INT32(op->reply, "nErrors", (int32_t)st.n_err);
     BSON_APPEND_INT32(op->reply, "nInserted", (int32_t)st.n_ins);
-    BSON_APPEND_INT32(op->reply, "nDeleted", (int32_t)st.n_del);
     BSON_APPEND_INT32(op->reply, "nMatched", (int32_t)st.n_match);
     BSON_APPEND_INT32(op->reply, "nModified", (int32_t)st.n_mod);
     BSON_APPEND_INT32(op->reply, "nUpserted", (int32_t)st.n_ups);
+    BSON_APPEND_INT32(op->reply, "nDeleted", (int32_t)st.n_del);
     /* The cursor: its first batch now, the rest through getMore. */
     bson_t tmp;
     bson_init(&tmp);

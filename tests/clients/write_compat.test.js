@@ -85,6 +85,8 @@ h.test('bulkWrite error items: n: 0, nModified only for updates, no codeName; ok
     nsInfo: [{ ns: `${db.databaseName}.c` }],
     ordered: false,
   }, { promoteValues: false });
+  // The reply's fields in BulkWriteCommandReply's order.
+  assert.deepEqual(Object.keys(r), ['cursor', 'nErrors', 'nInserted', 'nMatched', 'nModified', 'nUpserted', 'nDeleted', 'ok']);
   const items = r.cursor.firstBatch;
   assert.equal(items.length, 4);
   // Field order and presence as BulkWriteReplyItem::serialize: ok, idx, code, errmsg, extra info, n, [nModified].
