@@ -177,6 +177,20 @@ mf_cmd_insert(mf_op_t *op)
     rc = mf_write_insert(op->eng->cat, op->sess, mf_crud_want_durable(op), mf_crud_write_flags(op), op->db,
                          name, run != NULL ? run : docs, run != NULL ? nrun : ndocs, ordered, append_insert_error, &ie,
                          &inserted, &op->err);
+    if (rc != 0 && op->err.code == MF_E_CommandNotSupportedOnView && inserted == 0 && ie.we.n == 0 &&
+        !mf_cmd_in_txn()) {
+        /*
+         * As mongod's insertBatchAndHandleErrors: acquiring a view fails each document's insert,
+         * a write error (166) for the first document, or for every one when unordered; in a
+         * transaction handleError fails the command.
+         */
+        mf_error_t view_err = op->err;
+        size_t nran = run != NULL ? nrun : ndocs;
+        for (size_t i = 0; i < (ordered ? 1 : nran); i++)
+            append_insert_error(&ie, i, &view_err);
+        mf_err_clear(&op->err);
+        rc = 0;
+    }
     free(docs);
     if (run != NULL) {
         free(run);

@@ -235,3 +235,20 @@ h.test('an upsert\'s update errors name the new document "no id", as mongod appl
   assert.equal(e.errmsg, "The field 'a' must be an array but is of type int in document {_id: 5}");
   assert.equal(await db.collection('c').countDocuments(), 0);
 });
+
+h.test('an insert into a view is a write error 166 per document (the first when ordered), as mongod\'s insertBatchAndHandleErrors', async () => {
+  const db = srv.freshDb('wc_insview');
+  await db.collection('src').insertOne({ _id: 1 });
+  await db.createCollection('v', { viewOn: 'src', pipeline: [] });
+  const msg = `Namespace ${db.databaseName}.v is a view, not a collection`;
+  let r = await db.command({ insert: 'v', documents: [{ _id: 2 }, { _id: 3 }] });
+  assert.equal(r.ok, 1);
+  assert.equal(r.n, 0);
+  assert.deepEqual(r.writeErrors, [{ index: 0, code: 166, errmsg: msg }]);
+  r = await db.command({ insert: 'v', documents: [{ _id: 2 }, { _id: 3 }, { _id: 4 }], ordered: false });
+  assert.equal(r.n, 0);
+  assert.deepEqual(r.writeErrors.map((e) => [e.index, e.code]), [[0, 166], [1, 166], [2, 166]]);
+  // Through the driver: insertOne fails with the code; nothing reached the view's source.
+  await h.expectCode(db.collection('v').insertOne({ _id: 5 }), 166);
+  assert.deepEqual(await db.collection('src').find().toArray(), [{ _id: 1 }]);
+});
