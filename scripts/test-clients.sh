@@ -1,10 +1,21 @@
 #!/usr/bin/env bash
 # Runs the client-level test suites against a mayflyd binary:
 #   scripts/test-clients.sh [path/to/mayflyd]     (default build-asan/mayflyd)
-# Node driver, mongoose and mongosh suites run under `node --test`, one file at
-# a time (each file starts its own server); then the pymongo suite. Extra
-# arguments after the binary are test files to run instead of all of them.
-# Exits non-zero if either part fails.
+# Node driver, mongoose and mongosh suites run under `node --test`, one node
+# process per file (each file starts its own servers); then the pymongo suite.
+# Extra arguments after the binary are test files to run instead of all of
+# them (those run one at a time). Exits non-zero if either part fails.
+#
+# The whole suite spends most of its time waiting (for expiries, elections,
+# restarts), so its files run MAYFLY_TEST_JOBS at a time (default: the CPUs,
+# at most 4; 1 runs them one after the other as before). Files whose tests
+# measure the server against the machine's load (SERIAL below: programs kept
+# busy beside it, a query kept slow while DDL runs, thread counts, lateness
+# on an idle machine, elections' timeouts, a file that needs most of its
+# time limit) run afterwards, alone. A file that fails beside another
+# is run again alone, and only its result alone counts: the line
+# "run again alone" names every such file, so a test that needs to be alone
+# is seen and added to SERIAL.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,22 +32,95 @@ if [ ! -d node_modules/mongodb ] || [ ! -d node_modules/puppeteer-core ] || [ pa
 fi
 
 if [ "$#" -gt 0 ]; then
-    files=("$@")
-else
-    files=(tests/clients/*.test.js)
+    echo "== node driver / mongoose / mongosh suites ($# files) against $bin"
+    node --test --test-concurrency=1 --test-timeout=240000 "$@"
+    exit $?
 fi
 
-echo "== node driver / mongoose / mongosh suites (${#files[@]} files) against $bin"
-node --test --test-concurrency=1 --test-timeout=240000 "${files[@]}"
-node_rc=$?
+SERIAL="ttl_schedgroup locks stalls hold_stress ttl_monitor limits replset_failover"
+# The longest of the others start first, so that no long file runs on alone at the end.
+FIRST="tls compact index_build agg_stages replset_ttl changestream archive"
+njobs="${MAYFLY_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}"
+case "$njobs" in '' | *[!0-9]*) njobs=1 ;; esac
+[ "$njobs" -lt 1 ] && njobs=1
+[ "$njobs" -gt 4 ] && njobs=4
+
+logs="$(mktemp -d /tmp/mf-client-logs.XXXXXX)"
+trap 'rm -rf "$logs"' EXIT
+together=()
+alone=()
+ordered=()
+for base in $FIRST; do
+    [ -f "tests/clients/$base.test.js" ] && ordered+=("tests/clients/$base.test.js")
+done
+for f in tests/clients/*.test.js; do
+    [[ " $FIRST " == *" $(basename "$f" .test.js) "* ]] || ordered+=("$f")
+done
+for f in "${ordered[@]}"; do
+    base="$(basename "$f" .test.js)"
+    if [ "$njobs" -gt 1 ] && [[ " $SERIAL " != *" $base "* ]]; then
+        together+=("$f")
+    else
+        alone+=("$f")
+    fi
+done
+
+# run_file FILE: runs one file, keeps its output in $logs/<name>.log and its
+# exit status in $logs/<name>.rc, then prints the output whole (under a lock,
+# so two files' outputs never interleave).
+run_file() {
+    local f="$1" name
+    name="$(basename "$f" .test.js)"
+    t0=$(date +%s)
+    node --test --test-concurrency=1 --test-timeout=240000 "$f" > "$logs/$name.log" 2>&1
+    echo $? > "$logs/$name.rc"
+    (
+        flock 9
+        echo "== $f (exit $(cat "$logs/$name.rc"), $(( $(date +%s) - t0 )) s)"
+        cat "$logs/$name.log"
+    ) 9> "$logs/.print.lock"
+}
+export -f run_file
+export logs
+
+start=$(date +%s)
+echo "== node driver / mongoose / mongosh suites ($(( ${#together[@]} + ${#alone[@]} )) files, ${#together[@]} of them $njobs at a time) against $bin"
+if [ "${#together[@]}" -gt 0 ]; then
+    printf '%s\0' "${together[@]}" |
+        xargs -0 -n 1 -P "$njobs" bash -c 'run_file "$1"' _
+fi
+again=()
+for f in "${together[@]}"; do
+    [ "$(cat "$logs/$(basename "$f" .test.js).rc" 2>/dev/null)" = 0 ] || again+=("$f")
+done
+if [ "${#again[@]}" -gt 0 ]; then
+    echo "== run again alone (failed beside another file): ${again[*]}"
+fi
+for f in "${alone[@]}" "${again[@]}"; do
+    run_file "$f"
+done
+
+# The totals, from every file's last run.
+tests=0 pass=0 fail=0 node_rc=0 failed=()
+for f in tests/clients/*.test.js; do
+    name="$(basename "$f" .test.js)"
+    [ "$(cat "$logs/$name.rc" 2>/dev/null)" = 0 ] || { node_rc=1; failed+=("$f"); }
+    t=$(sed -n 's/^# tests \([0-9]*\)$/\1/p' "$logs/$name.log" | tail -1)
+    p=$(sed -n 's/^# pass \([0-9]*\)$/\1/p' "$logs/$name.log" | tail -1)
+    x=$(sed -n 's/^# fail \([0-9]*\)$/\1/p' "$logs/$name.log" | tail -1)
+    tests=$(( tests + ${t:-0} )) pass=$(( pass + ${p:-0} )) fail=$(( fail + ${x:-0} ))
+done
+echo "== node totals over every file's last run ($(( $(date +%s) - start )) s):"
+echo "# tests $tests"
+echo "# pass $pass"
+echo "# fail $fail"
+[ "${#failed[@]}" -gt 0 ] && echo "== node files that failed: ${failed[*]}"
 
 py_rc=0
-if [ "$#" -eq 0 ]; then
-    for py in tests/clients/test_pymongo*.py; do
-        echo "== pymongo suite: $py"
-        /usr/bin/python3 "$py" || py_rc=1
-    done
-fi
+for py in tests/clients/test_pymongo*.py; do
+    echo "== pymongo suite: $py"
+    /usr/bin/python3 "$py" || py_rc=1
+done
 
 echo "== client suites: node exit $node_rc, pymongo exit $py_rc"
 [ "$node_rc" -eq 0 ] && [ "$py_rc" -eq 0 ]

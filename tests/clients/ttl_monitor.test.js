@@ -655,31 +655,42 @@ h.test('D8: serverStatus metrics.ttl.lateness has count, p50Ms, p99Ms, maxMs and
 h.test('D8: lateness p50Ms/p99Ms are exact to the millisecond below 128 ms, not a power-of-two bucket edge', async () => {
   // A server of its own: its lateness counts only these documents, half of them inserted 66 ms after
   // their expiry and half 120 ms after, in one insertMany, so all land in the log2 bucket [64, 128).
-  const own = new h.MayflyServer({ args: ['--inMemory'] });
-  await own.start();
+  // The 66 ms group stays below 100 ms if the insert reaches the server and is deleted within 30 ms
+  // of the client's clock read; on a loaded machine it may not (its lateness then nears or passes
+  // 128 ms, where the histogram is what is kept), so such a run is set aside and tried again on a
+  // fresh server, up to 8 times.
   const { MongoClient } = require('mongodb');
-  const cl = new MongoClient(own.uri);
-  try {
-    await cl.connect();
-    const coll = cl.db('d8fine').collection('c');
-    await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
-    const now = Date.now();
-    await coll.insertMany(Array.from({ length: 20 }, (_, i) => ({ at: new Date(now - (i < 10 ? 66 : 120)) })));
-    await h.waitFor(async () => (await coll.countDocuments()) === 0, 'documents deleted', 5000);
-    // The monitor records a batch's lateness just after its commit: a reader may see the documents gone first.
-    const lateness = async () => (await cl.db('admin').command({ serverStatus: 1 })).metrics.ttl.lateness;
-    await h.waitFor(async () => (await lateness()).count === 20, 'the 20 deletions counted', 5000);
-    const l = await lateness();
-    assert.equal(l.count, 20, JSON.stringify(l));
-    // p50 is the 10th smallest, one of the 66 ms group (deleted a few ms after the insert); p99 one of
-    // the 120 ms group. The bucket edge (128, capped at maxMs) would put p50 at 120 or more.
-    assert.ok(l.p50Ms >= 66 && l.p50Ms < 100, `p50 ${l.p50Ms}: ${JSON.stringify(l)}`);
-    assert.ok(l.p99Ms >= 120 && l.p99Ms <= l.maxMs, `p99 ${l.p99Ms}: ${JSON.stringify(l)}`);
-  } finally {
-    await cl.close().catch(() => {});
-    await own.stop();
-    own.cleanup();
+  let l = null;
+  for (let attempt = 0; attempt < 8 && l === null; attempt++) {
+    const own = new h.MayflyServer({ args: ['--inMemory'] });
+    await own.start();
+    const cl = new MongoClient(own.uri);
+    try {
+      await cl.connect();
+      const coll = cl.db('d8fine').collection('c');
+      await coll.createIndex({ at: 1 }, { expireAfterSeconds: 0 });
+      await coll.insertOne({ warm: true }); // the connection and the collection's tables are ready
+      const now = Date.now();
+      await coll.insertMany(Array.from({ length: 20 }, (_, i) => ({ at: new Date(now - (i < 10 ? 66 : 120)) })));
+      await h.waitFor(async () => (await coll.countDocuments({ at: { $exists: true } })) === 0, 'documents deleted', 5000);
+      // The monitor records a batch's lateness just after its commit: a reader may see the documents gone first.
+      const lateness = async () => (await cl.db('admin').command({ serverStatus: 1 })).metrics.ttl.lateness;
+      await h.waitFor(async () => (await lateness()).count === 20, 'the 20 deletions counted', 5000);
+      const got = await lateness();
+      assert.equal(got.count, 20, JSON.stringify(got));
+      if (got.maxMs < 150) l = got;
+      else console.log(`attempt ${attempt}: the deletions came ${got.maxMs - 120} ms after the client's clock read; again`);
+    } finally {
+      await cl.close().catch(() => {});
+      await own.stop();
+      own.cleanup();
+    }
   }
+  assert.ok(l !== null, 'in 8 attempts the server never deleted within 30 ms of the insert');
+  // p50 is the 10th smallest, one of the 66 ms group; p99 one of the 120 ms group. The bucket edge
+  // (128, capped at maxMs) would put p50 at 120 or more.
+  assert.ok(l.p50Ms >= 66 && l.p50Ms < 100, `p50 ${l.p50Ms}: ${JSON.stringify(l)}`);
+  assert.ok(l.p99Ms >= 120 && l.p99Ms <= l.maxMs, `p99 ${l.p99Ms}: ${JSON.stringify(l)}`);
 });
 
 h.test('D8: metrics.ttl.backlog counts due documents not yet deleted and drops to 0 once they are', async () => {
