@@ -403,6 +403,13 @@ mf_curop_set_progress(mf_curop_t *op, const char *msg, int64_t done, int64_t tot
     atomic_store(&op->has_progress, true);
 }
 
+void
+mf_curop_interrupt(mf_curop_t *op, int code)
+{
+    int none = 0;
+    atomic_compare_exchange_strong(&op->kill_code, &none, code);
+}
+
 bool
 mf_curop_killed(const mf_curop_t *op)
 {

@@ -157,6 +157,13 @@ void mf_curops_report_idle_conns(mf_curops_t *reg, const char *host, void (*fn)(
 /* mf_curop_set_progress: sets msg and progress {done, total} shown by currentOp. */
 void mf_curop_set_progress(mf_curop_t *op, const char *msg, int64_t done, int64_t total);
 
+/*
+ * mf_curop_interrupt: op (not NULL) fails with code ("operation was
+ * interrupted") at its next check, unless it was already killed: as
+ * mongod's killOperation with a code (killCursors of a pinned cursor: 237).
+ */
+void mf_curop_interrupt(mf_curop_t *op, int code);
+
 /* mf_curop_killed: true once killOp or shutdown targeted this operation (NULL: false). */
 bool mf_curop_killed(const mf_curop_t *op);
 

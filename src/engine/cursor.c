@@ -262,6 +262,7 @@ mf_cursors_checkout(mf_cursors_t *t, int64_t id, bool *busy)
         else {
             c = t->slots[i];
             c->in_use = true;
+            c->pinned_by = mf_curop_current();
         }
     }
     pthread_mutex_unlock(&t->lock);
@@ -283,6 +284,7 @@ mf_cursors_checkin(mf_cursors_t *t, mf_cursor_t *c)
 {
     pthread_mutex_lock(&t->lock);
     c->in_use = false;
+    c->pinned_by = NULL;
     c->last_used_ms = mf_mono_ms();
     c->used_wall_ms = mf_now_ms();
     if (c->killed) {
@@ -303,6 +305,7 @@ mf_cursors_release(mf_cursors_t *t, mf_cursor_t *c)
     ssize_t i = find_slot(t, c->id);
     if (i >= 0 && t->slots[i] == c)
         remove_slot(t, (size_t)i);
+    c->pinned_by = NULL;
     pthread_mutex_unlock(&t->lock);
     mf_cursor_free(c);
 }
@@ -323,6 +326,9 @@ mf_cursors_kill(mf_cursors_t *t, int64_t id, const char *owner)
     }
     if (t->slots[i]->in_use) {
         t->slots[i]->killed = true;
+        /* The getMore using it stops at its next interruption check (mongod's killOperation with CursorKilled). */
+        if (t->slots[i]->pinned_by != NULL)
+            mf_curop_interrupt(t->slots[i]->pinned_by, MF_E_CursorKilled);
     } else {
         victim = t->slots[i];
         remove_slot(t, (size_t)i);

@@ -84,6 +84,14 @@ typedef struct mf_cursor {
     int64_t last_used_ms;
     bool in_use;
     bool killed;
+    /*
+     * The operation of the getMore that has it checked out (set by
+     * mf_cursors_checkout, cleared at check-in; table lock), or NULL:
+     * killCursors interrupts that operation with 237 CursorKilled, as
+     * mongod's CursorManager::killCursor kills the operation using a pinned
+     * cursor. Valid while set: a getMore checks its cursor in before it ends.
+     */
+    struct mf_curop *pinned_by;
     int64_t client_id;
     char owner[400];  /* "user@db" who opened it, "" without access control: only they may use or kill it */
     bool has_lsid;    /* opened by a command with an lsid: its getMores must name the same session */
@@ -124,7 +132,11 @@ void mf_cursor_free(mf_cursor_t *c);
  * open cursors.
  */
 int64_t mf_cursors_register(mf_cursors_t *t, mf_cursor_t *c, int64_t max_total, int64_t max_per_client);
-/* mf_cursors_checkout: exclusive use of cursor id, or NULL (unknown, or busy: *busy set). */
+/*
+ * mf_cursors_checkout: exclusive use of cursor id, or NULL (unknown, or
+ * busy: *busy set); the calling thread's current operation pins it (see
+ * pinned_by) until mf_cursors_checkin or mf_cursors_release.
+ */
 mf_cursor_t *mf_cursors_checkout(mf_cursors_t *t, int64_t id, bool *busy);
 /* mf_cursors_lists_indexes: whether cursor id is open and a listIndexes' (for getMore's privilege check). */
 bool mf_cursors_lists_indexes(mf_cursors_t *t, int64_t id);
@@ -133,8 +145,10 @@ void mf_cursors_checkin(mf_cursors_t *t, mf_cursor_t *c);
 /* mf_cursors_release: removes a checked-out c from the table and frees it. */
 void mf_cursors_release(mf_cursors_t *t, mf_cursor_t *c);
 /*
- * mf_cursors_kill: kills cursor id if owner (NULL: anyone) opened it.
- * Returns 1 when killed, 0 if unknown, -1 if another user's.
+ * mf_cursors_kill: kills cursor id if owner (NULL: anyone) opened it; a
+ * getMore using it is interrupted with 237 CursorKilled and the cursor goes
+ * when that getMore checks it in. Returns 1 when killed, 0 if unknown, -1
+ * if another user's.
  */
 int mf_cursors_kill(mf_cursors_t *t, int64_t id, const char *owner);
 /*
