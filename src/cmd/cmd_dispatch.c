@@ -1200,6 +1200,25 @@ profile_entry(const mf_client_t *client, const char *ns, const char *name, const
 }
 
 /*
+ * getmore_with_comment: a getMore without a comment of its own as the
+ * profiler and the slow-query log show it: with its cursor's opening
+ * command's comment appended, as mongod's appendCommentField (curop.cpp;
+ * the getMore's operation takes that comment, getmore_cmd.cpp). NULL when
+ * there is nothing to add; otherwise the caller's (bson_destroy).
+ */
+static bson_t *
+getmore_with_comment(const char *name, const bson_t *cmd, const bson_t *origin)
+{
+    bson_iter_t it;
+    if (origin == NULL || name == NULL || strcmp(name, "getMore") != 0 || bson_has_field(cmd, "comment") ||
+        !bson_iter_init_find(&it, origin, "comment"))
+        return NULL;
+    bson_t *out = bson_copy(cmd);
+    bson_append_iter(out, "comment", -1, &it);
+    return out;
+}
+
+/*
  * What a finished command leaves besides its reply, as mongod's
  * CurOp::completeAndLogOperation: one draw decides whether it is slow
  * (mf_profile_slow: slowms or more, sampled at sampleRate); a slow one is
@@ -1230,6 +1249,9 @@ op_finished(mf_engine_t *eng, const mf_client_t *client, const char *db, const c
     bson_t entry, *shown = NULL;
     bool have_entry = false, slow, profiled;
     int level = 0;
+    bson_t *commented = getmore_with_comment(name, cmd, origin);
+    if (commented != NULL)
+        cmd = commented;
     mf_profile_filter_t *filter = mf_profile_filter_and_level(eng->profiler, db, &level);
     if (filter != NULL) {
         /* The database's filter decides, over the operation's profile entry, in place of slowms and sampleRate. */
@@ -1244,7 +1266,7 @@ op_finished(mf_engine_t *eng, const mf_client_t *client, const char *db, const c
         slow = mf_profile_slow(eng->profiler, millis);
         profiled = mf_profile_wants(eng->profiler, db, slow);
         if (!slow && !profiled)
-            return;
+            goto done;
         coll = command_ns(ns, sizeof(ns), db, name, cmd);
     }
     /*
@@ -1266,6 +1288,9 @@ op_finished(mf_engine_t *eng, const mf_client_t *client, const char *db, const c
         slow_log_limited(client, ns, cmd, origin, reply, millis, legacy, scan, err, 10 * 1024);
     if (shown != NULL)
         bson_destroy(shown);
+done:
+    if (commented != NULL)
+        bson_destroy(commented);
 }
 
 /*

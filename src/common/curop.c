@@ -642,12 +642,29 @@ mf_curop_set_origin(mf_curop_t *op, const bson_t *origin)
     bson_t *copy = preview_of(src, MAX_ORIGIN_KEPT, NULL);
     if (redacted != NULL)
         bson_destroy(redacted);
+    /*
+     * A getMore without a comment takes the opening command's, which its
+     * command shows appended (mongod's appendCommentField, curop.cpp).
+     */
+    bson_iter_t ci;
+    bson_t *commented = NULL;
+    if (op->command != NULL && !bson_has_field(op->command, "comment") && bson_iter_init_find(&ci, origin, "comment")) {
+        commented = bson_copy(op->command);
+        bson_append_iter(commented, "comment", -1, &ci);
+    }
     pthread_mutex_lock(&op->reg->lock);
     bson_t *old = op->origin;
     op->origin = copy;
+    bson_t *old_command = NULL;
+    if (commented != NULL) {
+        old_command = op->command;
+        op->command = commented;
+    }
     pthread_mutex_unlock(&op->reg->lock);
     if (old != NULL)
         bson_destroy(old);
+    if (old_command != NULL)
+        bson_destroy(old_command);
 }
 
 bson_t *

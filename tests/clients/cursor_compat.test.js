@@ -37,3 +37,47 @@ h.test('killCursors of a cursor an awaitData getMore is waiting on: the getMore 
     assert.equal((await c1.command(db.databaseName, { ping: 1 })).ok, 1);
   } finally { c1.close(); c2.close(); }
 });
+
+h.test('a getMore without a comment shows its cursor\'s opening comment in the profiler and currentOp; its own comment wins (curop.cpp appendCommentField)', async () => {
+  const db = srv.freshDb('gmcomment');
+  await db.collection('c').insertMany(Array.from({ length: 10 }, (_, i) => ({ _id: i })));
+  await db.command({ profile: 2 });
+  try {
+    const f = await db.command({ find: 'c', batchSize: 2, comment: { app: 'report', n: 1 } });
+    const id = h.cursorId(f.cursor.id);
+    await db.command({ getMore: id, collection: 'c', batchSize: 2 });
+    await db.command({ getMore: id, collection: 'c', batchSize: 2, comment: 'own' });
+    const a = await db.command({ aggregate: 'c', pipeline: [], cursor: { batchSize: 2 }, comment: 'agg' });
+    await db.command({ getMore: h.cursorId(a.cursor.id), collection: 'c', batchSize: 2 });
+    const plain = await db.command({ find: 'c', batchSize: 2 });
+    await db.command({ getMore: h.cursorId(plain.cursor.id), collection: 'c', batchSize: 2 });
+  } finally {
+    await db.command({ profile: 0 });
+  }
+  const entries = await db.collection('system.profile').find({ op: 'getmore' }).sort({ ts: 1 }).toArray();
+  assert.equal(entries.length, 4);
+  assert.deepEqual(entries.map((e) => e.command.comment), [{ app: 'report', n: 1 }, 'own', 'agg', undefined]);
+  // Appended after the getMore's own fields, as addField does.
+  const keys = Object.keys(entries[0].command);
+  assert.equal(keys[keys.length - 1], 'comment');
+  assert.equal(entries[0].command.batchSize, 2);
+  assert.deepEqual(entries[0].originatingCommand.comment, { app: 'report', n: 1 });
+
+  await db.createCollection('cap', { capped: true, size: 100000 });
+  await db.collection('cap').insertOne({ a: 1 });
+  const c1 = await h.rawConnect(srv.port);
+  try {
+    const t = await c1.command(db.databaseName, { find: 'cap', tailable: true, awaitData: true, comment: 'tailer' });
+    const id = h.cursorId(t.cursor.id);
+    const pending = c1.command(db.databaseName, { getMore: id, collection: 'cap', maxTimeMS: 60000 });
+    const admin = srv.client.db('admin');
+    const ops = await h.waitFor(async () => {
+      const r = await admin.aggregate([{ $currentOp: {} }, { $match: { op: 'getmore', ns: `${db.databaseName}.cap` } }]).toArray();
+      return r.length === 1 ? r : null;
+    }, 'the getMore is running');
+    assert.equal(ops[0].command.comment, 'tailer');
+    assert.equal(ops[0].originatingCommand.comment, 'tailer');
+    await db.command({ killCursors: 'cap', cursors: [id] });
+    assert.equal((await pending).code, 237);
+  } finally { c1.close(); }
+});
