@@ -1037,9 +1037,16 @@ await_data(mf_op_t *op, mf_cursor_t *cur, int64_t batch, bson_t *arr, bool *exha
         mf_curop_add_paused(mf_curop_current(), mf_mono_us() - slept); /* waiting, not work (opLatencies, slow log) */
         if (mf_curop_killed(mf_curop_current()))
             return mf_curop_check_current(&op->err) != 0 ? -1 : 0;
+        /*
+         * Each look is part of the getMore's one batch, counted when the
+         * getMore began (mf_crud_cursor_fill): only the documents it finds
+         * add to what $currentOp's idleCursors reports.
+         */
         mf_catalog_rdlock(op->eng->cat);
-        int r = mf_crud_cursor_fill(op, cur, batch, arr, exhausted);
+        int r = cursor_fill(op, cur, batch, arr, exhausted);
         mf_catalog_unlock(op->eng->cat);
+        if (r == 0)
+            cur->n_docs += (int64_t)bson_count_keys(arr);
         if (r != 0 && op->err.code == MF_E_MaxTimeMSExpired) {
             memset(&op->err, 0, sizeof(op->err));
             return 0; /* the await time is over: an empty batch */

@@ -81,3 +81,28 @@ h.test('a getMore without a comment shows its cursor\'s opening comment in the p
     assert.equal((await pending).code, 237);
   } finally { c1.close(); }
 });
+
+h.test('$currentOp idleCursors counts an awaitData getMore that waited as one batch (nBatchesReturned), and the documents it found', async () => {
+  const db = srv.freshDb('awaitbatches');
+  await db.createCollection('cap', { capped: true, size: 100000 });
+  await db.collection('cap').insertOne({ a: 1 });
+  const f = await db.command({ find: 'cap', tailable: true, awaitData: true });
+  const id = h.cursorId(f.cursor.id);
+  for (let i = 0; i < 2; i++) {
+    const g = await db.command({ getMore: id, collection: 'cap', maxTimeMS: 300 });
+    assert.deepEqual(g.cursor.nextBatch, []);
+  }
+  const idle = async () => (await srv.client.db('admin').aggregate([{ $currentOp: { idleCursors: true } },
+    { $match: { type: 'idleCursor', ns: `${db.databaseName}.cap` } }]).toArray());
+  let r = await idle();
+  assert.equal(r.length, 1);
+  assert.equal(r[0].cursor.nBatchesReturned, 3, 'the find and two getMores');
+  assert.equal(r[0].cursor.nDocsReturned, 1);
+  await db.collection('cap').insertOne({ a: 2 });
+  const g = await db.command({ getMore: id, collection: 'cap', maxTimeMS: 30000 });
+  assert.deepEqual(g.cursor.nextBatch.map((d) => d.a), [2]);
+  r = await idle();
+  assert.equal(r[0].cursor.nBatchesReturned, 4);
+  assert.equal(r[0].cursor.nDocsReturned, 2);
+  await db.command({ killCursors: 'cap', cursors: [id] });
+});
