@@ -1219,8 +1219,23 @@ cmd_server_status(mf_op_t *op)
         bson_append_document_end(&sub2, &sub3);
         BSON_APPEND_INT64(&sub2, "wtimeouts", atomic_load(&e->wc_timeouts));
         bson_append_document_end(&sub, &sub2);
+        /*
+         * mongod 8.0's metric tree (server_status_metric.cpp) lists a
+         * level's leaves and subtrees together in name order; the counters
+         * are clientcursor.cpp's.
+         */
         BSON_APPEND_DOCUMENT_BEGIN(&sub, "cursor", &sub2);
-        BSON_APPEND_INT64(&sub2, "timedOut", mf_cursors_timed_out(e->cursors));
+        mf_cursors_metrics_t cm;
+        mf_cursors_metrics(e->cursors, &cm);
+        static const char *const spans[MF_CURSOR_LIFESPANS] = {
+            "lessThan1Second", "lessThan5Seconds", "lessThan15Seconds", "lessThan30Seconds",
+            "lessThan1Minute", "lessThan10Minutes", "greaterThanOrEqual10Minutes"};
+        static const int span_order[MF_CURSOR_LIFESPANS] = {6, 5, 2, 4, 0, 3, 1}; /* by name */
+        BSON_APPEND_DOCUMENT_BEGIN(&sub2, "lifespan", &sub3);
+        for (int k = 0; k < MF_CURSOR_LIFESPANS; k++)
+            BSON_APPEND_INT64(&sub3, spans[span_order[k]], cm.lifespan[span_order[k]]);
+        bson_append_document_end(&sub2, &sub3);
+        BSON_APPEND_INT64(&sub2, "moreThanOneBatch", cm.more_than_one_batch);
         int64_t ctotal, cnotimeout, cpinned;
         mf_cursors_open_stats(e->cursors, &ctotal, &cnotimeout, &cpinned);
         BSON_APPEND_DOCUMENT_BEGIN(&sub2, "open", &sub3); /* mongod's order and counters (exporters read all three) */
@@ -1228,6 +1243,8 @@ cmd_server_status(mf_op_t *op)
         BSON_APPEND_INT64(&sub3, "pinned", cpinned);
         BSON_APPEND_INT64(&sub3, "total", ctotal);
         bson_append_document_end(&sub2, &sub3);
+        BSON_APPEND_INT64(&sub2, "timedOut", mf_cursors_timed_out(e->cursors));
+        BSON_APPEND_INT64(&sub2, "totalOpened", cm.total_opened);
         bson_append_document_end(&sub, &sub2);
         bson_append_document_end(r, &sub);
     }

@@ -116,6 +116,7 @@ struct mf_cursors {
     imap_t by_id;        /* cursor id -> its index in slots */
     imap_t per_client;   /* client id + 1 -> how many open cursors it has */
     int64_t timed_out;
+    mf_cursors_metrics_t metrics; /* serverStatus metrics.cursor's counters */
     uint64_t rng;
 };
 
@@ -208,10 +209,29 @@ client_add(mf_cursors_t *t, int64_t client_id, int64_t d)
         imap_del(&t->per_client, client_id + 1);
 }
 
+/* The lifespan bucket of a cursor that lived ms (incrementCursorLifespanMetric's bounds). */
+static int
+lifespan_bucket(int64_t ms)
+{
+    static const int64_t bounds[MF_CURSOR_LIFESPANS - 1] = {1000, 5000, 15000, 30000, 60000, 600000};
+    int b = 0;
+    while (b < MF_CURSOR_LIFESPANS - 1 && ms >= bounds[b])
+        b++;
+    return b;
+}
+
+/*
+ * remove_slot: takes slot i's cursor out of the table (the caller frees
+ * it) and counts it as closed: its lifespan, whether it returned more than
+ * one batch (mongod's ClientCursor::dispose). Table lock held.
+ */
 static void
 remove_slot(mf_cursors_t *t, size_t i)
 {
     mf_cursor_t *gone = t->slots[i];
+    t->metrics.lifespan[lifespan_bucket(mf_now_ms() - gone->created_wall_ms)]++;
+    if (gone->n_batches > 1)
+        t->metrics.more_than_one_batch++;
     imap_del(&t->by_id, gone->id);
     client_add(t, gone->client_id, -1);
     t->slots[i] = t->slots[--t->n];
@@ -240,6 +260,7 @@ mf_cursors_register(mf_cursors_t *t, mf_cursor_t *c, int64_t max_total, int64_t 
     }
     imap_put(&t->by_id, c->id, (int64_t)t->n);
     client_add(t, c->client_id, 1);
+    t->metrics.total_opened++;
     t->slots[t->n++] = c;
     c->in_use = true;
     c->last_used_ms = mf_mono_ms();
@@ -456,4 +477,12 @@ mf_cursors_timed_out(mf_cursors_t *t)
     int64_t n = t->timed_out;
     pthread_mutex_unlock(&t->lock);
     return n;
+}
+
+void
+mf_cursors_metrics(mf_cursors_t *t, mf_cursors_metrics_t *out)
+{
+    pthread_mutex_lock(&t->lock);
+    *out = t->metrics;
+    pthread_mutex_unlock(&t->lock);
 }

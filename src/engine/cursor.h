@@ -177,4 +177,19 @@ void mf_cursors_open_stats(mf_cursors_t *t, int64_t *total, int64_t *no_timeout,
 /* mf_cursors_timed_out: cursors reaped since start. */
 int64_t mf_cursors_timed_out(mf_cursors_t *t);
 
+/*
+ * serverStatus metrics.cursor's counters since start, as mongod's
+ * clientcursor.cpp keeps them: cursors opened (totalOpened), closed ones
+ * that had returned more than one batch (moreThanOneBatch), and how long
+ * closed ones lived, in MF_CURSOR_LIFESPANS buckets in mongod's order:
+ * less than 1 s, 5 s, 15 s, 30 s, 1 min, 10 min, then 10 min or more.
+ */
+#define MF_CURSOR_LIFESPANS 7
+typedef struct mf_cursors_metrics {
+    int64_t total_opened, more_than_one_batch;
+    int64_t lifespan[MF_CURSOR_LIFESPANS];
+} mf_cursors_metrics_t;
+/* mf_cursors_metrics: copies the counters into *out (under the table's lock). */
+void mf_cursors_metrics(mf_cursors_t *t, mf_cursors_metrics_t *out);
+
 #endif /* MF_CURSOR_H */

@@ -106,3 +106,27 @@ h.test('$currentOp idleCursors counts an awaitData getMore that waited as one ba
   assert.equal(r[0].cursor.nDocsReturned, 2);
   await db.command({ killCursors: 'cap', cursors: [id] });
 });
+
+h.test('serverStatus metrics.cursor counts cursors opened (totalOpened), closed after more than one batch (moreThanOneBatch) and their lifespans, as clientcursor.cpp', async () => {
+  const db = srv.freshDb('cursormetrics');
+  await db.collection('c').insertMany(Array.from({ length: 10 }, (_, i) => ({ _id: i })));
+  const metrics = async () => (await srv.client.db('admin').command({ serverStatus: 1 })).metrics.cursor;
+  const before = await metrics();
+  assert.deepEqual(Object.keys(before), ['lifespan', 'moreThanOneBatch', 'open', 'timedOut', 'totalOpened']);
+  assert.deepEqual(Object.keys(before.lifespan), ['greaterThanOrEqual10Minutes', 'lessThan10Minutes',
+    'lessThan15Seconds', 'lessThan1Minute', 'lessThan1Second', 'lessThan30Seconds', 'lessThan5Seconds']);
+  const a = await db.command({ find: 'c', batchSize: 2 });
+  const g = await db.command({ getMore: h.cursorId(a.cursor.id), collection: 'c' });
+  assert.equal(String(g.cursor.id), '0');
+  const b = await db.command({ find: 'c', batchSize: 2 });
+  await db.command({ killCursors: 'c', cursors: [h.cursorId(b.cursor.id)] });
+  const whole = await db.command({ find: 'c' }); // one batch, no cursor left open
+  assert.equal(String(whole.cursor.id), '0');
+  const after = await metrics();
+  const n = (v) => Number(v);
+  const spans = (m) => Object.values(m.lifespan).reduce((s, v) => s + n(v), 0);
+  assert.equal(n(after.totalOpened) - n(before.totalOpened), 2);
+  assert.equal(n(after.moreThanOneBatch) - n(before.moreThanOneBatch), 1);
+  assert.equal(spans(after) - spans(before), 2);
+  assert.equal(n(after.open.total), n(before.open.total));
+});
