@@ -1122,6 +1122,23 @@ mf_cmd_get_more(mf_op_t *op)
         mf_cursors_checkin(op->eng->cursors, cur);
         return mf_err_set(&op->err, MF_E_BadValue, "cannot set maxTimeMS on getMore command for a non-awaitData cursor");
     }
+    /*
+     * What is left of the opening command's maxTimeMS bounds a getMore of a
+     * cursor that does not await data (mongod's setUpOperationDeadline:
+     * getLeftoverMaxTimeMicros, MaxTimeMSExpired once it runs out, the
+     * maxTimeAlwaysTimeOut fail point included); what it does not use is
+     * left to the next.
+     */
+    bool leftover = cur->max_time_left_ms >= 0 && !cur->await_data && cur->ext_fill == NULL;
+    int64_t deadline = 0;
+    if (leftover) {
+        deadline = mf_mono_ms() + cur->max_time_left_ms;
+        mf_curop_set_deadline(mf_curop_current(), deadline);
+        if (mf_failpoint_max_time(op) || mf_mono_ms() >= deadline) {
+            mf_cursors_release(op->eng->cursors, cur); /* as mongod: a getMore that fails deletes its cursor */
+            return mf_err_set(&op->err, MF_E_MaxTimeMSExpired, "operation exceeded time limit");
+        }
+    }
     bson_t arr;
     bson_init(&arr);
     /* The collation of the command that opened the cursor applies to what it still matches and sorts. */
@@ -1152,6 +1169,10 @@ mf_cmd_get_more(mf_op_t *op)
         mf_cursors_release(op->eng->cursors, cur);
         id = 0;
     } else {
+        if (leftover) {
+            int64_t left = deadline - mf_mono_ms();
+            cur->max_time_left_ms = left > 0 ? left : 0;
+        }
         mf_cursors_checkin(op->eng->cursors, cur);
     }
     mf_crud_append_cursor_reply_token(op, "nextBatch", &arr, id, name, token);

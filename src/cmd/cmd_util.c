@@ -653,6 +653,13 @@ mf_cmd_cursor_register(mf_op_t *op, mf_cursor_t *cur)
         cur->collation = bson_new();
         mf_collation_append_spec(mf_collation_current(), cur->collation);
     }
+    /* A find's or aggregate's time limit rolls over to its getMores (find_cmd.cpp, run_aggregate.cpp). */
+    int64_t deadline = mf_curop_deadline(mf_curop_current());
+    if (deadline > 0 && cur->ext_fill == NULL && op->name != NULL &&
+        (strcmp(op->name, "find") == 0 || strcmp(op->name, "aggregate") == 0)) {
+        int64_t left = deadline - mf_mono_ms();
+        cur->max_time_left_ms = left > 0 ? left : 0;
+    }
     int64_t id = mf_cursors_register(op->eng->cursors, cur, total, cur->client_id != 0 ? per_conn : 0);
     if (id < 0)
         mf_err_set(&op->err, MF_E_ExceededMemoryLimit,

@@ -423,6 +423,12 @@ mf_curop_set_deadline(mf_curop_t *op, int64_t mono_ms)
         atomic_store(&op->deadline, mono_ms);
 }
 
+int64_t
+mf_curop_deadline(const mf_curop_t *op)
+{
+    return op != NULL ? atomic_load(&((mf_curop_t *)op)->deadline) : 0;
+}
+
 int
 mf_curop_check(const mf_curop_t *cop, mf_error_t *err)
 {

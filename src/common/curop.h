@@ -169,6 +169,8 @@ bool mf_curop_killed(const mf_curop_t *op);
 
 /* mf_curop_set_deadline: the operation fails with 50 once the monotonic clock passes mono_ms (0: none). */
 void mf_curop_set_deadline(mf_curop_t *op, int64_t mono_ms);
+/* mf_curop_deadline: op's deadline (monotonic ms), 0 when it has none (or op is NULL). */
+int64_t mf_curop_deadline(const mf_curop_t *op);
 
 /*
  * mf_curop_check: the yield-point check. Returns 0 if op (may be NULL) may go

@@ -182,6 +182,7 @@ mf_cursor_new(int kind, const char *db, const char *coll)
     c->coll = mf_strdup(coll);
     mf_docvec_init(&c->docs);
     c->limit_left = -1;
+    c->max_time_left_ms = -1;
     return c;
 }
 

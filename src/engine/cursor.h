@@ -75,6 +75,13 @@ typedef struct mf_cursor {
     bson_t *resume_token;
     bson_t *collation;          /* owned, or NULL: the collation spec of the command that opened it (getMore reinstalls it) */
     /*
+     * What is left of the opening find's or aggregate's maxTimeMS (ms), -1
+     * when it had none: it bounds the getMores of a cursor that does not
+     * await data, each leaving what it did not use to the next (mongod's
+     * ClientCursor leftoverMaxTimeMicros).
+     */
+    int64_t max_time_left_ms;
+    /*
      * Any kind: a result the last batch produced but had no room for
      * (mongod's stashResult: a batch stays within 16 MiB); the next batch
      * starts with it. Owned, or NULL.

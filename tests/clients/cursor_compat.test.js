@@ -2,11 +2,13 @@
 // Cursors as applications meet them through the driver: killing a cursor a
 // getMore is using (mongod's CursorManager::killCursor interrupts that
 // operation with CursorKilled), what the profiler and currentOp show of a
-// getMore (the comment it inherits from the command that opened the cursor).
+// getMore (the comment it inherits from the command that opened the cursor),
+// the time limit a find's getMores inherit, serverStatus cursor metrics.
 const assert = require('node:assert/strict');
 const h = require('./harness');
 
-const srv = h.useServer();
+// Test commands for the maxTimeAlwaysTimeOut fail point.
+const srv = h.useServer({ args: ['--setParameter', 'enableTestCommands=1'] });
 
 h.test('killCursors of a cursor an awaitData getMore is waiting on: the getMore fails with 237 CursorKilled, the cursor is gone (kill_pinned_cursor.js)', async () => {
   const db = srv.freshDb('killpinned');
@@ -129,4 +131,30 @@ h.test('serverStatus metrics.cursor counts cursors opened (totalOpened), closed 
   assert.equal(n(after.moreThanOneBatch) - n(before.moreThanOneBatch), 1);
   assert.equal(spans(after) - spans(before), 2);
   assert.equal(n(after.open.total), n(before.open.total));
+});
+
+h.test('the getMores of a find or aggregate with maxTimeMS inherit its time limit: 50 under maxTimeAlwaysTimeOut, and the cursor is gone; without maxTimeMS they run (max_time_ms.js)', async () => {
+  const db = srv.freshDb('leftover');
+  await db.collection('c').insertMany(Array.from({ length: 10 }, (_, i) => ({ _id: i })));
+  const admin = srv.client.db('admin');
+  const timed = await db.command({ find: 'c', batchSize: 2, maxTimeMS: 600000 });
+  const g1 = await db.command({ getMore: h.cursorId(timed.cursor.id), collection: 'c', batchSize: 2 });
+  assert.deepEqual(g1.cursor.nextBatch.map((d) => d._id), [2, 3]);
+  const agg = await db.command({ aggregate: 'c', pipeline: [{ $sort: { _id: -1 } }], cursor: { batchSize: 2 }, maxTimeMS: 600000 });
+  const plain = await db.command({ find: 'c', batchSize: 2 });
+  await admin.command({ configureFailPoint: 'maxTimeAlwaysTimeOut', mode: 'alwaysOn' });
+  try {
+    await h.expectCode(db.command({ getMore: h.cursorId(timed.cursor.id), collection: 'c', batchSize: 2 }), 50,
+      /operation exceeded time limit/);
+    await h.expectCode(db.command({ getMore: h.cursorId(agg.cursor.id), collection: 'c', batchSize: 2 }), 50);
+    const g = await db.command({ getMore: h.cursorId(plain.cursor.id), collection: 'c', batchSize: 2 });
+    assert.deepEqual(g.cursor.nextBatch.map((d) => d._id), [2, 3], 'no time limit, nothing to time out');
+  } finally {
+    await admin.command({ configureFailPoint: 'maxTimeAlwaysTimeOut', mode: 'off' });
+  }
+  // A getMore that failed deleted its cursor.
+  await h.expectCode(db.command({ getMore: h.cursorId(timed.cursor.id), collection: 'c' }), 43);
+  await h.expectCode(db.command({ getMore: h.cursorId(agg.cursor.id), collection: 'c' }), 43);
+  const rest = await db.command({ getMore: h.cursorId(plain.cursor.id), collection: 'c' });
+  assert.equal(rest.cursor.nextBatch.length, 6);
 });
