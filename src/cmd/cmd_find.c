@@ -1076,6 +1076,11 @@ mf_cmd_get_more(mf_op_t *op)
         return -1;
     if (!present)
         return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'getMore.collection' is missing but a required field");
+    /* The IDL's validator of collection (query_request_helper::validateGetMoreCollectionName; a NUL byte is refused before). */
+    if (coll[0] == '\0')
+        return mf_err_set(&op->err, MF_E_InvalidNamespace, "Collection names cannot be empty");
+    if (coll[0] == '.')
+        return mf_err_set(&op->err, MF_E_InvalidNamespace, "Collection names cannot start with '.': %s", coll);
     if (get_nonneg(op, "batchSize", &batch, &present, INT32_MAX) != 0)
         return -1;
     if (batch == 0)

@@ -158,3 +158,14 @@ h.test('the getMores of a find or aggregate with maxTimeMS inherit its time limi
   const rest = await db.command({ getMore: h.cursorId(plain.cursor.id), collection: 'c' });
   assert.equal(rest.cursor.nextBatch.length, 6);
 });
+
+h.test('getMore\'s collection is checked as its IDL validator does: empty or starting with "." is 73 InvalidNamespace', async () => {
+  const db = srv.freshDb('gmname');
+  await db.collection('c').insertMany(Array.from({ length: 5 }, (_, i) => ({ _id: i })));
+  const f = await db.command({ find: 'c', batchSize: 1 });
+  const id = h.cursorId(f.cursor.id);
+  await h.expectCode(db.command({ getMore: id, collection: '' }), 73, /^Collection names cannot be empty$/);
+  await h.expectCode(db.command({ getMore: id, collection: '.c' }), 73, /^Collection names cannot start with '\.': \.c$/);
+  const g = await db.command({ getMore: id, collection: 'c' });
+  assert.equal(g.cursor.nextBatch.length, 4, 'the cursor was not touched');
+});
