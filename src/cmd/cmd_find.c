@@ -1195,6 +1195,19 @@ mf_cmd_kill_cursors(mf_op_t *op)
     int nk = 0, nn = 0;
     char key[16];
 
+    /*
+     * The namespace first, as the IDL parses it (concatenate_with_db:
+     * IDLParserContext::parseNSCollectionRequired): a string naming a
+     * collection. "$cmd.listCollections" is one: listCollections' cursors
+     * are killed under it.
+     */
+    bson_iter_init(&it, op->cmd);
+    bson_iter_next(&it);
+    if (!BSON_ITER_HOLDS_UTF8(&it))
+        return mf_err_set(&op->err, MF_E_InvalidNamespace, "collection name has invalid type %s",
+                          mf_type_name(bson_iter_type(&it)));
+    if (bson_iter_utf8(&it, NULL)[0] == '\0')
+        return mf_err_set(&op->err, MF_E_InvalidNamespace, "Invalid namespace specified '%s.'", op->db);
     if (!mf_op_find(op, "cursors", &it) || BSON_ITER_HOLDS_NULL(&it))
         return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'killCursors.cursors' is missing but a required field");
     if (!BSON_ITER_HOLDS_ARRAY(&it))

@@ -169,3 +169,19 @@ h.test('getMore\'s collection is checked as its IDL validator does: empty or sta
   const g = await db.command({ getMore: id, collection: 'c' });
   assert.equal(g.cursor.nextBatch.length, 4, 'the cursor was not touched');
 });
+
+h.test('killCursors names a collection as its IDL parses it: another type or an empty name is 73 InvalidNamespace; $cmd.listCollections is one', async () => {
+  const db = srv.freshDb('kcname');
+  await db.collection('c').insertMany(Array.from({ length: 5 }, (_, i) => ({ _id: i })));
+  const f = await db.command({ find: 'c', batchSize: 1 });
+  const id = h.cursorId(f.cursor.id);
+  await h.expectCode(db.command({ killCursors: 1, cursors: [id] }), 73, /^collection name has invalid type int$/);
+  await h.expectCode(db.command({ killCursors: '', cursors: [id] }), 73, new RegExp(`^Invalid namespace specified '${db.databaseName}\\.'$`));
+  const g = await db.command({ getMore: id, collection: 'c', batchSize: 1 });
+  assert.deepEqual(g.cursor.nextBatch, [{ _id: 1 }], 'the failed killCursors killed nothing');
+  for (let i = 0; i < 3; i++) await db.createCollection(`l${i}`);
+  const lc = await db.command({ listCollections: 1, cursor: { batchSize: 1 } });
+  const k = await db.command({ killCursors: '$cmd.listCollections', cursors: [h.cursorId(lc.cursor.id)] });
+  assert.deepEqual(k.cursorsKilled.map(String), [String(lc.cursor.id)]);
+  await db.command({ killCursors: 'c', cursors: [id] });
+});
