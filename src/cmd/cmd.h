@@ -71,6 +71,14 @@ typedef struct mf_client {
      * OP_COMPRESSED requests (src/net/net.c).
      */
     mf_compressor_list_t compressors;
+    /*
+     * The connection's socket (has_sock: a wire-protocol connection,
+     * src/net/net.c), which a command that waits long for something else
+     * (an awaitData getMore) polls to notice the client hanging up, as
+     * mongod's markKillOnClientDisconnect. Valid while a command runs.
+     */
+    bool has_sock;
+    int sock;
 } mf_client_t;
 
 /* mf_client_release: frees what commands attached to c (its authentication state). Call when c goes away. */

@@ -5,6 +5,7 @@
  * (engine/cursor.c), either as a resumable plan or materialised, and
  * getMore continues it.
  */
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1017,11 +1018,29 @@ out:
 }
 
 /*
+ * client_hung_up: whether the client of the connection the command came on
+ * has closed it (a half-close included), without reading what it sent.
+ * False for a command that came another way (HTTP, embedding API).
+ */
+static bool
+client_hung_up(const mf_client_t *c)
+{
+    if (c == NULL || !c->has_sock)
+        return false;
+    struct pollfd p = {.fd = c->sock, .events = POLLRDHUP};
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+/*
  * await_data: a getMore on a tailable awaitData cursor that found nothing
  * waits, as mongod does, up to the getMore's maxTimeMS (default 1 s) for
  * new documents, looking again every few milliseconds without holding any
  * lock in between; then it answers an empty batch (not 50
- * MaxTimeMSExpired). killOp and shutdown end the wait with their error.
+ * MaxTimeMSExpired). killOp and shutdown end the wait with their error; a
+ * client that hung up ends it with 279 ClientDisconnect (mongod kills an
+ * operation whose client disconnected, markKillOnClientDisconnect), and
+ * the getMore's failure frees the cursor rather than a worker polling for
+ * no one until maxTimeMS.
  */
 static int
 await_data(mf_op_t *op, mf_cursor_t *cur, int64_t batch, bson_t *arr, bool *exhausted)
@@ -1035,6 +1054,8 @@ await_data(mf_op_t *op, mf_cursor_t *cur, int64_t batch, bson_t *arr, bool *exha
         int64_t slept = mf_mono_us();
         nanosleep(&ts, NULL);
         mf_curop_add_paused(mf_curop_current(), mf_mono_us() - slept); /* waiting, not work (opLatencies, slow log) */
+        if (mf_curop_current() != NULL && client_hung_up(op->client))
+            mf_curop_interrupt(mf_curop_current(), MF_E_ClientDisconnect);
         if (mf_curop_killed(mf_curop_current()))
             return mf_curop_check_current(&op->err) != 0 ? -1 : 0;
         /*

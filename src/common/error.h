@@ -740,7 +740,8 @@
     X(7246210, Location7246210)                                                \
     X(7246211, Location7246211)                                                \
     X(7369100, Location7369100)                                                \
-    X(237, CursorKilled)
+    X(237, CursorKilled)                                                       \
+    X(279, ClientDisconnect)
 
 /*
  * Symbolic names used by the code: MF_E_<CodeName>. A few codes have code

@@ -2007,6 +2007,10 @@ on_connection(uv_stream_t *listener, int status)
         snprintf(c->client.local, sizeof(c->client.local), "%s:%d", ip, port);
     }
     c->client.net = true;
+    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0) {
+        c->client.has_sock = true; /* an awaitData getMore watches it for the client hanging up */
+        c->client.sock = fd;
+    }
     c->client.conn = mf_curops_conn_open(srv->eng->curops, c->client.id, c->client.remote);
     atomic_fetch_add(&srv->eng->conn_current, 1);
     atomic_fetch_add(&srv->eng->conn_total, 1);

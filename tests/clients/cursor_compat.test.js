@@ -185,3 +185,21 @@ h.test('killCursors names a collection as its IDL parses it: another type or an 
   assert.deepEqual(k.cursorsKilled.map(String), [String(lc.cursor.id)]);
   await db.command({ killCursors: 'c', cursors: [id] });
 });
+
+h.test('an awaitData getMore whose client hung up ends (279 ClientDisconnect) and frees its cursor, instead of waiting out its maxTimeMS', async () => {
+  const db = srv.freshDb('hungup');
+  await db.createCollection('cap', { capped: true, size: 100000 });
+  await db.collection('cap').insertOne({ a: 1 });
+  const c1 = await h.rawConnect(srv.port);
+  const f = await c1.command(db.databaseName, { find: 'cap', tailable: true, awaitData: true });
+  const id = h.cursorId(f.cursor.id);
+  c1.command(db.databaseName, { getMore: id, collection: 'cap', maxTimeMS: 600000 }).catch(() => {});
+  const admin = srv.client.db('admin');
+  const running = async () => (await admin.aggregate([{ $currentOp: {} },
+    { $match: { op: 'getmore', ns: `${db.databaseName}.cap` } }]).toArray()).length;
+  await h.waitFor(async () => (await running()) === 1, 'the getMore is waiting');
+  c1.close();
+  await h.waitFor(async () => (await running()) === 0, 'the getMore ended with its client');
+  await h.expectCode(db.command({ getMore: id, collection: 'cap' }), 43);
+  assert.equal((await db.command({ ping: 1 })).ok, 1);
+});
