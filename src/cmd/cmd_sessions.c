@@ -252,9 +252,10 @@ cursor_in_sessions(void *arg, const mf_cursor_t *c)
 
 /*
  * kill_sessions: removes the sessions from the cache, kills their cursors
- * and aborts their open transactions, as mongod's killSessions (its
- * operations are not interrupted: mayfly's commands do not outlive their
- * request by much).
+ * and aborts their open transactions, as mongod's killSessions. Of their
+ * operations, a getMore using one of those cursors (an awaitData wait) is
+ * interrupted; the others are not: mayfly's commands do not outlive their
+ * request by much.
  */
 static void
 kill_sessions(mf_op_t *op, const uint8_t *id, const uint8_t *uid)

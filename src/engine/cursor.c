@@ -374,6 +374,9 @@ mf_cursors_kill_where(mf_cursors_t *t, bool (*match)(void *arg, const mf_cursor_
         n++;
         if (c->in_use) {
             c->killed = true;
+            /* The getMore using it stops too, as killSessions kills the sessions' operations (killSessionsLocalKillOps). */
+            if (c->pinned_by != NULL)
+                mf_curop_interrupt(c->pinned_by, MF_E_Interrupted);
             i++;
         } else {
             remove_slot(t, i);

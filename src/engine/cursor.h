@@ -160,8 +160,10 @@ void mf_cursors_release(mf_cursors_t *t, mf_cursor_t *c);
 int mf_cursors_kill(mf_cursors_t *t, int64_t id, const char *owner);
 /*
  * mf_cursors_kill_where: kills every cursor match(arg, c) selects (one in
- * use is marked killed and goes when checked in). match runs under the
- * table's lock and must not call back in. Returns how many.
+ * use is marked killed and goes when checked in; a getMore using it is
+ * interrupted with 11601 Interrupted, as killSessions kills its sessions'
+ * operations). match runs under the table's lock and must not call back
+ * in. Returns how many.
  */
 int mf_cursors_kill_where(mf_cursors_t *t, bool (*match)(void *arg, const mf_cursor_t *c), void *arg);
 /*

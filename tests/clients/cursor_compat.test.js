@@ -203,3 +203,24 @@ h.test('an awaitData getMore whose client hung up ends (279 ClientDisconnect) an
   await h.expectCode(db.command({ getMore: id, collection: 'cap' }), 43);
   assert.equal((await db.command({ ping: 1 })).ok, 1);
 });
+
+h.test('killSessions interrupts an awaitData getMore of the killed session (11601 Interrupted) and kills its cursor', async () => {
+  const db = srv.freshDb('killsess');
+  await db.createCollection('cap', { capped: true, size: 100000 });
+  await db.collection('cap').insertOne({ a: 1 });
+  const lsid = { id: new (require('mongodb').UUID)() };
+  const c1 = await h.rawConnect(srv.port);
+  try {
+    const f = await c1.command(db.databaseName, { find: 'cap', tailable: true, awaitData: true, lsid });
+    const id = h.cursorId(f.cursor.id);
+    const pending = c1.command(db.databaseName, { getMore: id, collection: 'cap', maxTimeMS: 60000, lsid });
+    const admin = srv.client.db('admin');
+    await h.waitFor(async () => (await admin.aggregate([{ $currentOp: {} },
+      { $match: { op: 'getmore', ns: `${db.databaseName}.cap` } }]).toArray()).length === 1, 'the getMore is waiting');
+    await admin.command({ killSessions: [lsid] });
+    const g = await pending;
+    assert.equal(g.code, 11601, JSON.stringify(g));
+    const again = await c1.command(db.databaseName, { getMore: id, collection: 'cap', lsid });
+    assert.equal(again.code, 43, JSON.stringify(again));
+  } finally { c1.close(); }
+});
