@@ -668,6 +668,21 @@ static const mf_field_spec_t create_types[] = {
     {"uuid", MF_FT_ANY},
     {NULL, MF_FT_ANY}};
 
+/*
+ * safe_int64: a number as IDL's safeInt64 reads it (BSONElement::
+ * safeNumberLong): truncated, a value past the int64 range clamped to it
+ * (a double cast would be undefined there).
+ */
+static int64_t
+safe_int64(const bson_value_t *v)
+{
+    int64_t n;
+    if (mf_value_as_int64(v, &n))
+        return n;
+    double d = mf_value_as_double(v);
+    return d != d ? 0 : d >= 9223372036854775807.0 ? INT64_MAX : d <= -9223372036854775808.0 ? INT64_MIN : (int64_t)d;
+}
+
 /* create.idl's validators: size <= 1 PB, max < 2^31 (51024, as IDL's comparison errors). */
 static int
 create_bounds(mf_op_t *op)
@@ -676,13 +691,13 @@ create_bounds(mf_op_t *op)
     int64_t n;
     if (mf_op_find(op, "size", &it) && mf_value_is_number(bson_iter_value(&it)) &&
         mf_value_as_double(bson_iter_value(&it)) > 1125899906842624.0) {
-        n = mf_value_as_int64(bson_iter_value(&it), &n) ? n : (int64_t)mf_value_as_double(bson_iter_value(&it));
+        n = safe_int64(bson_iter_value(&it));
         return mf_err_set(&op->err, MF_E_Location51024,
                           "BSON field 'size' value must be <= 1125899906842624, actual value '%lld'", (long long)n);
     }
     if (mf_op_find(op, "max", &it) && mf_value_is_number(bson_iter_value(&it)) &&
         mf_value_as_double(bson_iter_value(&it)) >= 2147483648.0) {
-        n = mf_value_as_int64(bson_iter_value(&it), &n) ? n : (int64_t)mf_value_as_double(bson_iter_value(&it));
+        n = safe_int64(bson_iter_value(&it));
         return mf_err_set(&op->err, MF_E_Location51024, "BSON field 'max' value must be < 2147483648, actual value '%lld'",
                           (long long)n);
     }

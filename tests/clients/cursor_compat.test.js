@@ -224,3 +224,15 @@ h.test('killSessions interrupts an awaitData getMore of the killed session (1160
     assert.equal(again.code, 43, JSON.stringify(again));
   } finally { c1.close(); }
 });
+
+h.test('create capped with a size or max past the int64 range: 51024 with the value clamped as safeInt64 reads it', async () => {
+  const db = srv.freshDb('cappedhuge');
+  const { Double, Decimal128 } = require('mongodb');
+  for (const v of [new Double(1e300), Decimal128.fromString('1E+5000')]) {
+    await h.expectCode(db.command({ create: 'a', capped: true, size: v }), 51024,
+      /^BSON field 'size' value must be <= 1125899906842624, actual value '9223372036854775807'$/);
+    await h.expectCode(db.command({ create: 'b', capped: true, size: 4096, max: v }), 51024,
+      /^BSON field 'max' value must be < 2147483648, actual value '9223372036854775807'$/);
+  }
+  assert.deepEqual(await db.listCollections().toArray(), []);
+});
