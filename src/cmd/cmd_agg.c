@@ -1305,9 +1305,16 @@ mf_cmd_aggregate(mf_op_t *op)
             return -1;
         bson_iter_t bi;
         if (bson_iter_recurse(&ci, &bi) && bson_iter_find(&bi, "batchSize")) {
-            if (!mf_value_is_number(bson_iter_value(&bi)))
-                return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'aggregate.cursor.batchSize' is the wrong type");
-            batch = (int64_t)mf_value_as_double(bson_iter_value(&bi));
+            const bson_value_t *bv = bson_iter_value(&bi);
+            if (!mf_value_is_number(bv))
+                return mf_err_set(&op->err, MF_E_TypeMismatch,
+                                  "BSON field 'aggregate.cursor.batchSize' is the wrong type '%s', expected types '[long, "
+                                  "int, decimal, double']", mf_type_name(bv->value_type));
+            /* safeInt64 (BSONElement::safeNumberLong): truncated, NaN 0, clamped to the int64 range. */
+            if (!mf_value_as_int64(bv, &batch)) {
+                double d = mf_value_as_double(bv);
+                batch = d != d ? 0 : d >= 9223372036854775807.0 ? INT64_MAX : d <= -9223372036854775808.0 ? INT64_MIN : (int64_t)d;
+            }
             if (batch < 0)
                 return mf_err_set(&op->err, MF_E_Location51024, "BSON field 'batchSize' value must be >= 0, actual value '%lld'",
                                   (long long)batch);

@@ -236,3 +236,20 @@ h.test('create capped with a size or max past the int64 range: 51024 with the va
   }
   assert.deepEqual(await db.listCollections().toArray(), []);
 });
+
+h.test('aggregate cursor.batchSize read as safeInt64: NaN is 0 (an empty first batch), a huge double is unlimited, a string names its type (14)', async () => {
+  const db = srv.freshDb('aggbatch');
+  const { Double } = require('mongodb');
+  await db.collection('c').insertMany(Array.from({ length: 5 }, (_, i) => ({ _id: i })));
+  const nan = await db.command({ aggregate: 'c', pipeline: [], cursor: { batchSize: new Double(NaN) } });
+  assert.equal(nan.cursor.firstBatch.length, 0);
+  assert.notEqual(String(nan.cursor.id), '0');
+  await db.command({ killCursors: 'c', cursors: [h.cursorId(nan.cursor.id)] });
+  const huge = await db.command({ aggregate: 'c', pipeline: [], cursor: { batchSize: new Double(1e300) } });
+  assert.equal(huge.cursor.firstBatch.length, 5);
+  assert.equal(String(huge.cursor.id), '0');
+  await h.expectCode(db.command({ aggregate: 'c', pipeline: [], cursor: { batchSize: new Double(-1e300) } }), 51024,
+    /actual value '-9223372036854775808'$/);
+  await h.expectCode(db.command({ aggregate: 'c', pipeline: [], cursor: { batchSize: 'x' } }), 14,
+    /^BSON field 'aggregate.cursor.batchSize' is the wrong type 'string', expected types '\[long, int, decimal, double'\]$/);
+});
