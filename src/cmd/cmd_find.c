@@ -12,6 +12,7 @@
 #include <time.h>
 #include "common/alloc.h"
 #include "catalog/coll_write.h"
+#include "auth/roles.h"
 #include "cmd/cmd.h"
 #include "common/curop.h"
 #include "engine/cursor.h"
@@ -1245,18 +1246,24 @@ mf_cmd_kill_cursors(mf_op_t *op)
     bson_init(&killed);
     bson_init(&notfound);
     bson_init(&empty);
+    /*
+     * One's own cursors, or anyone's with killAnyCursor on the cluster
+     * (hostManager's, root's: mayfly's cluster administration actions), as
+     * mongod's checkAuthForKillCursors (authorization_checks.cpp).
+     */
+    char me[400];
+    mf_cmd_auth_owner(op, me, sizeof(me));
+    bool any = mf_cmd_auth_cluster(op, MF_CACT_ADMIN);
     bson_iter_recurse(&it, &ai);
     while (bson_iter_next(&ai)) {
         int64_t id = bson_iter_as_int64(&ai);
-        char me[400];
-        mf_cmd_auth_owner(op, me, sizeof(me));
-        int k = mf_cursors_kill(op->eng->cursors, id, me);
+        char ns[512];
+        int k = mf_cursors_kill(op->eng->cursors, id, any ? NULL : me, ns, sizeof(ns));
         if (k < 0) {
             bson_destroy(&killed);
             bson_destroy(&notfound);
             bson_destroy(&empty);
-            return mf_err_set(&op->err, MF_E_Unauthorized, "not authorized to kill cursor id %lld: another user opened it",
-                              (long long)id);
+            return mf_err_set(&op->err, MF_E_Unauthorized, "not authorized to kill cursor on %s", ns);
         }
         if (k > 0) {
             snprintf(key, sizeof(key), "%d", nk++);

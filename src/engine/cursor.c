@@ -333,7 +333,7 @@ mf_cursors_release(mf_cursors_t *t, mf_cursor_t *c)
 }
 
 int
-mf_cursors_kill(mf_cursors_t *t, int64_t id, const char *owner)
+mf_cursors_kill(mf_cursors_t *t, int64_t id, const char *owner, char *ns, size_t ns_cap)
 {
     mf_cursor_t *victim = NULL;
     pthread_mutex_lock(&t->lock);
@@ -343,6 +343,7 @@ mf_cursors_kill(mf_cursors_t *t, int64_t id, const char *owner)
         return 0;
     }
     if (owner != NULL && strcmp(t->slots[i]->owner, owner) != 0) {
+        snprintf(ns, ns_cap, "%s.%s", t->slots[i]->db, t->slots[i]->coll);
         pthread_mutex_unlock(&t->lock);
         return -1;
     }

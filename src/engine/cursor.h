@@ -155,9 +155,9 @@ void mf_cursors_release(mf_cursors_t *t, mf_cursor_t *c);
  * mf_cursors_kill: kills cursor id if owner (NULL: anyone) opened it; a
  * getMore using it is interrupted with 237 CursorKilled and the cursor goes
  * when that getMore checks it in. Returns 1 when killed, 0 if unknown, -1
- * if another user's.
+ * if another user's (its namespace "db.coll" then in ns, ns_cap bytes).
  */
-int mf_cursors_kill(mf_cursors_t *t, int64_t id, const char *owner);
+int mf_cursors_kill(mf_cursors_t *t, int64_t id, const char *owner, char *ns, size_t ns_cap);
 /*
  * mf_cursors_kill_where: kills every cursor match(arg, c) selects (one in
  * use is marked killed and goes when checked in; a getMore using it is

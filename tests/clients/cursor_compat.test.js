@@ -253,3 +253,32 @@ h.test('aggregate cursor.batchSize read as safeInt64: NaN is 0 (an empty first b
   await h.expectCode(db.command({ aggregate: 'c', pipeline: [], cursor: { batchSize: 'x' } }), 14,
     /^BSON field 'aggregate.cursor.batchSize' is the wrong type 'string', expected types '\[long, int, decimal, double'\]$/);
 });
+
+// Access control: a second server, with --auth.
+const authSrv = h.useServer({ args: ['--auth'] });
+
+h.test('with access control, killCursors of another user\'s cursor is 13 "not authorized to kill cursor on <ns>" unless the caller holds killAnyCursor (hostManager, clusterAdmin, root); its getMore stays refused', async () => {
+  await authSrv.client.db('admin').command({ createUser: 'boss', pwd: 'pw', roles: ['root'] });
+  const boss = await authSrv.login('boss', 'pw');
+  await boss.db('admin').command({ createUser: 'ops', pwd: 'pw', roles: ['hostManager'] });
+  await boss.db('kc').command({ createUser: 'a', pwd: 'pw', roles: ['readWrite'] });
+  await boss.db('kc').command({ createUser: 'b', pwd: 'pw', roles: ['readWrite'] });
+  await boss.db('kc').collection('c').insertMany(Array.from({ length: 10 }, (_, i) => ({ _id: i })));
+  const a = await authSrv.login('a', 'pw', 'kc');
+  const b = await authSrv.login('b', 'pw', 'kc');
+  const ops = await authSrv.login('ops', 'pw');
+  const open = async () => h.cursorId((await a.db('kc').command({ find: 'c', batchSize: 1 })).cursor.id);
+  let id = await open();
+  await h.expectCode(b.db('kc').command({ killCursors: 'c', cursors: [id] }), 13, /^not authorized to kill cursor on kc\.c$/);
+  await h.expectCode(b.db('kc').command({ getMore: id, collection: 'c' }), 13);
+  await h.expectCode(boss.db('kc').command({ getMore: id, collection: 'c' }), 13, /was not created by the authenticated user/);
+  const k = await boss.db('kc').command({ killCursors: 'c', cursors: [id] });
+  assert.deepEqual(k.cursorsKilled.map(String), [String(id)]);
+  id = await open();
+  const k2 = await ops.db('kc').command({ killCursors: 'c', cursors: [id] });
+  assert.deepEqual(k2.cursorsKilled.map(String), [String(id)]);
+  await h.expectCode(a.db('kc').command({ getMore: id, collection: 'c' }), 43);
+  id = await open();
+  const own = await a.db('kc').command({ killCursors: 'c', cursors: [id] });
+  assert.deepEqual(own.cursorsKilled.map(String), [String(id)]);
+});
