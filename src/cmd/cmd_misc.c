@@ -81,23 +81,34 @@ capped_size_arg(mf_op_t *op, int64_t *size, bool *present)
     return 0;
 }
 
-/* The options of a capped copy of src: src's own, with capped and size replaced (mongod keeps max). */
+/*
+ * The options of a capped copy of src: src's own, with capped and size
+ * replaced (mongod keeps max), shown as CollectionOptions::appendBSON
+ * writes them: capped, size and max first, numbers by appendNumber (an
+ * int below 2^30), then the others.
+ */
 static void
 capped_options(const mf_coll_t *src, int64_t size, bool has_size, bson_t *out)
 {
     bson_iter_t it;
     bson_init(out);
+    BSON_APPEND_BOOL(out, "capped", true);
+    if (has_size)
+        mf_append_number(out, "size", size);
+    if (src->options != NULL && bson_iter_init_find(&it, src->options, "max") && mf_value_is_number(bson_iter_value(&it))) {
+        int64_t max;
+        if (!mf_value_as_int64(bson_iter_value(&it), &max))
+            max = (int64_t)bson_iter_as_double(&it); /* a stored max is below 2^31 */
+        mf_append_number(out, "max", max);
+    }
     if (src->options != NULL && bson_iter_init(&it, src->options)) {
         while (bson_iter_next(&it)) {
             const char *k = bson_iter_key(&it);
-            if (strcmp(k, "capped") == 0 || strcmp(k, "size") == 0)
+            if (strcmp(k, "capped") == 0 || strcmp(k, "size") == 0 || strcmp(k, "max") == 0)
                 continue;
             bson_append_value(out, k, -1, bson_iter_value(&it));
         }
     }
-    BSON_APPEND_BOOL(out, "capped", true);
-    if (has_size)
-        BSON_APPEND_INT64(out, "size", size);
 }
 
 /*

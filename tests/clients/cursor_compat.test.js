@@ -282,3 +282,22 @@ h.test('with access control, killCursors of another user\'s cursor is 13 "not au
   const own = await a.db('kc').command({ killCursors: 'c', cursors: [id] });
   assert.deepEqual(own.cursorsKilled.map(String), [String(id)]);
 });
+
+h.test('convertToCapped / cloneCollectionAsCapped options as CollectionOptions::appendBSON shows them: capped, size, max first, small numbers as ints', async () => {
+  const db = srv.freshDb('capopts');
+  await db.createCollection('m', { capped: true, size: 100000, max: 3, validator: { a: { $exists: true } } });
+  await db.collection('m').insertMany([{ a: 1 }, { a: 2 }]);
+  await db.command({ convertToCapped: 'm', size: 10000 });
+  await db.collection('p').insertOne({ a: 1 });
+  await db.command({ cloneCollectionAsCapped: 'p', toCollection: 'pc', size: 20000 });
+  const opts = async (name) => (await db.command({ listCollections: 1, filter: { name } }, { promoteLongs: false }))
+    .cursor.firstBatch[0].options;
+  const m = await opts('m');
+  assert.deepEqual(Object.keys(m), ['capped', 'size', 'max', 'validator']);
+  assert.equal(m.size, 10000, 'an int, not a long');
+  assert.equal(m.max, 3);
+  const pc = await opts('pc');
+  assert.deepEqual(Object.keys(pc), ['capped', 'size']);
+  assert.equal(pc.size, 20000);
+  assert.equal(await db.collection('m').countDocuments(), 2);
+});
