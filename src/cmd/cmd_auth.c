@@ -57,6 +57,7 @@
 #include "engine/cursor.h"
 #include "common/failpoint.h"
 #include "common/log.h"
+#include "doc/match.h"
 #include "doc/value.h"
 #include "engine/sessions.h"
 
@@ -2151,22 +2152,25 @@ cmd_drop_all_users(mf_op_t *op)
 }
 
 /*
- * usersInfo's view of a user document: without credentials unless asked,
- * with mechanisms. With showPrivileges or showAuthenticationRestrictions
- * (detail), mongod's getUserDescription shape: the mechanisms where the
- * credentials were, the user's own authenticationRestrictions (as stored,
- * [] without; only when asked for), then inheritedRoles,
- * inheritedPrivileges and inheritedAuthenticationRestrictions (its roles'
- * lists, resolved). Without detail the stored list is never shown, as
- * mongod's.
+ * usersInfo's view of a user document. Without detail, mongod's pipeline
+ * over system.users: the document without authenticationRestrictions,
+ * without credentials unless showCredentials, without customData when
+ * showCustomData is false, then mechanisms (its credentials' names) last;
+ * the filter matches that view, and the users come sorted by user, then db.
+ * With showPrivileges or showAuthenticationRestrictions (detail), mongod's
+ * getUserDescription shape, one per name asked for, in the order asked: the
+ * mechanisms where the credentials were, the user's own
+ * authenticationRestrictions (as stored, [] without; only when asked for),
+ * then inheritedRoles, inheritedPrivileges and
+ * inheritedAuthenticationRestrictions (its roles' lists, resolved).
  */
 typedef struct users_out {
-    bson_t *arr;
-    uint32_t n;
     bool show_credentials, show_custom;
-    bool by_name;
     bool detail, show_restrictions;
     mf_op_t *op;
+    const mf_matcher_t *filter; /* NULL: every user */
+    bson_t **docs;              /* without detail: the views listed, each owned */
+    size_t n, cap;
 } users_out_t;
 
 static void inherit_walk(mf_op_t *op, const bson_t *role_doc, bson_t *names, uint32_t *n, bson_t *privs,
@@ -2190,20 +2194,23 @@ append_mechanisms(bson_t *one, const bson_t *user)
     bson_append_array_end(one, &mechs);
 }
 
+/* Appends user's detailed description (showPrivileges / showAuthenticationRestrictions) as the (*n)++-th element of arr. */
 static void
-append_user_info(users_out_t *uo, const bson_t *user)
+append_user_detail(users_out_t *uo, const bson_t *user, bson_t *arr, uint32_t *n)
 {
-    bson_t one;
+    bson_t one, names, privs = BSON_INITIALIZER, restr = BSON_INITIALIZER, empty;
     bson_iter_t it;
     char key[16];
     const char *kp;
     bool had_restr = false;
-    bson_uint32_to_string(uo->n++, &kp, key, sizeof(key));
-    BSON_APPEND_DOCUMENT_BEGIN(uo->arr, kp, &one);
+    uint32_t nn = 0, nr = 0;
+    role_seen_t *seen = mf_calloc(1, sizeof(*seen));
+    bson_uint32_to_string((*n)++, &kp, key, sizeof(key));
+    BSON_APPEND_DOCUMENT_BEGIN(arr, kp, &one);
     bson_iter_init(&it, user);
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
-        if (uo->detail && strcmp(k, "credentials") == 0)
+        if (strcmp(k, "credentials") == 0)
             append_mechanisms(&one, user);
         if (strcmp(k, "authenticationRestrictions") == 0) {
             had_restr = true;
@@ -2214,101 +2221,267 @@ append_user_info(users_out_t *uo, const bson_t *user)
             continue;
         bson_append_value(&one, k, -1, bson_iter_value(&it));
     }
-    if (!uo->detail) {
-        append_mechanisms(&one, user);
-    } else {
-        bson_t names, privs = BSON_INITIALIZER, restr = BSON_INITIALIZER, empty;
-        uint32_t nn = 0, nr = 0;
-        role_seen_t *seen = mf_calloc(1, sizeof(*seen));
-        if (uo->show_restrictions && !had_restr) {
-            BSON_APPEND_ARRAY_BEGIN(&one, "authenticationRestrictions", &empty);
-            bson_append_array_end(&one, &empty);
-        }
-        BSON_APPEND_ARRAY_BEGIN(&one, "inheritedRoles", &names);
-        inherit_walk(uo->op, user, &names, &nn, &privs, seen, &restr, &nr);
-        bson_append_array_end(&one, &names);
-        BSON_APPEND_ARRAY(&one, "inheritedPrivileges", &privs);
-        BSON_APPEND_ARRAY(&one, "inheritedAuthenticationRestrictions", &restr);
-        bson_destroy(&privs);
-        bson_destroy(&restr);
-        seen_free(seen);
+    if (uo->show_restrictions && !had_restr) {
+        BSON_APPEND_ARRAY_BEGIN(&one, "authenticationRestrictions", &empty);
+        bson_append_array_end(&one, &empty);
     }
-    bson_append_document_end(uo->arr, &one);
+    BSON_APPEND_ARRAY_BEGIN(&one, "inheritedRoles", &names);
+    inherit_walk(uo->op, user, &names, &nn, &privs, seen, &restr, &nr);
+    bson_append_array_end(&one, &names);
+    BSON_APPEND_ARRAY(&one, "inheritedPrivileges", &privs);
+    BSON_APPEND_ARRAY(&one, "inheritedAuthenticationRestrictions", &restr);
+    bson_append_document_end(arr, &one);
+    bson_destroy(&privs);
+    bson_destroy(&restr);
+    seen_free(seen);
 }
 
+/* mf_users_each's callback without detail: lists user's view when the filter matches it. */
 static int
-each_user_info(void *arg, const bson_t *user)
+each_user_view(void *arg, const bson_t *user)
 {
-    append_user_info(arg, user);
+    users_out_t *uo = arg;
+    bson_t *view = bson_new();
+    bson_iter_t it;
+    bson_iter_init(&it, user);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "authenticationRestrictions") == 0 || (strcmp(k, "credentials") == 0 && !uo->show_credentials) ||
+            (strcmp(k, "customData") == 0 && !uo->show_custom))
+            continue;
+        bson_append_value(view, k, -1, bson_iter_value(&it));
+    }
+    append_mechanisms(view, user);
+    if (uo->filter != NULL && !mf_matcher_match(uo->filter, view, NULL)) {
+        bson_destroy(view);
+        return 0;
+    }
+    if (uo->n == uo->cap) {
+        uo->cap = uo->cap ? uo->cap * 2 : 16;
+        uo->docs = mf_realloc(uo->docs, uo->cap * sizeof(*uo->docs));
+    }
+    uo->docs[uo->n++] = view;
     return 0;
 }
 
-static void
-user_info_one(mf_op_t *op, users_out_t *uo, const char *db, const char *name)
+/* A string field of a user view ("" when it has none). */
+static const char *
+view_str(const bson_t *view, const char *key)
 {
-    bson_t user;
-    mf_error_t err;
-    if (mf_users_get(op->eng->cat, db, name, &user, &err) == 0) {
-        append_user_info(uo, &user);
-        bson_destroy(&user);
+    bson_iter_t it;
+    return bson_iter_init_find(&it, view, key) && BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : "";
+}
+
+/* mongod's {$sort: {user: 1, db: 1}}: a user name's order, then its database's. */
+static int
+view_cmp(const void *a, const void *b)
+{
+    const bson_t *x = *(const bson_t *const *)a, *y = *(const bson_t *const *)b;
+    int c = strcmp(view_str(x, "user"), view_str(y, "user"));
+    return c != 0 ? c : strcmp(view_str(x, "db"), view_str(y, "db"));
+}
+
+/* A user usersInfo names: user and db borrowed from the command. */
+typedef struct user_ref {
+    const char *user, *db;
+} user_ref_t;
+
+/*
+ * One user name of usersInfo's argument: a string (a user of op->db) or a
+ * document parsed as mongod's AuthName<UserName>::parseFromBSONObj (user
+ * and db strings, both required, an optional tenant ObjectId, nothing
+ * else). 0, or -1 with op->err: 2 BadValue and mongod's messages.
+ */
+static int
+parse_user_ref(mf_op_t *op, const bson_iter_t *it, user_ref_t *out)
+{
+    bson_iter_t f;
+    bool seen_user = false, seen_db = false, seen_tenant = false;
+    out->user = NULL;
+    out->db = op->db;
+    if (BSON_ITER_HOLDS_UTF8(it)) {
+        out->user = bson_iter_utf8(it, NULL);
+        return 0;
     }
+    if (!BSON_ITER_HOLDS_DOCUMENT(it) || !bson_iter_recurse(it, &f))
+        return mf_err_set(&op->err, MF_E_BadValue, "UserName must be either a string or an object");
+    while (bson_iter_next(&f)) {
+        const char *k = bson_iter_key(&f);
+        bool *seen;
+        bson_type_t want = BSON_TYPE_UTF8;
+        if (strcmp(k, "user") == 0) {
+            seen = &seen_user;
+        } else if (strcmp(k, "db") == 0) {
+            seen = &seen_db;
+        } else if (strcmp(k, "tenant") == 0) {
+            seen = &seen_tenant;
+            want = BSON_TYPE_OID;
+        } else {
+            /* mongod's message, its unclosed quote included. */
+            return mf_err_set(&op->err, MF_E_BadValue, "UserName contains an unknown field named: '%s", k);
+        }
+        if (bson_iter_type(&f) != want)
+            return mf_err_set(&op->err, MF_E_BadValue, "UserName must contain a %s field named: %s. But, has type %s",
+                              mf_type_name(want), k, mf_type_name(bson_iter_type(&f)));
+        if (*seen)
+            return mf_err_set(&op->err, MF_E_BadValue, "UserName has more than one field named: %s", k);
+        *seen = true;
+        if (seen == &seen_user)
+            out->user = bson_iter_utf8(&f, NULL);
+        else if (seen == &seen_db)
+            out->db = bson_iter_utf8(&f, NULL);
+    }
+    if (!seen_user)
+        return mf_err_set(&op->err, MF_E_BadValue, "UserName must contain a field named: user");
+    if (!seen_db)
+        return mf_err_set(&op->err, MF_E_BadValue, "UserName must contain a field named: db");
+    return 0;
+}
+
+/* Whether it is a number whose safeNumberLong (truncated toward zero) is 1, as mongod's UMCInfoCommandArg asks. */
+static bool
+safe_long_is_one(const bson_iter_t *it)
+{
+    if (BSON_ITER_HOLDS_DOUBLE(it)) {
+        double d = bson_iter_double(it);
+        return d >= 1.0 && d < 2.0;
+    }
+    if (BSON_ITER_HOLDS_DECIMAL128(it)) {
+        double d = mf_value_as_double(bson_iter_value((bson_iter_t *)it));
+        return d >= 1.0 && d < 2.0;
+    }
+    return (BSON_ITER_HOLDS_INT32(it) || BSON_ITER_HOLDS_INT64(it)) && bson_iter_as_int64(it) == 1;
+}
+
+/*
+ * usersInfo's argument, as mongod's UMCInfoCommandArg: a number equal to 1
+ * (after truncation, safeNumberLong) is every user of op->db, a document
+ * whose forAllDBs is true every user; anything else names users exactly
+ * (*refs, *nrefs; an array of names, or one). *all_db / *all_dbs tell the
+ * two wildcard forms. *refs is malloc'ed (free() it), views into the
+ * command. 0, or -1 with op->err.
+ */
+static int
+parse_users_arg(mf_op_t *op, bool *all_db, bool *all_dbs, user_ref_t **refs, size_t *nrefs)
+{
+    bson_iter_t it, a;
+    *all_db = *all_dbs = false;
+    *refs = NULL;
+    *nrefs = 0;
+    bson_iter_init(&it, op->cmd);
+    bson_iter_next(&it);
+    if (safe_long_is_one(&it)) {
+        *all_db = true;
+        return 0;
+    }
+    if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &a) && bson_iter_find(&a, "forAllDBs") &&
+        bson_iter_as_bool(&a)) {
+        *all_dbs = true;
+        return 0;
+    }
+    if (!BSON_ITER_HOLDS_ARRAY(&it)) {
+        *refs = mf_calloc(1, sizeof(**refs));
+        *nrefs = 1;
+        return parse_user_ref(op, &it, &(*refs)[0]);
+    }
+    bson_iter_recurse(&it, &a);
+    while (bson_iter_next(&a)) {
+        *refs = mf_realloc(*refs, (*nrefs + 1) * sizeof(**refs));
+        if (parse_user_ref(op, &a, &(*refs)[(*nrefs)++]) != 0)
+            return -1;
+    }
+    return 0;
 }
 
 static int
 cmd_users_info(mf_op_t *op)
 {
-    bson_iter_t it, a;
-    bson_t arr;
-    users_out_t uo = {&arr, 0, false, true, false, false, false, op};
-    bool present, show_privs = false;
-    int rc = 0;
+    bson_t arr, filter_doc;
+    users_out_t uo = {false, true, false, false, op, NULL, NULL, 0, 0}; /* showCustomData defaults to true */
+    bool present, custom_given, show_privs = false, has_filter = false, all_db, all_dbs;
+    user_ref_t *refs = NULL;
+    size_t nrefs = 0;
+    mf_matcher_t *filter = NULL;
+    uint32_t n = 0;
+    int rc = -1;
 
-    if (mf_op_get_bool(op, "showCredentials", &uo.show_credentials, &present) != 0 ||
-        mf_op_get_bool(op, "showPrivileges", &show_privs, &present) != 0 ||
-        mf_op_get_bool(op, "showAuthenticationRestrictions", &uo.show_restrictions, &present) != 0)
-        return -1;
-    uo.detail = show_privs || uo.show_restrictions;
-    bson_iter_init(&it, op->cmd);
-    bson_iter_next(&it);
-    /* Details are resolved per user: mongod takes them only for users named exactly. */
-    if (uo.detail && (BSON_ITER_HOLDS_NUMBER(&it) || mf_op_has(op, "filter") ||
-                      (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &a) && bson_iter_find(&a, "forAllDBs"))))
-        return mf_err_set(&op->err, MF_E_IllegalOperation,
-                          "Privilege or restriction details require exact-match usersInfo queries");
     bson_init(&arr);
-    if (BSON_ITER_HOLDS_NUMBER(&it)) {
-        rc = mf_users_each(op->eng->cat, op->db, each_user_info, &uo, &op->err);
-    } else if (BSON_ITER_HOLDS_UTF8(&it)) {
-        user_info_one(op, &uo, op->db, bson_iter_utf8(&it, NULL));
-    } else if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &a) && bson_iter_find(&a, "forAllDBs")) {
+    if (mf_op_get_bool(op, "showCredentials", &uo.show_credentials, &present) != 0 ||
+        mf_op_get_bool(op, "showCustomData", &uo.show_custom, &custom_given) != 0 ||
+        mf_op_get_bool(op, "showPrivileges", &show_privs, &present) != 0 ||
+        mf_op_get_bool(op, "showAuthenticationRestrictions", &uo.show_restrictions, &present) != 0 ||
+        mf_op_get_doc(op, "filter", &filter_doc, &has_filter) != 0 ||
+        parse_users_arg(op, &all_db, &all_dbs, &refs, &nrefs) != 0)
+        goto done;
+    uo.detail = show_privs || uo.show_restrictions;
+    /* Details are resolved per user: mongod takes them only for users named exactly. */
+    if (uo.detail && (has_filter || all_db || all_dbs)) {
+        mf_err_set(&op->err, MF_E_IllegalOperation, "Privilege or restriction details require exact-match usersInfo queries");
+        goto done;
+    }
+    if (all_dbs && checked(op)) {
         /* Every database's users: user administration on every database. */
-        const mf_privs_t *p = checked(op) ? privs_of(op) : NULL;
-        if (checked(op) && (p == NULL || !((p->all | p->any) & MF_ACT_VIEW_USER))) {
-            bson_destroy(&arr);
-            return denied(op, op->db, op->name);
+        const mf_privs_t *p = privs_of(op);
+        if (p == NULL || !((p->all | p->any) & MF_ACT_VIEW_USER)) {
+            rc = denied(op, op->db, op->name);
+            goto done;
         }
-        rc = mf_users_each(op->eng->cat, NULL, each_user_info, &uo, &op->err);
-    } else if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
-        const char *u, *d;
-        if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
-            if (!name_of(&it, "user", op->db, &u, &d, NULL)) {
-                bson_destroy(&arr);
-                return mf_err_set(&op->err, MF_E_BadValue, "User name must contain 'user' and 'db' fields");
-            }
-            user_info_one(op, &uo, d, u);
-        } else {
-            bson_iter_recurse(&it, &a);
-            while (bson_iter_next(&a)) {
-                if (name_of(&a, "user", op->db, &u, &d, NULL))
-                    user_info_one(op, &uo, d, u);
+    }
+    if (uo.detail) {
+        for (size_t i = 0; i < nrefs; i++) {
+            bson_t user;
+            int got = mf_users_get(op->eng->cat, refs[i].db, refs[i].user, &user, &op->err);
+            if (got == -1)
+                goto done;
+            if (got == 0) {
+                append_user_detail(&uo, &user, &arr, &n);
+                bson_destroy(&user);
             }
         }
     } else {
-        bson_destroy(&arr);
-        return mf_err_set(&op->err, MF_E_BadValue, "User name must be either a string or an object");
+        if (has_filter && (filter = mf_matcher_new(&filter_doc, &op->err)) == NULL)
+            goto done;
+        uo.filter = filter;
+        if (all_db || all_dbs) {
+            if (mf_users_each(op->eng->cat, all_db ? op->db : NULL, each_user_view, &uo, &op->err) != 0)
+                goto done;
+        }
+        for (size_t i = 0; i < nrefs; i++) {
+            bool again = false; /* mongod's $or matches a user once, however often it is named */
+            bson_t user;
+            int got;
+            for (size_t j = 0; j < i && !again; j++)
+                again = strcmp(refs[j].user, refs[i].user) == 0 && strcmp(refs[j].db, refs[i].db) == 0;
+            if (again)
+                continue;
+            if ((got = mf_users_get(op->eng->cat, refs[i].db, refs[i].user, &user, &op->err)) == -1)
+                goto done;
+            if (got == 0) {
+                each_user_view(&uo, &user);
+                bson_destroy(&user);
+            }
+        }
+        if (mf_matcher_take_failure(&op->err))
+            goto done;
+        qsort(uo.docs, uo.n, sizeof(*uo.docs), view_cmp);
+        for (size_t i = 0; i < uo.n; i++) {
+            char key[16];
+            const char *kp;
+            bson_uint32_to_string(n++, &kp, key, sizeof(key));
+            BSON_APPEND_DOCUMENT(&arr, kp, uo.docs[i]);
+        }
     }
-    if (rc == 0)
-        BSON_APPEND_ARRAY(op->reply, "users", &arr);
+    BSON_APPEND_ARRAY(op->reply, "users", &arr);
+    rc = 0;
+done:
+    for (size_t i = 0; i < uo.n; i++)
+        bson_destroy(uo.docs[i]);
+    free(uo.docs);
+    free(refs);
+    if (filter != NULL)
+        mf_matcher_free(filter);
+    if (has_filter)
+        bson_destroy(&filter_doc);
     bson_destroy(&arr);
     return rc;
 }
