@@ -21,6 +21,12 @@
 #define USER_ADMIN (MF_ACT_USER_ADMIN | MF_ACT_VIEW_USER)
 #define EVERYTHING 0xffffffffu
 
+/* A role's actions on one named database (coll NULL) or collection (db "": that collection in every database). */
+typedef struct role_res {
+    const char *db, *coll;
+    uint32_t acts;
+} role_res_t;
+
 typedef struct role_def {
     const char *name;
     bool admin_only; /* exists only on the admin database */
@@ -28,7 +34,58 @@ typedef struct role_def {
     uint32_t any;    /* on every database but local and config */
     uint32_t all;    /* on every database */
     uint32_t cluster;
+    const role_res_t *named; /* NULL, or named resources up to an entry with acts 0 */
 } role_def_t;
+
+/*
+ * backup: mongod 8.0's builtin_roles.yml backup and the __queryableBackup
+ * it inherits: collStats, listCollections and listIndexes everywhere, find
+ * on every ordinary database, on config and local, and on system.users
+ * (admin's included, as mongodump dumps users), system.profile, and
+ * admin.system.roles, system.version and system.backup_users; insert and
+ * update on config.settings; listDatabases, and serverStatus / getParameter
+ * (mayfly's monitoring group). appendOplogNote, setUserWriteBlockMode and
+ * useUUID have no mayfly group and grant nothing.
+ */
+static const role_res_t backup_named[] = {
+    {"config", NULL, MF_ACT_FIND},
+    {"local", NULL, MF_ACT_FIND},
+    {"", "system.users", MF_ACT_FIND},
+    {"", "system.profile", MF_ACT_FIND},
+    {"admin", "system.roles", MF_ACT_FIND},
+    {"admin", "system.version", MF_ACT_FIND},
+    {"admin", "system.backup_users", MF_ACT_FIND},
+    {"config", "settings", MF_ACT_FIND | MF_ACT_INSERT | MF_ACT_UPDATE},
+    {NULL, NULL, 0},
+};
+
+/* builtin_roles.yml's restoreWrite actions, in mayfly's groups (convertToCapped and the search indexes have none). */
+#define RESTORE_WRITE                                                                                       \
+    (MF_ACT_BYPASS_VALIDATION | MF_ACT_COLLMOD | MF_ACT_CREATE_COLLECTION | MF_ACT_CREATE_INDEX |           \
+     MF_ACT_DROP_COLLECTION | MF_ACT_INSERT)
+
+/*
+ * restore: mongod 8.0's builtin_roles.yml restore: restoreWrite and user
+ * administration on every ordinary database (mongorestore creates users and
+ * roles), restoreWrite on config and local, listCollections everywhere;
+ * system.users anywhere also find, update and remove; admin.system.version
+ * find; admin.system.roles createIndex; find on admin.tempusers and
+ * admin.temproles (mongorestore's staging collections); getParameter.
+ * forceUUID, useUUID, applyOps and the write blocking actions have no mayfly
+ * group and grant nothing.
+ */
+static const role_res_t restore_named[] = {
+    {"config", NULL, RESTORE_WRITE},
+    {"local", NULL, RESTORE_WRITE},
+    {"", "system.users", RESTORE_WRITE | MF_ACT_FIND | MF_ACT_UPDATE | MF_ACT_REMOVE},
+    {"", "system.js", RESTORE_WRITE},
+    {"admin", "system.version", RESTORE_WRITE | MF_ACT_FIND},
+    {"admin", "system.backup_users", RESTORE_WRITE},
+    {"admin", "system.roles", MF_ACT_CREATE_INDEX},
+    {"admin", "tempusers", MF_ACT_FIND},
+    {"admin", "temproles", MF_ACT_FIND},
+    {NULL, NULL, 0},
+};
 
 static const role_def_t roles[] = {
     {"read", false, READ, 0, 0, 0},
@@ -45,6 +102,9 @@ static const role_def_t roles[] = {
     {"readWriteAnyDatabase", true, 0, READ_WRITE, 0, MF_CACT_LIST_DATABASES},
     {"userAdminAnyDatabase", true, 0, USER_ADMIN, 0, MF_CACT_LIST_DATABASES},
     {"dbAdminAnyDatabase", true, 0, DB_ADMIN, 0, MF_CACT_LIST_DATABASES},
+    {"backup", true, 0, MF_ACT_FIND, MF_ACT_LIST_COLLECTIONS | MF_ACT_LIST_INDEXES | MF_ACT_STATS,
+     MF_CACT_MONITOR | MF_CACT_LIST_DATABASES, backup_named},
+    {"restore", true, 0, RESTORE_WRITE | USER_ADMIN, MF_ACT_LIST_COLLECTIONS, MF_CACT_MONITOR, restore_named},
     {"root", true, 0, 0, EVERYTHING, MF_CACT_MONITOR | MF_CACT_ADMIN | MF_CACT_LIST_DATABASES},
     {"__system", true, 0, 0, EVERYTHING, EVERYTHING},
 };
@@ -78,6 +138,17 @@ mf_privs_add_role(mf_privs_t *p, const char *role, const char *db)
     p->cluster |= r->cluster;
     if (r->db != 0)
         add_db_acts(p, db, r->db);
+    for (const role_res_t *n = r->named; n != NULL && n->acts != 0; n++) {
+        mf_privilege_t pv = {.acts = n->acts};
+        if (n->coll == NULL) {
+            add_db_acts(p, n->db, n->acts);
+            continue;
+        }
+        pv.kind = n->db[0] == '\0' ? MF_RES_COLL_ANY_DB : MF_RES_COLL;
+        snprintf(pv.db, sizeof(pv.db), "%s", n->db);
+        snprintf(pv.coll, sizeof(pv.coll), "%s", n->coll);
+        mf_privs_add_privilege(p, &pv);
+    }
 }
 
 /*
@@ -385,8 +456,13 @@ mf_privs_allow(const mf_privs_t *p, const char *db, const char *coll, uint32_t a
     if (coll != NULL && coll[0] != '\0')
         h |= held_on_coll(p, db, coll);
     if (coll != NULL && strcmp(db, "admin") == 0 && (strcmp(coll, "system.users") == 0 || strcmp(coll, "system.roles") == 0)) {
-        /* Credentials and roles: only user administrators on admin read or write them (viewUser alone does not). */
-        return (h & MF_ACT_USER_ADMIN) != 0;
+        /*
+         * Credentials and roles: user administrators on admin read and write them (viewUser alone does
+         * not), and a privilege naming the collection grants what it names, as mongod's (backup's find,
+         * restore's writes; granting one takes user administration on admin). A database-wide data
+         * privilege never reaches them.
+         */
+        return (h & MF_ACT_USER_ADMIN) != 0 || (held_on_coll(p, db, coll) & acts) == acts;
     }
     if (coll != NULL && strcmp(coll, "system.profile") == 0) {
         /* As mongod's: not a database-wide find (read's), only READ_PROFILE or a privilege naming it. */

@@ -119,16 +119,16 @@ void mf_privs_add_privilege(mf_privs_t *p, const mf_privilege_t *pv);
 
 /*
  * mf_role_exists: whether role is a built-in role on db (the *AnyDatabase
- * roles, clusterMonitor, clusterAdmin and root exist only on admin, as in
- * MongoDB; __system only on admin and only for members).
+ * roles, the cluster roles, backup, restore and root exist only on admin, as
+ * in MongoDB; __system only on admin and only for members).
  */
 bool mf_role_exists(const char *role, const char *db);
 
 /*
  * mf_builtin_role_name: whether role@db is one of mongod 8.0's built-in
  * roles, those mayfly grants (mf_role_exists) and those it does not
- * (enableSharding, backup, restore, __queryableBackup,
- * directShardOperations, __system): no user-defined role may take the name.
+ * (enableSharding, __queryableBackup, directShardOperations, __system): no
+ * user-defined role may take the name.
  */
 bool mf_builtin_role_name(const char *role, const char *db);
 

@@ -3242,7 +3242,7 @@ typedef struct roles_out {
 static const char *const builtin_names[] = {"read", "readWrite", "dbAdmin", "userAdmin", "dbOwner", "clusterMonitor",
                                             "clusterManager", "hostManager", "clusterAdmin", "readAnyDatabase",
                                             "readWriteAnyDatabase", "userAdminAnyDatabase", "dbAdminAnyDatabase",
-                                            "root", NULL};
+                                            "backup", "restore", "root", NULL};
 
 static void
 append_name(bson_t *arr, uint32_t *n, const char *role, const char *db)

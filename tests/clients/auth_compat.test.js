@@ -8,6 +8,11 @@
  *     showCustomData: false leaves customData out, users come sorted by
  *     user then db and once each however often named; names parsed as
  *     mongod's AuthName (2 BadValue and its messages);
+ *   - the backup and restore built-in roles (builtin_roles.yml), as
+ *     mongodump and mongorestore use them: backup reads every database,
+ *     users and roles included, and writes nothing; restore creates
+ *     collections, indexes (TTL ones too), users and roles and bypasses
+ *     validation, but reads no ordinary collection;
  *
  * One server for the file; the first test creates root through the
  * localhost exception and the later ones log in as it.
@@ -100,4 +105,66 @@ h.test('mongosh db.getUsers({filter}) and show users list the filtered users in 
   const lines = out.split('\n');
   assert.deepEqual(JSON.parse(lines[0]), ['zed']);
   assert.deepEqual(JSON.parse(lines[1]), ['amy', 'bob', 'zed']);
+});
+
+h.test('backup (admin only): what mongodump runs succeeds (listDatabases, listCollections, listIndexes, find, collStats, admin.system.users/roles/version); writes and administration are 13', async () => {
+  const r = await root();
+  await r.db('bk').collection('orders').insertMany([{ _id: 1, at: new Date() }, { _id: 2, at: new Date() }]);
+  await r.db('bk').collection('orders').createIndex({ at: 1 }, { expireAfterSeconds: 3600 });
+  await r.db('bk').command({ createRole: 'clerk', privileges: [{ resource: { db: 'bk', collection: 'orders' }, actions: ['find'] }], roles: [] });
+  await h.expectCode(r.db('bk').command({ createUser: 'bkx', pwd: pw('bkx'), roles: ['backup'] }), 31, /Could not find role: backup@bk/);
+  await r.db('admin').command({ createUser: 'dumper', pwd: pw('dumper'), roles: ['backup'] });
+  const b = await srv.login('dumper', pw('dumper'));
+
+  const dbs = (await b.db('admin').command({ listDatabases: 1 })).databases.map((d) => d.name);
+  assert.ok(dbs.includes('bk') && dbs.includes('admin'), `listDatabases lists every database: ${dbs}`);
+  const colls = (await b.db('bk').command({ listCollections: 1 })).cursor.firstBatch.map((c) => c.name);
+  assert.deepEqual(colls, ['orders']);
+  const idx = (await b.db('bk').command({ listIndexes: 'orders' })).cursor.firstBatch;
+  assert.equal(idx.find((i) => i.name === 'at_1').expireAfterSeconds, 3600);
+  assert.equal((await b.db('bk').collection('orders').find().toArray()).length, 2);
+  assert.equal((await b.db('bk').command({ collStats: 'orders' })).count, 2);
+  const users = await b.db('admin').collection('system.users').find().toArray();
+  assert.ok(users.some((u) => u._id === 'admin.dumper' && u.credentials['SCRAM-SHA-256']), 'backup reads admin.system.users');
+  assert.ok((await b.db('admin').collection('system.roles').find().toArray()).some((x) => x._id === 'bk.clerk'));
+  await b.db('admin').collection('system.version').find().toArray();
+  assert.equal((await b.db('admin').command({ getParameter: 1, featureCompatibilityVersion: 1 })).ok, 1);
+
+  await h.expectCode(b.db('bk').collection('orders').insertOne({ _id: 3 }), 13);
+  await h.expectCode(b.db('bk').command({ collMod: 'orders', index: { name: 'at_1', expireAfterSeconds: 60 } }), 13);
+  await h.expectCode(b.db('admin').collection('system.users').insertOne({ _id: 'admin.forged' }), 13);
+  await h.expectCode(b.db('admin').command({ createUser: 'x', pwd: 'y', roles: ['root'] }), 13);
+  await h.expectCode(b.db('admin').command({ setParameter: 1, logLevel: 0 }), 13);
+  await h.expectCode(b.db('bk').command({ dropDatabase: 1 }), 13);
+
+  const info = await r.db('admin').command({ rolesInfo: 1, showBuiltinRoles: true });
+  const builtins = info.roles.filter((x) => x.isBuiltin).map((x) => x.role);
+  assert.ok(builtins.includes('backup') && builtins.includes('restore'), `admin lists backup and restore: ${builtins}`);
+  const onBk = (await r.db('bk').command({ rolesInfo: 1, showBuiltinRoles: true })).roles.map((x) => x.role);
+  assert.ok(!onBk.includes('backup'), 'not on other databases');
+});
+
+h.test('restore (admin only): creates collections with validators, bypasses validation, builds TTL indexes, collMods expireAfterSeconds, creates users and roles; reads no ordinary collection (13)', async () => {
+  const r = await root();
+  await r.db('admin').command({ createUser: 'restorer', pwd: pw('restorer'), roles: ['restore'] });
+  const s = await srv.login('restorer', pw('restorer'));
+  const db = s.db('rst');
+  await db.command({ create: 'events', validator: { n: { $type: 'int' } } });
+  await db.command({ insert: 'events', documents: [{ _id: 1, n: 'not an int', at: new Date() }], bypassDocumentValidation: true });
+  await db.command({ createIndexes: 'events', indexes: [{ key: { at: 1 }, name: 'at_1', expireAfterSeconds: 3600 }] });
+  const mod = await db.command({ collMod: 'events', index: { name: 'at_1', expireAfterSeconds: 60 } });
+  assert.equal(mod.expireAfterSeconds_new, 60);
+  await db.command({ createUser: 'app', pwd: pw('app'), roles: ['readWrite'] });
+  await db.command({ createRole: 'auditor', privileges: [{ resource: { db: 'rst', collection: 'events' }, actions: ['find'] }], roles: [] });
+  await s.db('admin').collection('tempusers').insertOne({ _id: 'rst.staged' });
+
+  await h.expectCode(db.collection('events').findOne(), 13);
+  await h.expectCode(s.db('admin').command({ setParameter: 1, logLevel: 0 }), 13);
+  await h.expectCode(s.db('admin').command({ shutdown: 1 }), 13);
+
+  const app = await srv.login('app', pw('app'), 'rst');
+  const doc = await app.db('rst').collection('events').findOne({ _id: 1 });
+  assert.equal(doc.n, 'not an int', 'the document restored past the validator');
+  const spec = (await r.db('rst').command({ listIndexes: 'events' })).cursor.firstBatch.find((i) => i.name === 'at_1');
+  assert.equal(spec.expireAfterSeconds, 60);
 });
