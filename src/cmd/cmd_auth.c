@@ -1921,6 +1921,14 @@ typedef struct update_args {
     const bson_t *restrictions;
 } update_args_t;
 
+/* Whether user has the credential at path ("credentials.SCRAM-SHA-1" ...). */
+static bool
+has_credential(const bson_t *user, const char *path)
+{
+    bson_iter_t it, d;
+    return bson_iter_init(&it, user) && bson_iter_find_descendant(&it, path, &d);
+}
+
 static int
 update_change(mf_op_t *op, const bson_t *old, bson_t *out, void *arg)
 {
@@ -1939,9 +1947,21 @@ update_change(mf_op_t *op, const bson_t *old, bson_t *out, void *arg)
         mf_op_get_doc(op, "customData", &custom, &has_custom) != 0)
         goto done;
     if (mechs_given && !has_pwd) {
-        /* Restricting mechanisms without a new password: keep only those credentials. */
+        /*
+         * Restricting mechanisms without a new password: keep only those credentials, each of
+         * which the user must have (mongod's trimCredentials), so no user is left without any.
+         */
         bson_t creds;
         bson_iter_t c;
+        if (!bson_iter_init_find(&it, old, "credentials") || !BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            mf_err_set(&op->err, MF_E_UnsupportedFormat, "Unable to trim credentials from a user document with no credentials");
+            goto done;
+        }
+        if (((mechs & MF_MECH_SHA1) && !has_credential(old, "credentials.SCRAM-SHA-1")) ||
+            ((mechs & MF_MECH_SHA256) && !has_credential(old, "credentials.SCRAM-SHA-256"))) {
+            mf_err_set(&op->err, MF_E_BadValue, "mechanisms field must be a subset of previously set mechanisms");
+            goto done;
+        }
         BSON_APPEND_DOCUMENT_BEGIN(out, "credentials", &creds);
         if (bson_iter_init_find(&it, old, "credentials") && bson_iter_recurse(&it, &c)) {
             while (bson_iter_next(&c)) {
@@ -2028,51 +2048,77 @@ role_in(const bson_t *arr, const char *role, const char *db)
     return false;
 }
 
-static int
-grant_change(mf_op_t *op, const bson_t *old, bson_t *out, void *arg)
+/* Appends to roles (at *n) old's roles array, minus those revoked, then those granted that it does not hold. */
+static void
+grant_roles(const grant_args_t *ga, const bson_iter_t *old_roles, bson_t *roles, uint32_t *n)
 {
-    grant_args_t *ga = arg;
-    bson_iter_t it, r;
-    bson_t roles;
-    uint32_t n = 0;
+    bson_iter_t r;
+    bson_t oldarr;
+    bool have_old = false;
     char key[16];
     const char *kp;
-    (void)op;
-    keep_field(old, out, "credentials");
-    keep_field(old, out, "customData");
-    BSON_APPEND_ARRAY_BEGIN(out, "roles", &roles);
+    if (old_roles != NULL && BSON_ITER_HOLDS_ARRAY(old_roles)) {
+        const uint8_t *data;
+        uint32_t len;
+        bson_iter_array(old_roles, &len, &data);
+        have_old = bson_init_static(&oldarr, data, len);
+    }
     /* The old roles, minus the revoked ones. */
-    if (bson_iter_init_find(&it, old, "roles") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &r)) {
+    if (have_old && bson_iter_init(&r, &oldarr)) {
         while (bson_iter_next(&r)) {
             const char *role, *db;
             if (!BSON_ITER_HOLDS_DOCUMENT(&r) || !name_of(&r, "role", NULL, &role, &db, NULL) || db == NULL ||
                 (ga->revoke && role_in(ga->roles, role, db)))
                 continue;
-            bson_uint32_to_string(n++, &kp, key, sizeof(key));
-            bson_append_value(&roles, kp, -1, bson_iter_value(&r));
+            bson_uint32_to_string((*n)++, &kp, key, sizeof(key));
+            bson_append_value(roles, kp, -1, bson_iter_value(&r));
         }
     }
     /* The granted ones not held yet. */
-    if (!ga->revoke) {
-        bson_iter_init(&r, ga->roles);
-        bson_iter_t oldroles;
-        bson_t oldarr;
-        bool have_old = bson_iter_init_find(&oldroles, old, "roles") && BSON_ITER_HOLDS_ARRAY(&oldroles);
-        const uint8_t *data;
-        uint32_t len;
-        if (have_old) {
-            bson_iter_array(&oldroles, &len, &data);
-            have_old = bson_init_static(&oldarr, data, len);
-        }
+    if (!ga->revoke && bson_iter_init(&r, ga->roles)) {
         while (bson_iter_next(&r)) {
             const char *role, *db;
             if (!name_of(&r, "role", NULL, &role, &db, NULL) || db == NULL || (have_old && role_in(&oldarr, role, db)))
                 continue;
-            bson_uint32_to_string(n++, &kp, key, sizeof(key));
-            bson_append_value(&roles, kp, -1, bson_iter_value(&r));
+            bson_uint32_to_string((*n)++, &kp, key, sizeof(key));
+            bson_append_value(roles, kp, -1, bson_iter_value(&r));
         }
     }
-    bson_append_array_end(out, &roles);
+}
+
+/*
+ * grantRolesToUser / revokeRolesFromUser's change: mongod's {$set: {roles}}
+ * on the user document, so every other field (credentials, customData,
+ * authenticationRestrictions, anything else) stays as it was, where it was.
+ */
+static int
+grant_change(mf_op_t *op, const bson_t *old, bson_t *out, void *arg)
+{
+    grant_args_t *ga = arg;
+    bson_iter_t it;
+    bson_t roles;
+    uint32_t n = 0;
+    bool had_roles = false;
+    (void)op;
+    bson_iter_init(&it, old);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "_id") == 0 || strcmp(k, "userId") == 0 || strcmp(k, "user") == 0 || strcmp(k, "db") == 0)
+            continue; /* user_rewrite_fn's */
+        if (strcmp(k, "roles") != 0) {
+            bson_append_value(out, k, -1, bson_iter_value(&it));
+            continue;
+        }
+        had_roles = true;
+        BSON_APPEND_ARRAY_BEGIN(out, "roles", &roles);
+        grant_roles(ga, &it, &roles, &n);
+        bson_append_array_end(out, &roles);
+    }
+    if (!had_roles) {
+        BSON_APPEND_ARRAY_BEGIN(out, "roles", &roles);
+        grant_roles(ga, NULL, &roles, &n);
+        bson_append_array_end(out, &roles);
+    }
     return 0;
 }
 
@@ -2092,6 +2138,10 @@ cmd_grant_revoke(mf_op_t *op)
     }
     if (parse_roles(op, &it, &roles) != 0)
         goto done;
+    if (bson_empty(&roles)) {
+        mf_err_set(&op->err, MF_E_BadValue, "%s command requires a non-empty \"roles\" array", op->name);
+        goto done;
+    }
     rc = rewrite_user(op, name, grant_change, &ga);
 done:
     bson_destroy(&roles);

@@ -13,6 +13,10 @@
  *     users and roles included, and writes nothing; restore creates
  *     collections, indexes (TTL ones too), users and roles and bypasses
  *     validation, but reads no ordinary collection;
+ *   - grantRolesToUser / revokeRolesFromUser change only roles (mongod's
+ *     $set): authenticationRestrictions and customData stay; an empty
+ *     roles array is 2; updateUser's mechanisms without pwd must be a
+ *     subset of the user's (trimCredentials), never leaving none;
  *
  * One server for the file; the first test creates root through the
  * localhost exception and the later ones log in as it.
@@ -167,4 +171,44 @@ h.test('restore (admin only): creates collections with validators, bypasses vali
   assert.equal(doc.n, 'not an int', 'the document restored past the validator');
   const spec = (await r.db('rst').command({ listIndexes: 'events' })).cursor.firstBatch.find((i) => i.name === 'at_1');
   assert.equal(spec.expireAfterSeconds, 60);
+});
+
+h.test('grantRolesToUser and revokeRolesFromUser keep authenticationRestrictions and customData ($set of roles only); an empty roles array is 2', async () => {
+  const r = await root();
+  const db = r.db('grant');
+  const restr = [{ clientSource: ['10.1.2.3'] }];
+  await db.command({ createUser: 'far', pwd: pw('far'), roles: [], customData: { k: 1 }, authenticationRestrictions: restr });
+  await h.expectCode(srv.login('far', pw('far'), 'grant'), 18);
+  const before = await r.db('admin').collection('system.users').findOne({ _id: 'grant.far' });
+  await db.command({ grantRolesToUser: 'far', roles: ['read'] });
+  let stored = await r.db('admin').collection('system.users').findOne({ _id: 'grant.far' });
+  assert.deepEqual(stored.authenticationRestrictions, restr, 'grantRolesToUser kept the restrictions');
+  assert.deepEqual(stored.customData, { k: 1 });
+  assert.deepEqual(stored.roles, [{ role: 'read', db: 'grant' }]);
+  assert.deepEqual(Object.keys(stored), Object.keys(before), 'fields kept in place');
+  assert.deepEqual(stored.credentials, before.credentials);
+  await h.expectCode(srv.login('far', pw('far'), 'grant'), 18, /Authentication failed/);
+  await db.command({ revokeRolesFromUser: 'far', roles: ['read'] });
+  stored = await r.db('admin').collection('system.users').findOne({ _id: 'grant.far' });
+  assert.deepEqual(stored.authenticationRestrictions, restr, 'revokeRolesFromUser kept the restrictions');
+  assert.deepEqual(stored.roles, []);
+  await h.expectCode(srv.login('far', pw('far'), 'grant'), 18);
+
+  await h.expectCode(db.command({ grantRolesToUser: 'far', roles: [] }), 2, /^grantRolesToUser command requires a non-empty "roles" array$/);
+  await h.expectCode(db.command({ revokeRolesFromUser: 'far', roles: [] }), 2, /^revokeRolesFromUser command requires a non-empty "roles" array$/);
+});
+
+h.test('updateUser with mechanisms and no pwd keeps a subset of the user\'s credentials; another mechanism is 2 and the user still logs in', async () => {
+  const r = await root();
+  const db = r.db('grant');
+  await db.command({ createUser: 'only256', pwd: pw('only256'), roles: ['read'], mechanisms: ['SCRAM-SHA-256'] });
+  await h.expectCode(db.command({ updateUser: 'only256', mechanisms: ['SCRAM-SHA-1'] }), 2,
+    /^mechanisms field must be a subset of previously set mechanisms$/);
+  await h.expectCode(db.command({ updateUser: 'only256', mechanisms: ['SCRAM-SHA-1', 'SCRAM-SHA-256'] }), 2);
+  assert.deepEqual((await db.command({ usersInfo: 'only256' })).users[0].mechanisms, ['SCRAM-SHA-256']);
+  await srv.login('only256', pw('only256'), 'grant');
+  await db.command({ createUser: 'both', pwd: pw('both'), roles: [] });
+  await db.command({ updateUser: 'both', mechanisms: ['SCRAM-SHA-256'] });
+  assert.deepEqual((await db.command({ usersInfo: 'both' })).users[0].mechanisms, ['SCRAM-SHA-256']);
+  await srv.login('both', pw('both'), 'grant');
 });
