@@ -1476,6 +1476,22 @@ cmd_sasl_continue(mf_op_t *op)
     }
     if (mf_scram_client_final(a->conv, payload, plen, &server_final, &op->err) != 0)
         return auth_failed(op, a, "SCRAM proof mismatch (wrong password)");
+    if (a->authed && (strcmp(a->user, a->conv_user) != 0 || strcmp(a->db, a->conv_db) != 0)) {
+        /*
+         * One user per connection, as mongod's addAndAuthorizeUser: the right password of another
+         * user leaves the connection as it was (the same user logging in again is fine).
+         */
+        bool same_db = strcmp(a->db, a->conv_db) == 0;
+        conv_end(a);
+        free(server_final);
+        if (same_db)
+            return mf_err_set(&op->err, MF_E_Location5626701,
+                              "Each client connection may only be authenticated once. Previously authenticated as: %s@%s",
+                              a->user, a->db);
+        return mf_err_set(&op->err, MF_E_Location5626702,
+                          "Client has attempted to authenticate on multiple databases.Already authenticated as: %s@%s",
+                          a->user, a->db);
+    }
     a->authed = true;
     snprintf(a->user, sizeof(a->user), "%s", a->conv_user);
     snprintf(a->db, sizeof(a->db), "%s", a->conv_db);

@@ -720,6 +720,8 @@
     X(5860400, Location5860400)                                                \
     X(5860401, Location5860401)                                                \
     X(5626500, Location5626500)                                                \
+    X(5626701, Location5626701)                                                \
+    X(5626702, Location5626702)                                                \
     X(16893, Location16893)                                                    \
     X(16894, Location16894)                                                    \
     X(16895, Location16895)                                                    \

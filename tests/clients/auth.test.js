@@ -891,6 +891,29 @@ h.test('logout on the authentication database leaves the connection unauthentica
   } finally { conn.close(); }
 });
 
+h.test('one user per connection, as mongod 8.0: another user\'s correct password answers 5626701 (same database) or 5626702 (another), the first login stays; the same user logs in again', async () => {
+  await makeUser('second', ['read'], { login: false });
+  await makeUser('elsewhere', ['read'], { db: 'otherauthdb', login: false });
+  const conn = await h.rawConnect(srv.port);
+  try {
+    assert.equal((await rawLogin(conn, 'SCRAM-SHA-256', ROOT_USER, ROOT_PWD)).ok, 1);
+    const same = await rawLogin(conn, 'SCRAM-SHA-256', 'second', pwdOf('second'));
+    assert.equal(same.code, 5626701, JSON.stringify(same));
+    assert.equal(same.errmsg, `Each client connection may only be authenticated once. Previously authenticated as: ${ROOT_USER}@admin`);
+    const other = await rawLogin(conn, 'SCRAM-SHA-1', 'elsewhere', pwdOf('elsewhere'), { db: 'otherauthdb' });
+    assert.equal(other.code, 5626702, JSON.stringify(other));
+    assert.equal(other.errmsg, `Client has attempted to authenticate on multiple databases.Already authenticated as: ${ROOT_USER}@admin`);
+    const wrong = await rawLogin(conn, 'SCRAM-SHA-256', 'second', 'not-the-password');
+    assert.equal(wrong.code, 18, 'a wrong password is still 18 first');
+    const st = await rawCmd(conn, 'admin', { connectionStatus: 1 });
+    assert.deepEqual(st.authInfo.authenticatedUsers, [{ user: ROOT_USER, db: 'admin' }], 'still root');
+    assert.equal((await rawCmd(conn, 'admin', { setParameter: 1, logLevel: 0 })).ok, 1, 'with root\'s privileges');
+    assert.equal((await rawLogin(conn, 'SCRAM-SHA-1', ROOT_USER, ROOT_PWD)).ok, 1, 'the same user may log in again');
+    assert.equal((await rawCmd(conn, 'admin', { logout: 1 })).ok, 1);
+    assert.equal((await rawLogin(conn, 'SCRAM-SHA-256', 'second', pwdOf('second'))).ok, 1, 'after logout another user may');
+  } finally { conn.close(); }
+});
+
 h.test('a user may always run usersInfo on themselves, but not on another user (13)', async () => {
   const r = await makeUser('selfie', ['read'], { db: 'selfdb' });
   const me = await allowed('usersInfo on oneself', r.db('selfdb').command({ usersInfo: 'selfie' }));
