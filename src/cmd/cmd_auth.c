@@ -2529,7 +2529,8 @@ cmd_users_info(mf_op_t *op)
         }
         if (mf_matcher_take_failure(&op->err))
             goto done;
-        qsort(uo.docs, uo.n, sizeof(*uo.docs), view_cmp);
+        if (uo.n > 1) /* docs is NULL when nothing was listed, which qsort may not take */
+            qsort(uo.docs, uo.n, sizeof(*uo.docs), view_cmp);
         for (size_t i = 0; i < uo.n; i++) {
             char key[16];
             const char *kp;
