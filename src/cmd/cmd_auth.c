@@ -1661,10 +1661,21 @@ role_exists(mf_op_t *op, const char *role, const char *db)
     return true;
 }
 
+/* A user or role a command names: name and db borrowed from the command. */
+typedef struct user_ref {
+    const char *user, *db;
+} user_ref_t;
+
+static int parse_auth_name(mf_op_t *op, const bson_iter_t *it, const char *kind, const char *key, bool strict,
+                           user_ref_t *out);
+
 /*
- * A roles field (names, or {role, db} documents whose db defaults to
- * op->db) into out as {role, db} documents, each once; with must_exist,
- * a role that is neither built-in nor user-defined is 31.
+ * A roles field into out as {role, db} documents, each once, as mongod's
+ * array<RoleNameOrString>: a name (a role of op->db) or a {role, db}
+ * document, both fields required (RoleName::parseFromBSON's 2 and
+ * messages), anything else 2 "Role name must be either a document or
+ * string"; every element is parsed before any is looked up. With
+ * must_exist, a role that is neither built-in nor user-defined is then 31.
  */
 static int
 parse_roles_as(mf_op_t *op, const bson_iter_t *field, bool must_exist, bson_t *out)
@@ -1676,11 +1687,20 @@ parse_roles_as(mf_op_t *op, const bson_iter_t *field, bool must_exist, bson_t *o
                           op->name, mf_type_name(bson_iter_type(field)));
     bson_iter_recurse(field, &r);
     while (bson_iter_next(&r)) {
+        user_ref_t ref;
+        if (!BSON_ITER_HOLDS_UTF8(&r) && !BSON_ITER_HOLDS_DOCUMENT(&r))
+            return mf_err_set(&op->err, MF_E_BadValue, "Role name must be either a document or string");
+        if (parse_auth_name(op, &r, "RoleName", "role", false, &ref) != 0)
+            return -1;
+    }
+    bson_iter_recurse(field, &r);
+    while (bson_iter_next(&r)) {
+        user_ref_t ref;
         const char *role, *db;
-        if (!name_of(&r, "role", op->db, &role, &db, NULL))
-            return mf_err_set(&op->err, MF_E_BadValue,
-                              BSON_ITER_HOLDS_DOCUMENT(&r) ? "Missing expected field \"role\""
-                                                           : "Role names must be either strings or objects");
+        if (parse_auth_name(op, &r, "RoleName", "role", false, &ref) != 0)
+            return -1;
+        role = ref.user;
+        db = ref.db;
         if (must_exist && !role_exists(op, role, db))
             return mf_err_set(&op->err, MF_E_RoleNotFound, "Could not find role: %s@%s", role, db);
         if (role_in(out, role, db))
@@ -2347,22 +2367,19 @@ view_cmp(const void *a, const void *b)
     return c != 0 ? c : strcmp(view_str(x, "db"), view_str(y, "db"));
 }
 
-/* A user usersInfo names: user and db borrowed from the command. */
-typedef struct user_ref {
-    const char *user, *db;
-} user_ref_t;
-
 /*
- * One user name of usersInfo's argument: a string (a user of op->db) or a
- * document parsed as mongod's AuthName<UserName>::parseFromBSONObj (user
- * and db strings, both required, an optional tenant ObjectId, nothing
- * else). 0, or -1 with op->err: 2 BadValue and mongod's messages.
+ * One name of usersInfo's or rolesInfo's argument: a string (a user or role
+ * of op->db) or a document parsed as mongod's
+ * AuthName<T>::parseFromBSONObj: key ("user" or "role") and db strings, both
+ * required, an optional tenant ObjectId, and for a UserName (strict) nothing
+ * else; kind is "UserName" or "RoleName" for the messages. 0, or -1 with
+ * op->err: 2 BadValue and mongod's messages.
  */
 static int
-parse_user_ref(mf_op_t *op, const bson_iter_t *it, user_ref_t *out)
+parse_auth_name(mf_op_t *op, const bson_iter_t *it, const char *kind, const char *key, bool strict, user_ref_t *out)
 {
     bson_iter_t f;
-    bool seen_user = false, seen_db = false, seen_tenant = false;
+    bool seen_name = false, seen_db = false, seen_tenant = false;
     out->user = NULL;
     out->db = op->db;
     if (BSON_ITER_HOLDS_UTF8(it)) {
@@ -2370,38 +2387,47 @@ parse_user_ref(mf_op_t *op, const bson_iter_t *it, user_ref_t *out)
         return 0;
     }
     if (!BSON_ITER_HOLDS_DOCUMENT(it) || !bson_iter_recurse(it, &f))
-        return mf_err_set(&op->err, MF_E_BadValue, "UserName must be either a string or an object");
+        return mf_err_set(&op->err, MF_E_BadValue, "%s must be either a string or an object", kind);
     while (bson_iter_next(&f)) {
         const char *k = bson_iter_key(&f);
         bool *seen;
         bson_type_t want = BSON_TYPE_UTF8;
-        if (strcmp(k, "user") == 0) {
-            seen = &seen_user;
+        if (strcmp(k, key) == 0) {
+            seen = &seen_name;
         } else if (strcmp(k, "db") == 0) {
             seen = &seen_db;
         } else if (strcmp(k, "tenant") == 0) {
             seen = &seen_tenant;
             want = BSON_TYPE_OID;
-        } else {
+        } else if (strict) {
             /* mongod's message, its unclosed quote included. */
-            return mf_err_set(&op->err, MF_E_BadValue, "UserName contains an unknown field named: '%s", k);
+            return mf_err_set(&op->err, MF_E_BadValue, "%s contains an unknown field named: '%s", kind, k);
+        } else {
+            continue;
         }
         if (bson_iter_type(&f) != want)
-            return mf_err_set(&op->err, MF_E_BadValue, "UserName must contain a %s field named: %s. But, has type %s",
+            return mf_err_set(&op->err, MF_E_BadValue, "%s must contain a %s field named: %s. But, has type %s", kind,
                               mf_type_name(want), k, mf_type_name(bson_iter_type(&f)));
         if (*seen)
-            return mf_err_set(&op->err, MF_E_BadValue, "UserName has more than one field named: %s", k);
+            return mf_err_set(&op->err, MF_E_BadValue, "%s has more than one field named: %s", kind, k);
         *seen = true;
-        if (seen == &seen_user)
+        if (seen == &seen_name)
             out->user = bson_iter_utf8(&f, NULL);
         else if (seen == &seen_db)
             out->db = bson_iter_utf8(&f, NULL);
     }
-    if (!seen_user)
-        return mf_err_set(&op->err, MF_E_BadValue, "UserName must contain a field named: user");
+    if (!seen_name)
+        return mf_err_set(&op->err, MF_E_BadValue, "%s must contain a field named: %s", kind, key);
     if (!seen_db)
-        return mf_err_set(&op->err, MF_E_BadValue, "UserName must contain a field named: db");
+        return mf_err_set(&op->err, MF_E_BadValue, "%s must contain a field named: db", kind);
     return 0;
+}
+
+/* usersInfo's names: mongod's strict UserName. */
+static int
+parse_user_ref(mf_op_t *op, const bson_iter_t *it, user_ref_t *out)
+{
+    return parse_auth_name(op, it, "UserName", "user", true, out);
 }
 
 /* Whether it is a number whose safeNumberLong (truncated toward zero) is 1, as mongod's UMCInfoCommandArg asks. */
@@ -3620,7 +3646,8 @@ cmd_roles_info(mf_op_t *op)
 
     bson_iter_init(&it, op->cmd);
     bson_iter_next(&it);
-    if (BSON_ITER_HOLDS_NUMBER(&it)) {
+    /* mongod's UMCInfoCommandArg: 1 (after safeNumberLong) is every role of the database; else names. */
+    if (safe_long_is_one(&it)) {
         if (checked(op) && (p == NULL || !mf_privs_allow(p, op->db, NULL, MF_ACT_VIEW_USER))) {
             bson_destroy(&ro.arr);
             return denied(op, op->db, op->name);
@@ -3631,20 +3658,20 @@ cmd_roles_info(mf_op_t *op)
             if (mf_role_exists(builtin_names[i], op->db))
                 append_builtin_info(&ro, builtin_names[i], op->db, true);
         rc = mf_roles_each(op->eng->cat, op->db, each_role_info, &ea, &op->err);
-    } else if (BSON_ITER_HOLDS_UTF8(&it) || BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
+    } else {
         bson_iter_t one = it;
         bool arr = BSON_ITER_HOLDS_ARRAY(&it);
         if (arr)
             bson_iter_recurse(&it, &a);
         while (rc == 0 && (arr ? bson_iter_next(&a) : true)) {
             const bson_iter_t *cur = arr ? &a : &one;
+            user_ref_t ref;
             const char *r, *d;
-            if (!name_of(cur, "role", op->db, &r, &d, NULL)) {
-                rc = mf_err_set(&op->err, MF_E_BadValue,
-                                BSON_ITER_HOLDS_DOCUMENT(cur) ? "Missing expected field \"role\""
-                                                              : "Role names must be either strings or objects");
+            /* RoleName is not strict: other fields are ignored. */
+            if ((rc = parse_auth_name(op, cur, "RoleName", "role", false, &ref)) != 0)
                 break;
-            }
+            r = ref.user;
+            d = ref.db;
             if (checked(op) && !mf_role_exists(r, d) && !holds_role(op, r, d) &&
                 (p == NULL || !mf_privs_allow(p, d, NULL, MF_ACT_VIEW_USER))) {
                 bson_destroy(&ro.arr);
@@ -3654,8 +3681,6 @@ cmd_roles_info(mf_op_t *op)
             if (!arr)
                 break;
         }
-    } else {
-        rc = mf_err_set(&op->err, MF_E_BadValue, "Role names must be either strings or objects");
     }
     if (rc == 0)
         BSON_APPEND_ARRAY(op->reply, "roles", &ro.arr);

@@ -13,6 +13,9 @@
  *     users and roles included, and writes nothing; restore creates
  *     collections, indexes (TTL ones too), users and roles and bypasses
  *     validation, but reads no ordinary collection;
+ *   - rolesInfo's names and the roles arrays of createUser, grantRolesToUser,
+ *     createRole ... parsed as mongod's RoleName / RoleNameOrString (db
+ *     required in a document; 2 and mongod's messages);
  *   - grantRolesToUser / revokeRolesFromUser change only roles (mongod's
  *     $set): authenticationRestrictions and customData stay; an empty
  *     roles array is 2; updateUser's mechanisms without pwd must be a
@@ -211,4 +214,30 @@ h.test('updateUser with mechanisms and no pwd keeps a subset of the user\'s cred
   await db.command({ updateUser: 'both', mechanisms: ['SCRAM-SHA-256'] });
   assert.deepEqual((await db.command({ usersInfo: 'both' })).users[0].mechanisms, ['SCRAM-SHA-256']);
   await srv.login('both', pw('both'), 'grant');
+});
+
+h.test('role names as mongod\'s RoleName: rolesInfo 1 lists, other numbers are 2; a {role} document without db is 2 in rolesInfo, createUser, grantRolesToUser and createRole', async () => {
+  const db = (await root()).db('rname');
+  await db.command({ createRole: 'r1', privileges: [], roles: [] });
+  const list = (r) => r.roles.map((x) => `${x.role}@${x.db}`);
+  assert.deepEqual(list(await db.command({ rolesInfo: 1 })), ['r1@rname']);
+  assert.deepEqual(list(await db.command({ rolesInfo: 1.0 })), ['r1@rname']);
+  assert.deepEqual(list(await db.command({ rolesInfo: { role: 'r1', db: 'rname', other: 1 } })), ['r1@rname'], 'RoleName ignores other fields');
+  assert.deepEqual(list(await db.command({ rolesInfo: ['r1', { role: 'read', db: 'rname' }] })), ['r1@rname', 'read@rname']);
+  await h.expectCode(db.command({ rolesInfo: 2 }), 2, /^RoleName must be either a string or an object$/);
+  await h.expectCode(db.command({ rolesInfo: true }), 2, /^RoleName must be either a string or an object$/);
+  await h.expectCode(db.command({ rolesInfo: { role: 'r1' } }), 2, /^RoleName must contain a field named: db$/);
+  await h.expectCode(db.command({ rolesInfo: { db: 'rname' } }), 2, /^RoleName must contain a field named: role$/);
+  await h.expectCode(db.command({ rolesInfo: { role: 7, db: 'rname' } }), 2, /^RoleName must contain a string field named: role\. But, has type int$/);
+  await h.expectCode(db.command({ rolesInfo: [1] }), 2, /^RoleName must be either a string or an object$/);
+
+  await h.expectCode(db.command({ createUser: 'rn1', pwd: pw('rn1'), roles: [{ role: 'read' }] }), 2, /^RoleName must contain a field named: db$/);
+  await h.expectCode(db.command({ createUser: 'rn1', pwd: pw('rn1'), roles: [5] }), 2, /^Role name must be either a document or string$/);
+  await db.command({ createUser: 'rn1', pwd: pw('rn1'), roles: ['read'] });
+  await h.expectCode(db.command({ grantRolesToUser: 'rn1', roles: [{ role: 'readWrite' }] }), 2, /^RoleName must contain a field named: db$/);
+  /* Every name is parsed before any is looked up: the bad element wins over the missing role. */
+  await h.expectCode(db.command({ grantRolesToUser: 'rn1', roles: [{ role: 'nosuch', db: 'rname' }, 5] }), 2);
+  await h.expectCode(db.command({ grantRolesToUser: 'rn1', roles: [{ role: 'nosuch', db: 'rname' }] }), 31);
+  await h.expectCode(db.command({ createRole: 'r2', privileges: [], roles: [{ role: 'read' }] }), 2, /^RoleName must contain a field named: db$/);
+  assert.deepEqual((await db.command({ usersInfo: 'rn1' })).users[0].roles, [{ role: 'read', db: 'rname' }]);
 });
