@@ -500,13 +500,21 @@ mf_cmd_auth_refresh(mf_engine_t *eng, mf_client_t *client)
         reload_privs(eng, client);
 }
 
+/*
+ * listDatabases' authorizedDatabases, as mongod's list_databases_common.h:
+ * true lists only the databases the caller holds privileges on, even with
+ * the listDatabases privilege; false (refused without that privilege, see
+ * special()) or absent lists every one to a caller who has it.
+ */
 bool
 mf_cmd_may_see_db(mf_op_t *op, const char *db)
 {
+    bson_iter_t it;
     if (!checked(op))
         return true;
     const mf_privs_t *p = privs_of(op);
-    return p != NULL && (mf_privs_cluster(p, MF_CACT_LIST_DATABASES) || mf_privs_any_on(p, db));
+    bool only_authorized = mf_op_find(op, "authorizedDatabases", &it) && bson_iter_as_bool(&it);
+    return p != NULL && ((!only_authorized && mf_privs_cluster(p, MF_CACT_LIST_DATABASES)) || mf_privs_any_on(p, db));
 }
 
 bool
@@ -623,7 +631,7 @@ static const rule_t rules[] = {
     {"killSessions", R_AUTHED, 0},
     {"usersInfo", R_SPECIAL, MF_ACT_VIEW_USER},
     {"rolesInfo", R_AUTHED, 0},
-    {"listDatabases", R_AUTHED, 0}, /* answers only the databases the user may see (mf_cmd_may_see_db) */
+    {"listDatabases", R_SPECIAL, 0}, /* answers only the databases the user may see (mf_cmd_may_see_db) */
     {"find", R_DATA, MF_ACT_FIND},
     {"count", R_DATA, MF_ACT_FIND},
     {"distinct", R_DATA, MF_ACT_FIND},
@@ -1126,6 +1134,13 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
         bool remove = bson_iter_init_find(&it, cmd, "remove") && bson_iter_as_bool(&it);
         uint32_t acts = MF_ACT_FIND | (remove ? MF_ACT_REMOVE : MF_ACT_UPDATE) | (upserts(op, cmd) ? MF_ACT_INSERT : 0);
         return mf_privs_allow(p, db, coll, acts) ? 0 : denied(op, db, name);
+    }
+    if (strcmp(name, "listDatabases") == 0) {
+        /* mongod's list_databases_common.h: without the listDatabases privilege, authorizedDatabases: false is refused. */
+        if (!mf_privs_cluster(p, MF_CACT_LIST_DATABASES) && bson_iter_init_find(&it, cmd, "authorizedDatabases") &&
+            !BSON_ITER_HOLDS_NULL(&it) && !bson_iter_as_bool(&it))
+            return mf_err_set(&op->err, MF_E_Unauthorized, "Insufficient permissions to list all databases");
+        return 0;
     }
     if (strcmp(name, "currentOp") == 0) {
         /* {$ownOps: true} lists the caller's own operations, which needs no privilege (mongod's inprog otherwise). */

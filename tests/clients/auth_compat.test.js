@@ -16,6 +16,10 @@
  *   - rolesInfo's names and the roles arrays of createUser, grantRolesToUser,
  *     createRole ... parsed as mongod's RoleName / RoleNameOrString (db
  *     required in a document; 2 and mongod's messages);
+ *   - listDatabases' authorizedDatabases (list_databases_common.h): false
+ *     without the listDatabases privilege is 13 "Insufficient permissions
+ *     to list all databases"; true lists only the databases the caller
+ *     holds privileges on, even with that privilege;
  *   - grantRolesToUser / revokeRolesFromUser change only roles (mongod's
  *     $set): authenticationRestrictions and customData stay; an empty
  *     roles array is 2; updateUser's mechanisms without pwd must be a
@@ -240,4 +244,27 @@ h.test('role names as mongod\'s RoleName: rolesInfo 1 lists, other numbers are 2
   await h.expectCode(db.command({ grantRolesToUser: 'rn1', roles: [{ role: 'nosuch', db: 'rname' }] }), 31);
   await h.expectCode(db.command({ createRole: 'r2', privileges: [], roles: [{ role: 'read' }] }), 2, /^RoleName must contain a field named: db$/);
   assert.deepEqual((await db.command({ usersInfo: 'rn1' })).users[0].roles, [{ role: 'read', db: 'rname' }]);
+});
+
+h.test('listDatabases authorizedDatabases: false without the listDatabases privilege is 13; true filters even a user who has it', async () => {
+  const r = await root();
+  await r.db('ldA').collection('c').insertOne({ _id: 1 });
+  await r.db('ldB').collection('c').insertOne({ _id: 1 });
+  await r.db('ldA').command({ createUser: 'ldr', pwd: pw('ldr'), roles: ['read'] });
+  await r.db('admin').command({ createRole: 'lister', privileges: [{ resource: { cluster: true }, actions: ['listDatabases'] }], roles: [] });
+  await r.db('admin').command({ createUser: 'ldl', pwd: pw('ldl'), roles: ['lister', { role: 'read', db: 'ldB' }] });
+  const names = (res) => res.databases.map((d) => d.name).filter((n) => n.startsWith('ld'));
+
+  const reader = await srv.login('ldr', pw('ldr'), 'ldA');
+  assert.deepEqual(names(await reader.db('admin').command({ listDatabases: 1 })), ['ldA']);
+  assert.deepEqual(names(await reader.db('admin').command({ listDatabases: 1, authorizedDatabases: true })), ['ldA']);
+  await h.expectCode(reader.db('admin').command({ listDatabases: 1, authorizedDatabases: false }), 13,
+    /^Insufficient permissions to list all databases$/);
+
+  const lister = await srv.login('ldl', pw('ldl'));
+  assert.deepEqual(names(await lister.db('admin').command({ listDatabases: 1 })), ['ldA', 'ldB']);
+  assert.deepEqual(names(await lister.db('admin').command({ listDatabases: 1, authorizedDatabases: false })), ['ldA', 'ldB']);
+  assert.deepEqual(names(await lister.db('admin').command({ listDatabases: 1, authorizedDatabases: true })), ['ldB'],
+    'authorizedDatabases: true lists only the databases with privileges');
+  assert.deepEqual(names(await r.db('admin').command({ listDatabases: 1, authorizedDatabases: true })), ['ldA', 'ldB']);
 });
