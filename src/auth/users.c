@@ -308,16 +308,17 @@ mf_roles_remove(mf_catalog_t *cat, const char *db, const char *role, mf_error_t 
     return write_doc(cat, &roles_kind, W_REMOVE, db, role, NULL, err);
 }
 
+/* Calls fn for each document of cdb.coll whose db field is db (every one with db NULL); see mf_auth_coll_each. */
 static int
-each_doc(mf_catalog_t *cat, const auth_kind_t *k, const char *db, int (*fn)(void *arg, const bson_t *doc), void *arg,
-         mf_error_t *err)
+each_in(mf_catalog_t *cat, const char *cdb, const char *coll, const char *db, int (*fn)(void *arg, const bson_t *doc),
+        void *arg, mf_error_t *err)
 {
     mf_sess_t *s = mf_storage_session(mf_catalog_storage(cat));
     mf_coll_t *c = NULL;
     mf_cur_t *cur = NULL;
     int rc = -1;
 
-    if (mf_catalog_coll_acquire(cat, MF_USERS_DB, k->coll, false, &c, err) != 0)
+    if (mf_catalog_coll_acquire(cat, cdb, coll, false, &c, err) != 0)
         goto done;
     rc = 0;
     if (c == NULL)
@@ -346,7 +347,7 @@ each_doc(mf_catalog_t *cat, const auth_kind_t *k, const char *db, int (*fn)(void
             break;
     }
     if (r != 0 && r != MF_NOTFOUND)
-        rc = mf_err_set(err, MF_E_WriteConflict, "reading admin.%s was interrupted by a conflict", k->coll);
+        rc = mf_err_set(err, MF_E_WriteConflict, "reading %s.%s was interrupted by a conflict", cdb, coll);
     mf_cur_close(cur);
 abort:
     mf_txn_abort(s);
@@ -354,6 +355,20 @@ done:
     mf_catalog_unlock(cat);
     mf_storage_session_release(s);
     return rc;
+}
+
+static int
+each_doc(mf_catalog_t *cat, const auth_kind_t *k, const char *db, int (*fn)(void *arg, const bson_t *doc), void *arg,
+         mf_error_t *err)
+{
+    return each_in(cat, MF_USERS_DB, k->coll, db, fn, arg, err);
+}
+
+int
+mf_auth_coll_each(mf_catalog_t *cat, const char *cdb, const char *coll, const char *db,
+                  int (*fn)(void *arg, const bson_t *doc), void *arg, mf_error_t *err)
+{
+    return each_in(cat, cdb, coll, db, fn, arg, err);
 }
 
 int

@@ -87,6 +87,16 @@ int mf_users_each(mf_catalog_t *cat, const char *db, int (*fn)(void *arg, const 
                   mf_error_t *err) MF_WUR;
 
 /*
+ * mf_auth_coll_each: as mf_users_each over any collection cdb.coll (the
+ * staging collections _mergeAuthzCollections reads user and role documents
+ * from): fn sees each document whose db field is db (every one with db
+ * NULL), nothing when the collection does not exist. fn must not write
+ * (the read holds a transaction and the catalog lock). 0, or -1 with err.
+ */
+int mf_auth_coll_each(mf_catalog_t *cat, const char *cdb, const char *coll, const char *db,
+                      int (*fn)(void *arg, const bson_t *doc), void *arg, mf_error_t *err) MF_WUR;
+
+/*
  * User-defined roles, in admin.system.roles, in MongoDB's shape:
  *
  *   {_id: "<db>.<role>", role, db, privileges: [{resource, actions}],

@@ -632,6 +632,7 @@ static const rule_t rules[] = {
     {"usersInfo", R_SPECIAL, MF_ACT_VIEW_USER},
     {"rolesInfo", R_AUTHED, 0},
     {"listDatabases", R_SPECIAL, 0}, /* answers only the databases the user may see (mf_cmd_may_see_db) */
+    {"_mergeAuthzCollections", R_SPECIAL, MF_ACT_USER_ADMIN},
     {"find", R_DATA, MF_ACT_FIND},
     {"count", R_DATA, MF_ACT_FIND},
     {"distinct", R_DATA, MF_ACT_FIND},
@@ -1134,6 +1135,27 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
         bool remove = bson_iter_init_find(&it, cmd, "remove") && bson_iter_as_bool(&it);
         uint32_t acts = MF_ACT_FIND | (remove ? MF_ACT_REMOVE : MF_ACT_UPDATE) | (upserts(op, cmd) ? MF_ACT_INSERT : 0);
         return mf_privs_allow(p, db, coll, acts) ? 0 : denied(op, db, name);
+    }
+    if (strcmp(name, "_mergeAuthzCollections") == 0) {
+        /* mongod's checkAuthForTypedCommand(MergeAuthzCollectionsCommand): user administration on every
+         * ordinary database, and find on the staging collections it reads. */
+        static const char *const temps[] = {"tempUsersCollection", "tempRolesCollection", NULL};
+        if (!allow_any_normal(p, MF_ACT_USER_ADMIN))
+            return denied(op, db, name);
+        for (int i = 0; temps[i] != NULL; i++) {
+            char tdb[128];
+            const char *tcoll;
+            /* Every copy of a repeated field, so the check and the command cannot see different ones. */
+            bson_iter_init(&it, cmd);
+            while (bson_iter_find(&it, temps[i])) {
+                if (!BSON_ITER_HOLDS_UTF8(&it) || bson_iter_utf8(&it, NULL)[0] == '\0')
+                    continue;
+                if (!split_ns(bson_iter_utf8(&it, NULL), tdb, sizeof(tdb), &tcoll) ||
+                    !mf_privs_allow(p, tdb, tcoll, MF_ACT_FIND))
+                    return denied(op, db, name);
+            }
+        }
+        return 0;
     }
     if (strcmp(name, "listDatabases") == 0) {
         /* mongod's list_databases_common.h: without the listDatabases privilege, authorizedDatabases: false is refused. */
@@ -3703,6 +3725,146 @@ cmd_roles_info(mf_op_t *op)
     return rc;
 }
 
+/* _mergeAuthzCollections' collected documents: copies, each owned. */
+typedef struct doc_list {
+    bson_t **v;
+    size_t n, cap;
+    const char *key; /* "user" or "role": the name field */
+} doc_list_t;
+
+static int
+collect_doc(void *arg, const bson_t *doc)
+{
+    doc_list_t *l = arg;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 16;
+        l->v = mf_realloc(l->v, l->cap * sizeof(*l->v));
+    }
+    l->v[l->n++] = bson_copy(doc);
+    return 0;
+}
+
+static void
+doc_list_free(doc_list_t *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i] != NULL)
+            bson_destroy(l->v[i]);
+    free(l->v);
+}
+
+/* The position in l of the document naming name@db (its key and db fields), or -1. */
+static long
+doc_list_find(const doc_list_t *l, const char *name, const char *db)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        if (l->v[i] != NULL && strcmp(view_str(l->v[i], l->key), name) == 0 && strcmp(view_str(l->v[i], "db"), db) == 0)
+            return (long)i;
+    }
+    return -1;
+}
+
+/*
+ * Moves the user (roles false) or role documents of the staging collection
+ * ns (whose db field is db, every one for "") into admin.system.users
+ * (.roles), as mongod's _processUsers / _processRoles: one that exists is
+ * replaced when drop is set, else inserted (a failure is logged and
+ * skipped, as mongorestore continues); with drop, the existing ones (of db)
+ * the staging collection does not name are removed. 0, or -1 with op->err.
+ */
+static int
+merge_authz(mf_op_t *op, const char *ns, const char *db, bool drop, bool roles)
+{
+    char sdb[128];
+    const char *scoll;
+    const char *key = roles ? "role" : "user";
+    doc_list_t staged = {NULL, 0, 0, key}, existing = {NULL, 0, 0, key};
+    const char *only = db[0] != '\0' ? db : NULL;
+    int rc = -1;
+    if (!split_ns(ns, sdb, sizeof(sdb), &scoll)) {
+        mf_err_set(&op->err, MF_E_InvalidNamespace, "Invalid namespace: %s", ns);
+        goto done;
+    }
+    if (drop && (roles ? mf_roles_each(op->eng->cat, only, collect_doc, &existing, &op->err)
+                       : mf_users_each(op->eng->cat, only, collect_doc, &existing, &op->err)) != 0)
+        goto done;
+    if (mf_auth_coll_each(op->eng->cat, sdb, scoll, only, collect_doc, &staged, &op->err) != 0)
+        goto done;
+    for (size_t i = 0; i < staged.n; i++) {
+        const char *name = view_str(staged.v[i], key), *ddb = view_str(staged.v[i], "db");
+        long at = doc_list_find(&existing, name, ddb);
+        mf_error_t err;
+        bson_t doc = BSON_INITIALIZER;
+        char id[600];
+        bson_iter_t it;
+        int w;
+        if (name[0] == '\0' || ddb[0] == '\0') {
+            mf_err_set(&op->err, MF_E_NoSuchKey, "Missing expected field \"%s\"", name[0] == '\0' ? key : "db");
+            bson_destroy(&doc);
+            goto done;
+        }
+        /* Its _id is "<db>.<name>", as every user and role document's. */
+        snprintf(id, sizeof(id), "%s.%s", ddb, name);
+        BSON_APPEND_UTF8(&doc, "_id", id);
+        bson_iter_init(&it, staged.v[i]);
+        while (bson_iter_next(&it))
+            if (strcmp(bson_iter_key(&it), "_id") != 0)
+                bson_append_value(&doc, bson_iter_key(&it), -1, bson_iter_value(&it));
+        if (at >= 0)
+            w = roles ? mf_roles_replace(op->eng->cat, &doc, &err) : mf_users_replace(op->eng->cat, &doc, &err);
+        else
+            w = roles ? mf_roles_insert(op->eng->cat, &doc, &err) : mf_users_insert(op->eng->cat, &doc, &err);
+        if (w != 0)
+            mf_log(MF_LOG_WARN, "ACCESS", "_mergeAuthzCollections could not %s %s %s@%s: %s", at >= 0 ? "update" : "insert",
+                   key, name, ddb, err.msg);
+        bson_destroy(&doc);
+        if (at >= 0) {
+            bson_destroy(existing.v[at]);
+            existing.v[at] = NULL;
+        }
+    }
+    for (size_t i = 0; i < existing.n; i++) {
+        mf_error_t err;
+        if (existing.v[i] == NULL)
+            continue;
+        const char *name = view_str(existing.v[i], key), *ddb = view_str(existing.v[i], "db");
+        if ((roles ? mf_roles_remove(op->eng->cat, ddb, name, &err) : mf_users_remove(op->eng->cat, ddb, name, &err)) != 0)
+            mf_log(MF_LOG_WARN, "ACCESS", "_mergeAuthzCollections could not drop %s %s@%s: %s", key, name, ddb, err.msg);
+    }
+    rc = 0;
+done:
+    doc_list_free(&staged);
+    doc_list_free(&existing);
+    return rc;
+}
+
+/*
+ * _mergeAuthzCollections, mongorestore's way of restoring users and roles
+ * (mongod's CmdMergeAuthzCollections): {tempUsersCollection: "<db>.<coll>",
+ * tempRolesCollection, db, drop}, on admin only. Runs under the user
+ * management lock as the other user and role commands.
+ */
+static int
+cmd_merge_authz(mf_op_t *op)
+{
+    const char *users = "", *roles = "", *db = "";
+    bool present, drop = false;
+    if (strcmp(op->db, "admin") != 0)
+        return mf_err_set(&op->err, MF_E_Unauthorized, "_mergeAuthzCollections may only be run against the admin database.");
+    if (mf_op_get_string(op, "tempUsersCollection", &users, &present) != 0 ||
+        mf_op_get_string(op, "tempRolesCollection", &roles, &present) != 0 ||
+        mf_op_get_string(op, "db", &db, &present) != 0 || mf_op_get_bool(op, "drop", &drop, &present) != 0)
+        return -1;
+    if (users[0] == '\0' && roles[0] == '\0')
+        return mf_err_set(&op->err, MF_E_BadValue,
+                          "Must provide at least one of \"tempUsersCollection\" and \"tempRolescollection\"");
+    if (users[0] != '\0' && merge_authz(op, users, db, drop, false) != 0)
+        return -1;
+    if (roles[0] != '\0' && merge_authz(op, roles, db, drop, true) != 0)
+        return -1;
+    return 0;
+}
+
 /*
  * The user and role management commands run one at a time (the engine's
  * auth_mgmt_mu, as mongod's user management lock): what one checks (a
@@ -3741,6 +3903,7 @@ mgmt_lock(mf_op_t *op)
         return rc;                                                             \
     }
 MGMT(cmd_create_user)
+MGMT(cmd_merge_authz)
 MGMT(cmd_update_user)
 MGMT(cmd_drop_user)
 MGMT(cmd_drop_all_users)
@@ -3758,6 +3921,7 @@ static const char *const create_user_fields[] = {"pwd", "customData", "roles", "
 static const char *const update_user_fields[] = {"pwd", "customData", "roles", "digestPassword",
                                                  "authenticationRestrictions", "mechanisms", NULL};
 static const char *const no_fields[] = {NULL};
+static const char *const merge_authz_fields[] = {"tempUsersCollection", "tempRolesCollection", "db", "drop", NULL};
 static const char *const roles_fields[] = {"roles", NULL};
 static const char *const privileges_fields[] = {"privileges", NULL};
 static const char *const role_fields[] = {"privileges", "roles", "authenticationRestrictions", NULL};
@@ -3767,6 +3931,7 @@ static const char *const roles_info_fields[] = {"showPrivileges", "showBuiltinRo
                                                 NULL};
 
 const mf_cmd_def_t mf_cmds_auth[] = {
+    {"_mergeAuthzCollections", cmd_merge_authz_locked, 0, merge_authz_fields},
     {"saslStart", cmd_sasl_start, MF_CMD_NO_DB, NULL},
     {"saslContinue", cmd_sasl_continue, MF_CMD_NO_DB, NULL},
     {"logout", cmd_logout, 0, NULL},

@@ -20,6 +20,9 @@
  *     without the listDatabases privilege is 13 "Insufficient permissions
  *     to list all databases"; true lists only the databases the caller
  *     holds privileges on, even with that privilege;
+ *   - _mergeAuthzCollections, mongorestore's way of restoring users and
+ *     roles from staging collections (admin only; drop replaces and
+ *     removes); the restore role may run it;
  *   - grantRolesToUser / revokeRolesFromUser change only roles (mongod's
  *     $set): authenticationRestrictions and customData stay; an empty
  *     roles array is 2; updateUser's mechanisms without pwd must be a
@@ -267,4 +270,56 @@ h.test('listDatabases authorizedDatabases: false without the listDatabases privi
   assert.deepEqual(names(await lister.db('admin').command({ listDatabases: 1, authorizedDatabases: true })), ['ldB'],
     'authorizedDatabases: true lists only the databases with privileges');
   assert.deepEqual(names(await r.db('admin').command({ listDatabases: 1, authorizedDatabases: true })), ['ldA', 'ldB']);
+});
+
+h.test('_mergeAuthzCollections (mongorestore): staged users and roles go into admin.system.users/roles; drop replaces and removes the database\'s others; admin only; 13 without user administration', async () => {
+  const r = await root();
+  const app = r.db('mergeapp');
+  await app.command({ createRole: 'appRole', privileges: [{ resource: { db: 'mergeapp', collection: 'x' }, actions: ['find'] }], roles: [] });
+  await app.command({ createUser: 'alice', pwd: pw('alice'), roles: ['appRole', 'readWrite'] });
+  await app.command({ createUser: 'bob', pwd: pw('bob'), roles: ['read'] });
+  /* What mongodump wrote: the documents as stored. */
+  const users = await r.db('admin').collection('system.users').find({ db: 'mergeapp' }).toArray();
+  const roles = await r.db('admin').collection('system.roles').find({ db: 'mergeapp' }).toArray();
+  await app.command({ dropAllUsersFromDatabase: 1 });
+  await app.command({ dropAllRolesFromDatabase: 1 });
+  await app.command({ createUser: 'carol', pwd: pw('carol'), roles: [] });
+  await h.expectCode(srv.login('alice', pw('alice'), 'mergeapp'), 18);
+
+  await r.db('admin').command({ createUser: 'merger', pwd: pw('merger'), roles: ['restore'] });
+  const m = await srv.login('merger', pw('merger'));
+  await r.db('admin').collection('tempusers').deleteMany({}); /* the restore test staged a document there */
+  await m.db('admin').collection('tempusers').insertMany(users);
+  await m.db('admin').collection('temproles').insertMany(roles);
+  await h.expectCode(m.db('mergeapp').command({ _mergeAuthzCollections: 1, tempUsersCollection: 'admin.tempusers', db: '' }), 13,
+    /^_mergeAuthzCollections may only be run against the admin database\.$/);
+  await h.expectCode(m.db('admin').command({ _mergeAuthzCollections: 1, db: '' }), 2);
+  await m.db('admin').command({
+    _mergeAuthzCollections: 1, tempUsersCollection: 'admin.tempusers', tempRolesCollection: 'admin.temproles',
+    db: 'mergeapp', drop: true, writeConcern: { w: 'majority' },
+  });
+  const after = (await app.command({ usersInfo: 1 })).users.map((u) => u.user);
+  assert.deepEqual(after, ['alice', 'bob'], 'restored, and carol (not in the dump) removed by drop');
+  assert.deepEqual((await app.command({ rolesInfo: 1 })).roles.map((x) => x.role), ['appRole']);
+  const alice = await srv.login('alice', pw('alice'), 'mergeapp');
+  const st = await alice.db('mergeapp').command({ connectionStatus: 1 });
+  assert.deepEqual(st.authInfo.authenticatedUserRoles.map((x) => x.role).sort(), ['appRole', 'readWrite']);
+  const stored = await r.db('admin').collection('system.users').findOne({ _id: 'mergeapp.alice' });
+  assert.deepEqual(stored.credentials, users.find((u) => u.user === 'alice').credentials);
+
+  /* Without drop, existing users stay and staged ones that exist are left as they are. */
+  await app.command({ updateUser: 'bob', customData: { kept: true } });
+  await app.command({ createUser: 'dave', pwd: pw('dave'), roles: [] });
+  await m.db('admin').command({ _mergeAuthzCollections: 1, tempUsersCollection: 'admin.tempusers', db: '' });
+  assert.deepEqual((await app.command({ usersInfo: 1 })).users.map((u) => u.user), ['alice', 'bob', 'dave']);
+  assert.deepEqual((await app.command({ usersInfo: 'bob' })).users[0].customData, { kept: true });
+
+  /* A staged document without a user name: mongod's _extractUserNameFromBSON, 4 NoSuchKey. */
+  await r.db('admin').collection('tempusers').insertOne({ _id: 'nameless', db: 'mergeapp' });
+  await h.expectCode(m.db('admin').command({ _mergeAuthzCollections: 1, tempUsersCollection: 'admin.tempusers', db: '' }), 4,
+    /^Missing expected field "user"$/);
+
+  await r.db('mergeapp').command({ createUser: 'plainrw', pwd: pw('plainrw'), roles: ['readWrite'] });
+  const rw = await srv.login('plainrw', pw('plainrw'), 'mergeapp');
+  await h.expectCode(rw.db('admin').command({ _mergeAuthzCollections: 1, tempUsersCollection: 'admin.tempusers', db: '' }), 13);
 });
