@@ -633,6 +633,7 @@ static const rule_t rules[] = {
     {"rolesInfo", R_AUTHED, 0},
     {"listDatabases", R_SPECIAL, 0}, /* answers only the databases the user may see (mf_cmd_may_see_db) */
     {"_mergeAuthzCollections", R_SPECIAL, MF_ACT_USER_ADMIN},
+    {"invalidateUserCache", R_SPECIAL, 0},
     {"find", R_DATA, MF_ACT_FIND},
     {"count", R_DATA, MF_ACT_FIND},
     {"distinct", R_DATA, MF_ACT_FIND},
@@ -1156,6 +1157,10 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
             }
         }
         return 0;
+    }
+    if (strcmp(name, "invalidateUserCache") == 0) {
+        /* The cluster action invalidateUserCache: hostManager's (cluster administration here) and userAdminAnyDatabase's. */
+        return mf_privs_cluster(p, MF_CACT_ADMIN) || allow_any_normal(p, MF_ACT_USER_ADMIN) ? 0 : denied(op, db, name);
     }
     if (strcmp(name, "listDatabases") == 0) {
         /* mongod's list_databases_common.h: without the listDatabases privilege, authorizedDatabases: false is refused. */
@@ -3725,6 +3730,18 @@ cmd_roles_info(mf_op_t *op)
     return rc;
 }
 
+/*
+ * invalidateUserCache, as mongod's: every connection reloads its user's
+ * privileges from admin.system.users / .roles at its next command (the
+ * generation they compare moves), as after any change to them.
+ */
+static int
+cmd_invalidate_user_cache(mf_op_t *op)
+{
+    atomic_fetch_add(&op->eng->users_gen, 1);
+    return 0;
+}
+
 /* _mergeAuthzCollections' collected documents: copies, each owned. */
 typedef struct doc_list {
     bson_t **v;
@@ -3932,6 +3949,7 @@ static const char *const roles_info_fields[] = {"showPrivileges", "showBuiltinRo
 
 const mf_cmd_def_t mf_cmds_auth[] = {
     {"_mergeAuthzCollections", cmd_merge_authz_locked, 0, merge_authz_fields},
+    {"invalidateUserCache", cmd_invalidate_user_cache, 0, no_fields},
     {"saslStart", cmd_sasl_start, MF_CMD_NO_DB, NULL},
     {"saslContinue", cmd_sasl_continue, MF_CMD_NO_DB, NULL},
     {"logout", cmd_logout, 0, NULL},

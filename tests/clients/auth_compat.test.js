@@ -23,6 +23,7 @@
  *   - _mergeAuthzCollections, mongorestore's way of restoring users and
  *     roles from staging collections (admin only; drop replaces and
  *     removes); the restore role may run it;
+ *   - invalidateUserCache (hostManager's, userAdminAnyDatabase's);
  *   - grantRolesToUser / revokeRolesFromUser change only roles (mongod's
  *     $set): authenticationRestrictions and customData stay; an empty
  *     roles array is 2; updateUser's mechanisms without pwd must be a
@@ -322,4 +323,20 @@ h.test('_mergeAuthzCollections (mongorestore): staged users and roles go into ad
   await r.db('mergeapp').command({ createUser: 'plainrw', pwd: pw('plainrw'), roles: ['readWrite'] });
   const rw = await srv.login('plainrw', pw('plainrw'), 'mergeapp');
   await h.expectCode(rw.db('admin').command({ _mergeAuthzCollections: 1, tempUsersCollection: 'admin.tempusers', db: '' }), 13);
+});
+
+h.test('invalidateUserCache answers ok for root, hostManager and userAdminAnyDatabase, 13 for readWrite; privileges are still current afterwards', async () => {
+  const r = await root();
+  assert.equal((await r.db('admin').command({ invalidateUserCache: 1 })).ok, 1);
+  await r.db('admin').command({ createUser: 'uaad', pwd: pw('uaad'), roles: ['userAdminAnyDatabase'] });
+  await r.db('admin').command({ createUser: 'hman', pwd: pw('hman'), roles: ['hostManager'] });
+  await r.db('inv').command({ createUser: 'invrw', pwd: pw('invrw'), roles: ['readWrite'] });
+  assert.equal((await (await srv.login('uaad', pw('uaad'))).db('admin').command({ invalidateUserCache: 1 })).ok, 1);
+  assert.equal((await (await srv.login('hman', pw('hman'))).db('admin').command({ invalidateUserCache: 1 })).ok, 1);
+  const rw = await srv.login('invrw', pw('invrw'), 'inv');
+  await h.expectCode(rw.db('admin').command({ invalidateUserCache: 1 }), 13);
+  await rw.db('inv').collection('c').insertOne({ _id: 1 });
+  await r.db('inv').command({ revokeRolesFromUser: 'invrw', roles: ['readWrite'] });
+  await r.db('admin').command({ invalidateUserCache: 1 });
+  await h.expectCode(rw.db('inv').collection('c').findOne(), 13);
 });
