@@ -3683,11 +3683,18 @@ cmd_roles_info(mf_op_t *op)
     bool show_builtin = mf_op_find(op, "showBuiltinRoles", &it) && bson_iter_as_bool(&it);
     const mf_privs_t *p = checked(op) ? privs_of(op) : NULL;
     int rc = 0;
+    bson_t fragment_roles = BSON_INITIALIZER; /* asUserFragment: the names asked for, as {role, db} */
+    uint32_t nfrag = 0;
     ro.show_privileges = mf_op_find(op, "showPrivileges", &it) && bson_iter_as_bool(&it);
+    bool as_fragment = ro.show_privileges && BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "asUserFragment") == 0;
     ro.show_restrictions = mf_op_find(op, "showAuthenticationRestrictions", &it) && bson_iter_as_bool(&it);
 
     bson_iter_init(&it, op->cmd);
     bson_iter_next(&it);
+    if (as_fragment && safe_long_is_one(&it)) {
+        bson_destroy(&ro.arr);
+        return mf_err_set(&op->err, MF_E_IllegalOperation, "Cannot get user fragment for all roles in a database");
+    }
     /* mongod's UMCInfoCommandArg: 1 (after safeNumberLong) is every role of the database; else names. */
     if (safe_long_is_one(&it)) {
         if (checked(op) && (p == NULL || !mf_privs_allow(p, op->db, NULL, MF_ACT_VIEW_USER))) {
@@ -3717,15 +3724,48 @@ cmd_roles_info(mf_op_t *op)
             if (checked(op) && !mf_role_exists(r, d) && !holds_role(op, r, d) &&
                 (p == NULL || !mf_privs_allow(p, d, NULL, MF_ACT_VIEW_USER))) {
                 bson_destroy(&ro.arr);
+                bson_destroy(&fragment_roles);
                 return denied(op, d, op->name);
             }
-            rc = role_info_one(&ro, op, r, d);
+            if (as_fragment) {
+                if (!role_exists(op, r, d))
+                    rc = mf_err_set(&op->err, MF_E_RoleNotFound, "Could not find role: %s@%s", r, d);
+                else
+                    append_name(&fragment_roles, &nfrag, r, d);
+            } else {
+                rc = role_info_one(&ro, op, r, d);
+            }
             if (!arr)
                 break;
         }
     }
-    if (rc == 0)
+    if (rc == 0 && as_fragment) {
+        /*
+         * mongod's getRolesAsUserFragment: {userFragment: {roles, inheritedRoles,
+         * inheritedPrivileges[, inheritedAuthenticationRestrictions]}}, what a user holding
+         * those roles would be described with (the roles themselves among the inherited).
+         */
+        bson_t holder = BSON_INITIALIZER, frag, names, privs = BSON_INITIALIZER, restr = BSON_INITIALIZER;
+        uint32_t nn = 0, nr = 0;
+        role_seen_t *seen = mf_calloc(1, sizeof(*seen));
+        BSON_APPEND_ARRAY(&holder, "roles", &fragment_roles);
+        BSON_APPEND_DOCUMENT_BEGIN(op->reply, "userFragment", &frag);
+        BSON_APPEND_ARRAY(&frag, "roles", &fragment_roles);
+        BSON_APPEND_ARRAY_BEGIN(&frag, "inheritedRoles", &names);
+        inherit_walk(op, &holder, &names, &nn, &privs, seen, &restr, &nr);
+        bson_append_array_end(&frag, &names);
+        BSON_APPEND_ARRAY(&frag, "inheritedPrivileges", &privs);
+        if (ro.show_restrictions)
+            BSON_APPEND_ARRAY(&frag, "inheritedAuthenticationRestrictions", &restr);
+        bson_append_document_end(op->reply, &frag);
+        bson_destroy(&holder);
+        bson_destroy(&privs);
+        bson_destroy(&restr);
+        seen_free(seen);
+    } else if (rc == 0) {
         BSON_APPEND_ARRAY(op->reply, "roles", &ro.arr);
+    }
+    bson_destroy(&fragment_roles);
     bson_destroy(&ro.arr);
     return rc;
 }

@@ -24,6 +24,7 @@
  *     roles from staging collections (admin only; drop replaces and
  *     removes); the restore role may run it;
  *   - invalidateUserCache (hostManager's, userAdminAnyDatabase's);
+ *   - rolesInfo showPrivileges: "asUserFragment" (getRolesAsUserFragment);
  *   - grantRolesToUser / revokeRolesFromUser change only roles (mongod's
  *     $set): authenticationRestrictions and customData stay; an empty
  *     roles array is 2; updateUser's mechanisms without pwd must be a
@@ -339,4 +340,24 @@ h.test('invalidateUserCache answers ok for root, hostManager and userAdminAnyDat
   await r.db('inv').command({ revokeRolesFromUser: 'invrw', roles: ['readWrite'] });
   await r.db('admin').command({ invalidateUserCache: 1 });
   await h.expectCode(rw.db('inv').collection('c').findOne(), 13);
+});
+
+h.test('rolesInfo showPrivileges: "asUserFragment" answers {userFragment: {roles, inheritedRoles, inheritedPrivileges}}; 20 for rolesInfo: 1, 31 for a missing role', async () => {
+  const db = (await root()).db('frag');
+  await db.command({ createRole: 'base', privileges: [{ resource: { db: 'frag', collection: 'x' }, actions: ['find'] }], roles: [] });
+  await db.command({ createRole: 'top', privileges: [{ resource: { db: 'frag', collection: 'y' }, actions: ['insert'] }], roles: ['base', 'read'] });
+  const res = await db.command({ rolesInfo: ['top'], showPrivileges: 'asUserFragment' });
+  assert.equal(res.roles, undefined, 'no roles array');
+  const f = res.userFragment;
+  assert.deepEqual(f.roles, [{ role: 'top', db: 'frag' }]);
+  assert.deepEqual(f.inheritedRoles.map((x) => x.role).sort(), ['base', 'read', 'top']);
+  const on = (coll) => f.inheritedPrivileges.find((p) => p.resource.db === 'frag' && p.resource.collection === coll);
+  assert.deepEqual(on('y').actions, ['insert']);
+  assert.deepEqual(on('x').actions, ['find']);
+  assert.ok(on('').actions.includes('find'), 'read\'s privileges on the database');
+  assert.equal(f.inheritedAuthenticationRestrictions, undefined);
+  assert.deepEqual((await db.command({ rolesInfo: 'top', showPrivileges: 'asUserFragment', showAuthenticationRestrictions: true }))
+    .userFragment.inheritedAuthenticationRestrictions, []);
+  await h.expectCode(db.command({ rolesInfo: 1, showPrivileges: 'asUserFragment' }), 20, /^Cannot get user fragment for all roles in a database$/);
+  await h.expectCode(db.command({ rolesInfo: ['top', 'nosuch'], showPrivileges: 'asUserFragment' }), 31, /^Could not find role: nosuch@frag$/);
 });
