@@ -1377,8 +1377,25 @@ mf_cmd_authorize(mf_op_t *op, const char *name)
     if (p == NULL) {
         /* The localhost exception: the first user, on admin, from this machine. */
         if (((strcmp(name, "createUser") == 0 && strcmp(op->db, "admin") == 0) || strcmp(name, "replSetInitiate") == 0) &&
-            op->client->loopback && !auth_docs_exist(op->eng))
+            op->client->loopback && !auth_docs_exist(op->eng)) {
+            /*
+             * mongod's default privileges then are createUser and grantRole on admin only: the
+             * first user may hold admin's roles (root, userAdminAnyDatabase ...), not another
+             * database's (13, as checkAuthorizedToGrantRoles). Every copy of a repeated field.
+             */
+            bson_iter_t it, e;
+            bson_iter_init(&it, op->cmd);
+            while (strcmp(name, "createUser") == 0 && bson_iter_find(&it, "roles")) {
+                if (!BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &e))
+                    continue; /* the command refuses it */
+                while (bson_iter_next(&e)) {
+                    const char *role, *rdb;
+                    if (name_of(&e, "role", "admin", &role, &rdb, NULL) && rdb != NULL && strcmp(rdb, "admin") != 0)
+                        return denied(op, op->db, name);
+                }
+            }
             return 0;
+        }
         return mf_err_set(&op->err, MF_E_Unauthorized, "Command %s requires authentication", name);
     }
     return check_command(op, p, op->db, name, op->cmd, 0);

@@ -25,6 +25,8 @@
  *     removes); the restore role may run it;
  *   - invalidateUserCache (hostManager's, userAdminAnyDatabase's);
  *   - rolesInfo showPrivileges: "asUserFragment" (getRolesAsUserFragment);
+ *   - the localhost exception grants createUser and grantRole on admin
+ *     only: the first user may not hold another database's roles (13).
  *   - grantRolesToUser / revokeRolesFromUser change only roles (mongod's
  *     $set): authenticationRestrictions and customData stay; an empty
  *     roles array is 2; updateUser's mechanisms without pwd must be a
@@ -360,4 +362,23 @@ h.test('rolesInfo showPrivileges: "asUserFragment" answers {userFragment: {roles
     .userFragment.inheritedAuthenticationRestrictions, []);
   await h.expectCode(db.command({ rolesInfo: 1, showPrivileges: 'asUserFragment' }), 20, /^Cannot get user fragment for all roles in a database$/);
   await h.expectCode(db.command({ rolesInfo: ['top', 'nosuch'], showPrivileges: 'asUserFragment' }), 31, /^Could not find role: nosuch@frag$/);
+});
+
+h.test('localhost exception: the first user may hold admin\'s roles only (grantRole on admin); another database\'s role is 13 and leaves the exception open', { timeout: 60000 }, async () => {
+  const other = new h.MayflyServer({ args: ['--auth'] });
+  await other.start();
+  const c = new MongoClient(other.uri, { maxPoolSize: 1 });
+  try {
+    await c.connect();
+    const admin = c.db('admin');
+    await h.expectCode(admin.command({ createUser: 'first', pwd: pw('first'), roles: [{ role: 'readWrite', db: 'app' }] }), 13,
+      /^not authorized on admin to execute command/);
+    await h.expectCode(admin.command({ createUser: 'first', pwd: pw('first'), roles: ['root', { role: 'read', db: 'app' }] }), 13);
+    assert.equal((await admin.command({ createUser: 'first', pwd: pw('first'), roles: ['root', { role: 'userAdminAnyDatabase', db: 'admin' }] })).ok, 1);
+    await h.expectCode(admin.command({ createUser: 'second', pwd: pw('second'), roles: ['root'] }), 13, /requires authentication/);
+  } finally {
+    await c.close(true).catch(() => {});
+    await other.stop();
+    other.cleanup();
+  }
 });
