@@ -1676,12 +1676,21 @@ cmd_connection_status(mf_op_t *op)
         bson_append_document_end(&arr, &u);
     }
     bson_append_array_end(&ai, &arr);
-    if (a != NULL && a->authed)
-        BSON_APPEND_ARRAY(&ai, "authenticatedUserRoles", &a->roles);
-    else {
-        BSON_APPEND_ARRAY_BEGIN(&ai, "authenticatedUserRoles", &arr);
-        bson_append_array_end(&ai, &arr);
+    /*
+     * Every role the user holds, directly or through user-defined roles (mongod's
+     * getIndirectRoles): its own first, then the inherited ones level by level.
+     */
+    BSON_APPEND_ARRAY_BEGIN(&ai, "authenticatedUserRoles", &arr);
+    if (a != NULL && a->authed) {
+        bson_t holder = BSON_INITIALIZER;
+        uint32_t nn = 0, nr = 0;
+        role_seen_t *seen = mf_calloc(1, sizeof(*seen));
+        BSON_APPEND_ARRAY(&holder, "roles", &a->roles);
+        inherit_walk(op, &holder, &arr, &nn, NULL, seen, NULL, &nr);
+        seen_free(seen);
+        bson_destroy(&holder);
     }
+    bson_append_array_end(&ai, &arr);
     if (show_privs) {
         bson_t privs = BSON_INITIALIZER, user;
         mf_error_t uerr;

@@ -25,6 +25,8 @@
  *     removes); the restore role may run it;
  *   - invalidateUserCache (hostManager's, userAdminAnyDatabase's);
  *   - rolesInfo showPrivileges: "asUserFragment" (getRolesAsUserFragment);
+ *   - connectionStatus' authenticatedUserRoles: every role held, inherited
+ *     ones included (getIndirectRoles);
  *   - the localhost exception grants createUser and grantRole on admin
  *     only: the first user may not hold another database's roles (13).
  *   - grantRolesToUser / revokeRolesFromUser change only roles (mongod's
@@ -381,4 +383,22 @@ h.test('localhost exception: the first user may hold admin\'s roles only (grantR
     await other.stop();
     other.cleanup();
   }
+});
+
+h.test('connectionStatus authenticatedUserRoles lists the roles inherited through user-defined roles too (mongod\'s getIndirectRoles)', async () => {
+  const r = await root();
+  const db = r.db('indir');
+  await db.command({ createRole: 'base', privileges: [{ resource: { db: 'indir', collection: 'x' }, actions: ['find'] }], roles: [] });
+  await db.command({ createRole: 'top', privileges: [], roles: ['base', 'read'] });
+  await db.command({ createUser: 'holder', pwd: pw('holder'), roles: ['top', 'readWrite'] });
+  const c = await srv.login('holder', pw('holder'), 'indir');
+  const st = await c.db('indir').command({ connectionStatus: 1 });
+  const got = st.authInfo.authenticatedUserRoles.map((x) => `${x.role}@${x.db}`);
+  assert.deepEqual([...got].sort(), ['base@indir', 'read@indir', 'readWrite@indir', 'top@indir']);
+  assert.deepEqual(got.slice(0, 2), ['top@indir', 'readWrite@indir'], 'its own roles first');
+  assert.deepEqual((await r.db('admin').command({ connectionStatus: 1 })).authInfo.authenticatedUserRoles, [{ role: 'root', db: 'admin' }]);
+  /* Changed at once with the role graph. */
+  await db.command({ revokeRolesFromRole: 'top', roles: ['base'] });
+  const after = (await c.db('indir').command({ connectionStatus: 1 })).authInfo.authenticatedUserRoles.map((x) => x.role).sort();
+  assert.deepEqual(after, ['read', 'readWrite', 'top']);
 });
