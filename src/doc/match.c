@@ -29,9 +29,11 @@
  * stably sorted by match type, then path): mf_matcher_new ranks each
  * $and's and $or's children so (prepare_order). An $and evaluates in the
  * filter's order and keeps the position of its array-matching child last
- * in that order (each child overwrites the key in mongod); an $or tries its
- * children in that order, its equalities and regexes on one path taken as
- * one $in whose position is the first element matching any (7.0's or-to-in).
+ * in that order (each child overwrites the key in mongod). An $or's
+ * equalities and regexes on one path are one $in whose position is the
+ * first element matching any (7.0's or-to-in); an $or that is one unit so
+ * (or has one child) records that unit's position, any other none (mongod's
+ * OrMatchExpression gives its children no MatchDetails).
  *
  * Invariants: the tree owns everything it points to (paths, values, compiled
  * regexes, child nodes, $expr trees; the prepared orders borrow child
@@ -1848,19 +1850,24 @@ eval(const node_t *n, const ctx_t *c, int32_t *pos)
             /*
              * mongod's OrMatchExpression after normalization: equalities and regexes on one
              * path become one $in (7.0+), whose position is the first element matching any of
-             * them; the units are tried in sorted order and the first that matches decides.
+             * them. An $or left with one unit is that unit (optimize() unwraps it); one of two
+             * or more records no position at all, as OrMatchExpression::matches passes its
+             * children no MatchDetails (so a positional update then fails with 2, a
+             * positional projection with 51246, as in mongod).
              */
+            int32_t unit_pos = -1;
+            int32_t *upos = n->nunits == 1 ? pos : &unit_pos;
             size_t at = 0;
             for (size_t u = 0; u < n->nunits; u++) {
                 bool any = false;
                 for (size_t i = 0; i < n->ulen[u]; i++) {
                     int32_t p = -1;
                     if (eval(n->sorted[at + i], c, &p)) {
-                        if (p >= 0 && (*pos < 0 || p < *pos))
-                            *pos = p;
+                        if (p >= 0 && (*upos < 0 || p < *upos))
+                            *upos = p;
                         any = true;
                         /* Only an element found further in could be improved on by another member. */
-                        if (*pos <= 0)
+                        if (*upos <= 0)
                             break;
                     }
                 }

@@ -184,11 +184,11 @@ h.test('bulkWrite checks each op\'s namespace as mongod: an insert fails the com
   assert.deepEqual((await db.listCollections().toArray()).map((c) => c.name), ['ok']);
 });
 
-h.test('positional $ takes the position of mongod\'s normalized filter: the $and child last in sorted order, the $or unit first', async () => {
+h.test('positional $ takes the position of mongod\'s normalized filter: the $and child last in sorted order, an $or only as one $in', async () => {
   // mongod matches with the canonical query's normalized tree (MatchExpression::normalize: optimize, then
   // sortTree by match type, then path): every array predicate of an $and records its position, so the last
-  // one in that order wins; an $or tries its children in that order, its equalities and regexes on one path
-  // joined into one $in (7.0+), whose position is the first element matching any of them.
+  // one in that order wins; an $or's equalities and regexes on one path are joined into one $in (7.0+), whose
+  // position is the first element matching any of them; an $or of two or more units records none.
   const db = srv.freshDb('wc_pos');
   const c = db.collection('c');
   const cases = [
@@ -200,10 +200,10 @@ h.test('positional $ takes the position of mongod\'s normalized filter: the $and
     [{ a: [1, 2, 3] }, { a: { $gt: 0, $gte: 2 } }, { $set: { 'a.$': 9 } }, { a: [1, 9, 3] }],
     [{ a: [1, 2, 3] }, { $and: [{ a: 3 }, { a: { $gt: 0 } }] }, { $set: { 'a.$': 9 } }, { a: [9, 2, 3] }],
     [{ a: [1, 2], b: [4, 5] }, { a: 1, b: 5 }, { $set: { 'a.$': 9 } }, { a: [1, 9], b: [4, 5] }],
-    [{ a: [1, 2, 3] }, { $or: [{ a: { $gt: 2 } }, { a: 1 }] }, { $set: { 'a.$': 9 } }, { a: [9, 2, 3] }],
+    [{ a: [1, 2, 3] }, { $or: [{ a: { $gt: 2 } }] }, { $set: { 'a.$': 9 } }, { a: [1, 2, 9] }],
     [{ a: [1, 2, 3] }, { $or: [{ a: 3 }, { a: 2 }] }, { $set: { 'a.$': 9 } }, { a: [1, 9, 3] }],
     [{ a: ['x', 'yz', 'q'] }, { $or: [{ a: 'q' }, { a: /z/ }] }, { $set: { 'a.$': 'W' } }, { a: ['x', 'W', 'q'] }],
-    [{ a: [1, 2, 3], b: [7] }, { $or: [{ a: 3 }, { b: 7 }, { a: 2 }] }, { $set: { 'a.$': 9 } }, { a: [9, 2, 3], b: [7] }],
+    [{ a: [1, 2, 3], b: [7] }, { $and: [{ b: 7 }, { $or: [{ a: 3 }, { a: 2 }] }] }, { $set: { 'a.$': 9 } }, { a: [1, 9, 3], b: [7] }],
   ];
   for (const [i, [doc, q, u, want]] of cases.entries()) {
     await c.insertOne({ _id: i, ...doc });
@@ -215,6 +215,28 @@ h.test('positional $ takes the position of mongod\'s normalized filter: the $and
   await c.insertOne({ _id: 'p', items: [{ sku: 'abc', qty: 1 }, { sku: 'x', qty: 10 }] });
   const got = await c.findOne({ _id: 'p', 'items.sku': 'abc', 'items.qty': { $gt: 5 } }, { projection: { _id: 0, 'items.$': 1 } });
   assert.deepEqual(got, { items: [{ sku: 'x', qty: 10 }] });
+});
+
+h.test('positional $ after an $or of two or more units: no position (OrMatchExpression passes no MatchDetails), 2 / 51246', async () => {
+  // mongod's OrMatchExpression::matches gives its children no MatchDetails, so an $or that stays an $or
+  // after optimize() (not one child, not one $in) records no array position even when it matched through one.
+  const db = srv.freshDb('wc_posor');
+  const c = db.collection('c');
+  await c.insertOne({ _id: 1, items: [{ sku: 'x', qty: 1 }, { sku: 'abc', qty: 2 }], b: [7] });
+  for (const q of [
+    { $or: [{ 'items.sku': 'abc' }, { 'items.qty': 7 }] },
+    { $or: [{ 'items.qty': { $gt: 1 } }, { 'items.sku': 'zz' }] },
+    { _id: 1, $or: [{ 'items.sku': 'abc' }, { b: 7 }, { 'items.sku': 'x' }] },
+  ]) {
+    await assert.rejects(c.updateOne(q, { $set: { 'items.$.hit': true } }),
+      (e) => e.code === 2 && /positional operator did not find the match needed from the query/.test(e.message), JSON.stringify(q));
+    await assert.rejects(c.findOne(q, { projection: { 'items.$': 1 } }), (e) => e.code === 51246, JSON.stringify(q));
+  }
+  assert.deepEqual(await c.findOne({ _id: 1 }), { _id: 1, items: [{ sku: 'x', qty: 1 }, { sku: 'abc', qty: 2 }], b: [7] });
+  // Equalities on one path are one $in, which does record: the first element matching any of them.
+  const r = await c.updateOne({ $or: [{ 'items.sku': 'abc' }, { 'items.sku': 'x' }] }, { $set: { 'items.$.hit': true } });
+  assert.equal(r.modifiedCount, 1);
+  assert.deepEqual((await c.findOne({ _id: 1 })).items, [{ sku: 'x', qty: 1, hit: true }, { sku: 'abc', qty: 2 }]);
 });
 
 h.test('an upsert\'s update errors name the new document "no id", as mongod applies the update before adding _id', async () => {
