@@ -75,10 +75,14 @@ typedef struct mf_client {
      * The connection's socket (has_sock: a wire-protocol connection,
      * src/net/net.c), which a command that waits long for something else
      * (an awaitData getMore) polls to notice the client hanging up, as
-     * mongod's markKillOnClientDisconnect. Valid while a command runs.
+     * mongod's markKillOnClientDisconnect. Valid while a command runs
+     * and the loop does not read the connection (it holds it for the
+     * worker): a loop that reads sees the hang-up first, sets hung_up and
+     * closes the socket (its number may then name another connection).
      */
     bool has_sock;
     int sock;
+    atomic_bool hung_up;
 } mf_client_t;
 
 /* mf_client_release: frees what commands attached to c (its authentication state). Call when c goes away. */

@@ -1021,15 +1021,19 @@ out:
 /*
  * client_hung_up: whether the client of the connection the command came on
  * has closed it (a half-close included), without reading what it sent.
- * False for a command that came another way (HTTP, embedding API).
+ * False for a command that came another way (HTTP, embedding API). The
+ * network loop, when it reads the connection, sees the hang-up first and
+ * closes the socket: hung_up then tells, and the socket is not polled.
  */
 static bool
-client_hung_up(const mf_client_t *c)
+client_hung_up(mf_client_t *c)
 {
     if (c == NULL || !c->has_sock)
         return false;
+    if (atomic_load(&c->hung_up))
+        return true;
     struct pollfd p = {.fd = c->sock, .events = POLLRDHUP};
-    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
 }
 
 /*

@@ -510,6 +510,8 @@ conn_close(conn_t *c, const char *why)
     if (c->closing)
         return;
     c->closing = true;
+    /* Before the socket closes: a command still running (an awaitData getMore) stops polling it (client_hung_up). */
+    atomic_store(&c->client.hung_up, true);
     if (why)
         mf_log(MF_LOG_INFO, "NETWORK", "conn%lld: closing connection from %s: %s", (long long)c->client.id,
                c->client.remote, why);

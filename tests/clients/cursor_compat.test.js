@@ -204,6 +204,35 @@ h.test('an awaitData getMore whose client hung up ends (279 ClientDisconnect) an
   assert.equal((await db.command({ ping: 1 })).ok, 1);
 });
 
+h.test('an awaitData getMore notices its client hanging up when the network loop reads the connection too (no hold, TLS)', async () => {
+  // Without netConnectionHoldMicros (as for TLS or pipelined requests) the loop keeps reading a busy
+  // connection: it sees the hang-up first and closes the socket, which the getMore then must not poll.
+  const s2 = new h.MayflyServer({ args: ['--setParameter', 'netConnectionHoldMicros=0'] });
+  const { MongoClient } = require('mongodb');
+  await s2.start();
+  let cl;
+  try {
+    cl = await MongoClient.connect(s2.uri);
+    const db = cl.db('hungup_nohold');
+    await db.createCollection('cap', { capped: true, size: 100000 });
+    await db.collection('cap').insertOne({ a: 1 });
+    const c1 = await h.rawConnect(s2.port);
+    const f = await c1.command(db.databaseName, { find: 'cap', tailable: true, awaitData: true });
+    const id = h.cursorId(f.cursor.id);
+    c1.command(db.databaseName, { getMore: id, collection: 'cap', maxTimeMS: 600000 }).catch(() => {});
+    const running = async () => (await cl.db('admin').aggregate([{ $currentOp: {} },
+      { $match: { op: 'getmore', ns: `${db.databaseName}.cap` } }]).toArray()).length;
+    await h.waitFor(async () => (await running()) === 1, 'the getMore is waiting');
+    c1.close();
+    await h.waitFor(async () => (await running()) === 0, 'the getMore ended with its client');
+    await h.expectCode(db.command({ getMore: id, collection: 'cap' }), 43);
+  } finally {
+    if (cl) await cl.close();
+    await s2.stop();
+    s2.cleanup();
+  }
+});
+
 h.test('killSessions interrupts an awaitData getMore of the killed session (11601 Interrupted) and kills its cursor', async () => {
   const db = srv.freshDb('killsess');
   await db.createCollection('cap', { capped: true, size: 100000 });
