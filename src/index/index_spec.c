@@ -290,8 +290,10 @@ check_key_pattern(const bson_t *key, const char *shown, mf_error_t *err)
                 goto field_name; /* geo indexes (index.h, doc/geo.h): their field names are checked as a btree's */
             if (!known)
                 return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "Unknown index plugin '%s'", p);
-            if (strcmp(p, "text") == 0 || strcmp(p, "hashed") == 0)
-                continue; /* doc/text.c normalises a text spec; hashed_rules checks a hashed one */
+            if (strcmp(p, "hashed") == 0)
+                goto field_name; /* hashed_rules checks the rest of a hashed spec */
+            if (strcmp(p, "text") == 0)
+                continue; /* doc/text.c normalises a text spec ({_fts: "text", _ftsx: 1} included) */
             return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "mayfly does not support '%s' indexes", p);
         }
         if (!mf_value_is_number(v))

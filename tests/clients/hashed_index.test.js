@@ -88,6 +88,24 @@ h.test('create, list, drop; the refusals with mongod\'s codes', async () => {
   assert.equal((await c.listIndexes().toArray()).some((i) => i.name === 'x_1_y_hashed_z_-1'), false);
 });
 
+h.test('hashed key field names are checked as any index\'s (validateKeyPattern): "$" prefixes, empty parts, _fts', async () => {
+  const c = srv.freshDb('hfields').collection('c');
+  const cases = [
+    [{ '$**': 'hashed' }, 'Index key contains an illegal field name: field name starts with \'$\'.'],
+    [{ $a: 'hashed' }, 'Index key contains an illegal field name: field name starts with \'$\'.'],
+    [{ 'a.$b': 'hashed' }, 'Index key contains an illegal field name: field name starts with \'$\'.'],
+    [{ 'a..b': 'hashed' }, 'Index keys cannot contain an empty field.'],
+    [{ _fts: 'hashed' }, 'Index key contains an illegal field name: \'_fts\''],
+  ];
+  for (const [key, why] of cases) {
+    const e = await h.expectCode(c.createIndex(key), 67);
+    assert.ok(e.message.endsWith(` :: caused by :: ${why}`), e.message);
+  }
+  assert.equal(await c.createIndex({ 'ref.$id': 'hashed' }), 'ref.$id_hashed');
+  assert.equal(await c.createIndex({ 'a.b': 'hashed' }), 'a.b_hashed');
+  assert.equal((await c.listIndexes().toArray()).length, 3);
+});
+
 h.test('equality and $in find exactly the right documents, numbers of every type alike', async () => {
   const c = srv.freshDb('heq').collection('c');
   await c.createIndex({ a: 'hashed' });
