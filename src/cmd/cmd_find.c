@@ -1258,10 +1258,20 @@ mf_cmd_kill_cursors(mf_op_t *op)
     char me[400];
     mf_cmd_auth_owner(op, me, sizeof(me));
     bool any = mf_cmd_auth_cluster(op, MF_CACT_ADMIN);
+    char ns[512];
+    /* Every id's owner first: one of another user's fails the command before any is killed (doCheckAuthorization). */
+    bson_iter_recurse(&it, &ai);
+    while (!any && bson_iter_next(&ai)) {
+        if (mf_cursors_others(op->eng->cursors, bson_iter_as_int64(&ai), me, ns, sizeof(ns))) {
+            bson_destroy(&killed);
+            bson_destroy(&notfound);
+            bson_destroy(&empty);
+            return mf_err_set(&op->err, MF_E_Unauthorized, "not authorized to kill cursor on %s", ns);
+        }
+    }
     bson_iter_recurse(&it, &ai);
     while (bson_iter_next(&ai)) {
         int64_t id = bson_iter_as_int64(&ai);
-        char ns[512];
         int k = mf_cursors_kill(op->eng->cursors, id, any ? NULL : me, ns, sizeof(ns));
         if (k < 0) {
             bson_destroy(&killed);

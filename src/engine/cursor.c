@@ -332,6 +332,18 @@ mf_cursors_release(mf_cursors_t *t, mf_cursor_t *c)
     mf_cursor_free(c);
 }
 
+bool
+mf_cursors_others(mf_cursors_t *t, int64_t id, const char *owner, char *ns, size_t ns_cap)
+{
+    pthread_mutex_lock(&t->lock);
+    ssize_t i = find_slot(t, id);
+    bool theirs = i >= 0 && strcmp(t->slots[i]->owner, owner) != 0;
+    if (theirs)
+        snprintf(ns, ns_cap, "%s.%s", t->slots[i]->db, t->slots[i]->coll);
+    pthread_mutex_unlock(&t->lock);
+    return theirs;
+}
+
 int
 mf_cursors_kill(mf_cursors_t *t, int64_t id, const char *owner, char *ns, size_t ns_cap)
 {

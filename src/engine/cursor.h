@@ -159,6 +159,12 @@ void mf_cursors_release(mf_cursors_t *t, mf_cursor_t *c);
  */
 int mf_cursors_kill(mf_cursors_t *t, int64_t id, const char *owner, char *ns, size_t ns_cap);
 /*
+ * mf_cursors_others: whether cursor id is open and another user's than
+ * owner (its namespace "db.coll" then in ns, ns_cap bytes): killCursors
+ * checks every id so before killing any, as mongod's doCheckAuthorization.
+ */
+bool mf_cursors_others(mf_cursors_t *t, int64_t id, const char *owner, char *ns, size_t ns_cap);
+/*
  * mf_cursors_kill_where: kills every cursor match(arg, c) selects (one in
  * use is marked killed and goes when checked in; a getMore using it is
  * interrupted with 11601 Interrupted, as killSessions kills its sessions'

@@ -310,6 +310,14 @@ h.test('with access control, killCursors of another user\'s cursor is 13 "not au
   id = await open();
   const own = await a.db('kc').command({ killCursors: 'c', cursors: [id] });
   assert.deepEqual(own.cursorsKilled.map(String), [String(id)]);
+  // Every id is checked before any is killed (doCheckAuthorization): b's own cursor listed first survives.
+  id = await open();
+  const mine = h.cursorId((await b.db('kc').command({ find: 'c', batchSize: 1 })).cursor.id);
+  await h.expectCode(b.db('kc').command({ killCursors: 'c', cursors: [mine, id] }), 13, /^not authorized to kill cursor on kc\.c$/);
+  const g = await b.db('kc').command({ getMore: mine, collection: 'c', batchSize: 1 });
+  assert.deepEqual(g.cursor.nextBatch, [{ _id: 1 }], 'the failed killCursors killed none of the ids');
+  const both = await boss.db('kc').command({ killCursors: 'c', cursors: [mine, id] });
+  assert.deepEqual(both.cursorsKilled.map(String), [String(mine), String(id)]);
 });
 
 h.test('convertToCapped / cloneCollectionAsCapped options as CollectionOptions::appendBSON shows them: capped, size, max first, small numbers as ints', async () => {
