@@ -923,31 +923,41 @@ allow_any_normal(const mf_privs_t *p, uint32_t acts)
     return ((p->any | p->all) & acts) == acts;
 }
 
-/* The user names usersInfo asks about all belong to the caller. */
+/*
+ * Whether usersInfo (run on db) may be answered, as mongod's
+ * UsersInfoCommand doCheckAuthorization: every user of db (a number, or
+ * forAllDBs, which the command checks further) takes viewUser on db; named
+ * users take viewUser on each one's own database, the caller itself
+ * excepted. A name the command cannot parse is left to it (2). *bad_db: the
+ * database refused.
+ */
 static bool
-only_self(mf_op_t *op, const bson_t *cmd, const char *db)
+users_info_allowed(mf_op_t *op, const mf_privs_t *p, const bson_t *cmd, const char *db, const char **bad_db)
 {
     mf_client_auth_t *a = op->client->auth;
-    bson_iter_t it, arr;
+    bson_iter_t it, arr, f;
+    bool many;
+    *bad_db = db;
     if (!bson_iter_init_find(&it, cmd, "usersInfo"))
         return false;
-    if (BSON_ITER_HOLDS_UTF8(&it))
-        return strcmp(bson_iter_utf8(&it, NULL), a->user) == 0 && strcmp(db, a->db) == 0;
-    if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
-        const char *u, *d;
-        bool other, any = false;
-        if (BSON_ITER_HOLDS_DOCUMENT(&it))
-            return name_of(&it, "user", db, &u, &d, &other) && !other && strcmp(u, a->user) == 0 &&
-                   strcmp(d, a->db) == 0;
+    many = BSON_ITER_HOLDS_ARRAY(&it);
+    if (!many && !BSON_ITER_HOLDS_UTF8(&it) &&
+        (!BSON_ITER_HOLDS_DOCUMENT(&it) || (bson_iter_recurse(&it, &f) && bson_iter_find(&f, "forAllDBs"))))
+        return mf_privs_allow(p, db, NULL, MF_ACT_VIEW_USER);
+    if (many)
         bson_iter_recurse(&it, &arr);
-        while (bson_iter_next(&arr)) {
-            if (!name_of(&arr, "user", db, &u, &d, NULL) || strcmp(u, a->user) != 0 || strcmp(d, a->db) != 0)
-                return false;
-            any = true;
+    while (many ? bson_iter_next(&arr) : true) {
+        const char *u, *d;
+        if (name_of(many ? &arr : &it, "user", db, &u, &d, NULL) &&
+            !(a != NULL && a->authed && strcmp(u, a->user) == 0 && strcmp(d, a->db) == 0) &&
+            !mf_privs_allow(p, d, NULL, MF_ACT_VIEW_USER)) {
+            *bad_db = d;
+            return false;
         }
-        return any;
+        if (!many)
+            break;
     }
-    return false;
+    return true;
 }
 
 /*
@@ -1297,9 +1307,8 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
         return ok ? 0 : denied(op, fdb, name);
     }
     if (strcmp(name, "usersInfo") == 0) {
-        if (mf_privs_allow(p, db, NULL, MF_ACT_VIEW_USER) || only_self(op, cmd, db))
-            return 0;
-        return denied(op, db, name);
+        const char *bad_db;
+        return users_info_allowed(op, p, cmd, db, &bad_db) ? 0 : denied(op, bad_db, name);
     }
     /* createUser, updateUser, grantRolesToUser, revokeRolesFromUser and the role commands */
     if (!mf_privs_allow(p, db, NULL, r->acts) || !may_grant_roles(p, cmd, db))

@@ -924,6 +924,20 @@ h.test('a user may always run usersInfo on themselves, but not on another user (
   await denied('usersInfo: 1 on the own db (lists others)', r.db('selfdb').command({ usersInfo: 1 }));
 });
 
+h.test('usersInfo naming another database\'s user takes viewUser on that database: a userAdmin of one db reads no admin credentials (13)', async () => {
+  const ua = await makeUser('uiadm', ['userAdmin'], { db: 'uiadmdb' });
+  const db = ua.db('uiadmdb');
+  const ids = (r) => r.users.map((u) => u._id);
+  assert.deepEqual(ids(await allowed('its own db\'s users', db.command({ usersInfo: { user: 'uiadm', db: 'uiadmdb' } }))), ['uiadmdb.uiadm']);
+  const e = await denied('{user, db} of admin', db.command({ usersInfo: { user: ROOT_USER, db: 'admin' }, showCredentials: true }));
+  assert.equal(e.errmsg, 'not authorized on admin to execute command { usersInfo: ... }');
+  await denied('[..] naming admin\'s root', db.command({ usersInfo: ['uiadm', { user: ROOT_USER, db: 'admin' }], showPrivileges: true }));
+  await denied('a user of another ordinary db', db.command({ usersInfo: [{ user: 'selfie', db: 'selfdb' }] }));
+  assert.deepEqual(ids(await allowed('oneself from another db', ua.db('admin').command({ usersInfo: { user: 'uiadm', db: 'uiadmdb' } }))), ['uiadmdb.uiadm']);
+  const rootInfo = await (await root()).db('uiadmdb').command({ usersInfo: { user: ROOT_USER, db: 'admin' } });
+  assert.deepEqual(ids(rootInfo), [`admin.${ROOT_USER}`], 'root may');
+});
+
 /* =========================================================== built-in roles */
 
 h.test('read: find, aggregate, count, distinct, listCollections, listIndexes, collStats, dbStats on its db; writes and other dbs 13; the connection stays', async () => {
