@@ -163,12 +163,21 @@ mf_crud_get_ordered(mf_op_t *op, bool *ordered)
     static const mf_field_spec_t write_types[] = {{"bypassDocumentValidation", MF_FT_BOOL},
                                                   {"bypassEmptyTsReplacement", MF_FT_BOOL}, {"let", MF_FT_OBJ},
                                                   {NULL, MF_FT_ANY}};
-    bool present;
+    bson_iter_t it;
     *ordered = true;
     if (mf_op_check_types(op, op->name, op->cmd, write_types, false, true) != 0)
         return -1;
-    if (mf_op_get_bool(op, "ordered", ordered, &present) != 0)
-        return -1;
+    /* ordered is an IDL bool (write_ops.idl, bulk_write.idl): a number is 14, null and undefined the default
+     * (IDLParserContext::checkAndAssertType). */
+    if (mf_op_find(op, "ordered", &it)) {
+        bson_type_t t = bson_iter_type(&it);
+        if (t == BSON_TYPE_BOOL)
+            *ordered = bson_iter_bool(&it);
+        else if (t != BSON_TYPE_NULL && t != BSON_TYPE_UNDEFINED)
+            return mf_err_set(&op->err, MF_E_TypeMismatch,
+                              "BSON field '%s.ordered' is the wrong type '%s', expected type 'bool'", op->name,
+                              mf_type_name(t));
+    }
     if (mf_cmd_in_txn())
         *ordered = true; /* in a transaction the first write error ends the batch, ordered or not (as mongod) */
     return 0;

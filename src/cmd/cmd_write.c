@@ -28,13 +28,13 @@
 typedef struct stmt_field {
     const char *name;
     bool required;
-    int kind; /* 0 any, 1 document, 2 number, 3 document or array, 4 bool-ish, 5 array */
+    int kind; /* 0 any, 1 document, 2 number, 3 document or array, 4 bool or number, 5 array, 6 bool */
 } stmt_field_t;
 
 static int
 check_statements(mf_op_t *op, const char *arr, const bson_t *stmts, size_t n, const stmt_field_t *fields)
 {
-    static const char *kind_name[] = {"any", "object", "number", "object", "bool", "array"};
+    static const char *kind_name[] = {"any", "object", "number", "object", "bool", "array", "bool"};
     for (size_t i = 0; i < n; i++) {
         bson_iter_t it;
         bson_iter_init(&it, &stmts[i]);
@@ -63,6 +63,10 @@ check_statements(mf_op_t *op, const char *arr, const bson_t *stmts, size_t n, co
                 break;
             case 5:
                 ok = t == BSON_TYPE_ARRAY;
+                break;
+            case 6:
+                /* IDL bool (IDLParserContext::checkAndAssertType): null and undefined mean the default. */
+                ok = t == BSON_TYPE_BOOL || t == BSON_TYPE_NULL || t == BSON_TYPE_UNDEFINED;
                 break;
             }
             if (!ok)
@@ -95,7 +99,7 @@ check_statements(mf_op_t *op, const char *arr, const bson_t *stmts, size_t n, co
 }
 
 static const stmt_field_t update_stmt_fields[] = {
-    {"q", true, 1}, {"u", true, 3}, {"upsert", false, 4}, {"multi", false, 4}, {"arrayFilters", false, 5},
+    {"q", true, 1}, {"u", true, 3}, {"upsert", false, 6}, {"multi", false, 6}, {"arrayFilters", false, 5},
     {"hint", false, 0}, {"collation", false, 1}, {"c", false, 1}, {"upsertSupplied", false, 4},
     {"sort", false, 1}, {NULL, false, 0}};
 static const stmt_field_t delete_stmt_fields[] = {

@@ -1,0 +1,58 @@
+'use strict';
+/*
+ * How the write commands parse their arguments, as mongod 8.0's IDL does:
+ * write_ops.idl's types (ordered, multi and upsert are 'bool': a number is
+ * 14 TypeMismatch, null the default; bypassDocumentValidation is a
+ * 'safeBool').
+ */
+const assert = require('node:assert/strict');
+const { Double } = require('mongodb');
+const h = require('./harness');
+
+const srv = h.useServer();
+
+h.test('ordered is an IDL bool on insert, update, delete and bulkWrite: a number is 14, null the default', async () => {
+  const db = srv.freshDb('wp_ordered');
+  const c = db.collection('c');
+  await h.expectCode(db.command({ insert: 'c', documents: [{ _id: 1 }], ordered: 0 }), 14,
+    /^BSON field 'insert\.ordered' is the wrong type 'int', expected type 'bool'$/);
+  await h.expectCode(db.command({ update: 'c', updates: [{ q: {}, u: { $set: { a: 1 } } }], ordered: new Double(1) }), 14,
+    /^BSON field 'update\.ordered' is the wrong type 'double', expected type 'bool'$/);
+  await h.expectCode(db.command({ delete: 'c', deletes: [{ q: {}, limit: 0 }], ordered: 'yes' }), 14,
+    /^BSON field 'delete\.ordered' is the wrong type 'string', expected type 'bool'$/);
+  await h.expectCode(srv.client.db('admin').command({
+    bulkWrite: 1, ops: [{ insert: 0, document: { _id: 1 } }], nsInfo: [{ ns: `${db.databaseName}.c` }], ordered: 1,
+  }), 14, /^BSON field 'bulkWrite\.ordered' is the wrong type 'int', expected type 'bool'$/);
+  assert.equal(await c.countDocuments(), 0, 'nothing ran');
+  // null is ordered's default (true): the batch stops at its first error.
+  const r = await db.command({ insert: 'c', documents: [{ _id: 1 }, { _id: 1 }, { _id: 2 }], ordered: null });
+  assert.equal(r.n, 1, JSON.stringify(r));
+  assert.equal(r.writeErrors.length, 1);
+  // A bool works as before; bypassDocumentValidation, a safeBool, still takes a number.
+  const u = await db.command({ insert: 'c', documents: [{ _id: 1 }, { _id: 3 }], ordered: false, bypassDocumentValidation: 1 });
+  assert.equal(u.n, 1, JSON.stringify(u));
+});
+
+h.test('update statements: multi and upsert are IDL bools (14 for a number), null is false', async () => {
+  const db = srv.freshDb('wp_multi');
+  const c = db.collection('c');
+  await c.insertMany([{ _id: 1, a: 1 }, { _id: 2, a: 1 }]);
+  await h.expectCode(db.command({ update: 'c', updates: [{ q: {}, u: { $set: { b: 1 } }, multi: 1 }] }), 14,
+    /^BSON field 'update\.updates\.multi' is the wrong type 'int', expected type 'bool'$/);
+  await h.expectCode(db.command({ update: 'c', updates: [{ q: { _id: 9 }, u: { $set: { b: 1 } }, upsert: new Double(1) }] }), 14,
+    /^BSON field 'update\.updates\.upsert' is the wrong type 'double', expected type 'bool'$/);
+  // The whole command fails at parse time: an earlier valid statement did not run either.
+  await h.expectCode(db.command({
+    update: 'c', updates: [{ q: { _id: 1 }, u: { $set: { c: 1 } } }, { q: {}, u: { $set: { b: 1 } }, multi: 0 }],
+  }), 14, /update\.updates\.multi/);
+  assert.deepEqual(await c.find().sort({ _id: 1 }).toArray(), [{ _id: 1, a: 1 }, { _id: 2, a: 1 }]);
+  // null is the default: one document, no upsert.
+  const r = await db.command({ update: 'c', updates: [{ q: {}, u: { $set: { b: 1 } }, multi: null, upsert: null }] });
+  assert.equal(r.n, 1, JSON.stringify(r));
+  const r2 = await db.command({ update: 'c', updates: [{ q: { _id: 7 }, u: { $set: { b: 1 } }, upsert: null }] });
+  assert.equal(r2.n, 0, JSON.stringify(r2));
+  assert.equal(await c.countDocuments(), 2);
+  // findAndModify's upsert is a safeBool (find_and_modify.idl): a number still works there.
+  const f = await db.command({ findAndModify: 'c', query: { _id: 8 }, update: { $set: { b: 1 } }, upsert: 1, new: 1 });
+  assert.deepEqual(f.value, { _id: 8, b: 1 });
+});
