@@ -28,13 +28,13 @@
 typedef struct stmt_field {
     const char *name;
     bool required;
-    int kind; /* 0 any, 1 document, 2 number, 3 document or array, 4 bool or number, 5 array, 6 bool */
+    int kind; /* 0 any, 1 document, 2 delete's limit, 3 document or array, 4 bool or number, 5 array, 6 bool */
 } stmt_field_t;
 
 static int
 check_statements(mf_op_t *op, const char *arr, const bson_t *stmts, size_t n, const stmt_field_t *fields)
 {
-    static const char *kind_name[] = {"any", "object", "number", "object", "bool", "array", "bool"};
+    static const char *kind_name[] = {"any", "object", "any", "object", "bool", "array", "bool"};
     for (size_t i = 0; i < n; i++) {
         bson_iter_t it;
         bson_iter_init(&it, &stmts[i]);
@@ -53,7 +53,7 @@ check_statements(mf_op_t *op, const char *arr, const bson_t *stmts, size_t n, co
                 ok = t == BSON_TYPE_DOCUMENT;
                 break;
             case 2:
-                ok = mf_value_is_number(bson_iter_value(&it));
+                ok = true; /* multi_delete_bool: IDL type any, read by readMultiDeleteProperty below */
                 break;
             case 3:
                 ok = t == BSON_TYPE_DOCUMENT || t == BSON_TYPE_ARRAY;
@@ -82,8 +82,11 @@ check_statements(mf_op_t *op, const char *arr, const bson_t *stmts, size_t n, co
             if (strcmp(k, "hint") == 0 && t != BSON_TYPE_UTF8 && t != BSON_TYPE_DOCUMENT)
                 return mf_err_set(&op->err, MF_E_FailedToParse, "Hint must be a string or an object"); /* parse time */
             if (f->kind == 2 && strcmp(k, "limit") == 0) {
-                /* mongod's readMultiDeleteProperty, a parse-time check: the command fails as a whole. */
-                double limit = mf_value_as_double(bson_iter_value(&it));
+                /* mongod's readMultiDeleteProperty, a parse-time check: the command fails as a whole. It reads
+                 * BSONElement::numberDouble(), 0 for any non-number: {limit: true} or {limit: 'x'} deletes every
+                 * match, as mongod 8.0 (write_ops_parsers.cpp). */
+                const bson_value_t *lv = bson_iter_value(&it);
+                double limit = mf_value_is_number(lv) ? mf_value_as_double(lv) : 0;
                 if (limit != 0 && limit != 1)
                     return mf_err_set(&op->err, MF_E_FailedToParse,
                                       "The limit field in delete objects must be 0 or 1. Got %g", limit);

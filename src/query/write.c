@@ -992,11 +992,8 @@ write_delete(mf_catalog_t *cat, mf_sess_t *s, bool durable, const char *db, cons
         if (stmt_common_parse(&it, "delete.deletes", &sc, &taken, err) != 0)
             return -1;
         if (!taken && strcmp(bson_iter_key(&it), "limit") == 0) {
-            if (!mf_value_is_number(bson_iter_value(&it)))
-                return mf_err_set(err, MF_E_TypeMismatch,
-                                  "BSON field 'delete.deletes.limit' is the wrong type '%s', expected type 'number'",
-                                  mf_type_name(bson_iter_type(&it)));
-            limit = (int64_t)mf_value_as_double(bson_iter_value(&it));
+            /* readMultiDeleteProperty's numberDouble(): a non-number is 0, every match. */
+            limit = mf_value_is_number(bson_iter_value(&it)) ? (int64_t)mf_value_as_double(bson_iter_value(&it)) : 0;
             have_limit = true;
         }
     }

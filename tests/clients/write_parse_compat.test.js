@@ -3,7 +3,9 @@
  * How the write commands parse their arguments, as mongod 8.0's IDL does:
  * write_ops.idl's types (ordered, multi and upsert are 'bool': a number is
  * 14 TypeMismatch, null the default; bypassDocumentValidation is a
- * 'safeBool').
+ * 'safeBool') and the delete statements' limit read by
+ * write_ops_parsers.cpp's readMultiDeleteProperty (any type,
+ * BSONElement::numberDouble).
  */
 const assert = require('node:assert/strict');
 const { Double } = require('mongodb');
@@ -55,4 +57,29 @@ h.test('update statements: multi and upsert are IDL bools (14 for a number), nul
   // findAndModify's upsert is a safeBool (find_and_modify.idl): a number still works there.
   const f = await db.command({ findAndModify: 'c', query: { _id: 8 }, update: { $set: { b: 1 } }, upsert: 1, new: 1 });
   assert.deepEqual(f.value, { _id: 8, b: 1 });
+});
+
+h.test("delete's limit is readMultiDeleteProperty: any type, a non-number reads as 0 (every match)", async () => {
+  const db = srv.freshDb('wp_limit');
+  const c = db.collection('c');
+  const seed = () => c.insertMany([{ _id: 1, k: 1 }, { _id: 2, k: 1 }, { _id: 3, k: 2 }]);
+  await seed();
+  // numberDouble() of a bool is 0: {limit: true} deletes every match, as mongod does.
+  let r = await db.command({ delete: 'c', deletes: [{ q: { k: 1 }, limit: true }] });
+  assert.equal(r.n, 2, JSON.stringify(r));
+  await c.deleteMany({});
+  await seed();
+  r = await db.command({ delete: 'c', deletes: [{ q: { k: 1 }, limit: 'one' }] });
+  assert.equal(r.n, 2, JSON.stringify(r));
+  await c.deleteMany({});
+  await seed();
+  r = await db.command({ delete: 'c', deletes: [{ q: { k: 1 }, limit: 1 }] });
+  assert.equal(r.n, 1, JSON.stringify(r));
+  // A number other than 0 or 1 is still 9, the whole command refused.
+  await h.expectCode(db.command({ delete: 'c', deletes: [{ q: {}, limit: 0 }, { q: {}, limit: 2 }] }), 9,
+    /^The limit field in delete objects must be 0 or 1\. Got 2$/);
+  assert.equal(await c.countDocuments(), 2);
+  // limit stays required.
+  await h.expectCode(db.command({ delete: 'c', deletes: [{ q: {} }] }), 40414,
+    /^BSON field 'delete\.deletes\.limit' is missing but a required field$/);
 });
