@@ -243,7 +243,7 @@ static const char *const insert_fields[] = {"documents", "ordered", "bypassDocum
 static const char *const find_fields[] = {"filter", "projection", "sort", "hint", "skip", "limit", "batchSize",
                                           "singleBatch", "max", "min", "returnKey", "showRecordId", "tailable",
                                           "oplogReplay", "noCursorTimeout", "awaitData", "allowPartialResults",
-                                          "collation", "allowDiskUse", "let", "ntoreturn", "includeQueryStatsMetrics",
+                                          "collation", "allowDiskUse", "let", "includeQueryStatsMetrics",
                                           NULL};
 static const char *const getmore_fields[] = {"collection", "batchSize", "lastKnownCommittedOpTime",
                                              "includeQueryStatsMetrics", NULL};

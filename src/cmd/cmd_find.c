@@ -633,7 +633,7 @@ find_on_view(mf_op_t *op, const char *name)
 /*
  * view_find_check: a find on a view runs as an aggregate, which has none of
  * these options: mongod's asAggregationCommand refuses them in this order
- * (168 InvalidPipelineOperator; ntoreturn 2). minmax names a non-empty min
+ * (168 InvalidPipelineOperator; ntoreturn is no find field since 7.0: 40415). minmax names a non-empty min
  * or max (NULL: neither); singleBatch is allowed with limit 1.
  */
 static int
@@ -652,8 +652,6 @@ view_find_check(mf_op_t *op, const char *minmax, bool return_key, bool show_rid,
         if (bson_iter_init_find(&it, op->cmd, flags[i]) && bson_iter_as_bool(&it))
             return mf_err_set(&op->err, MF_E_InvalidPipelineOperator, "Option %s not supported in aggregation.",
                               flags[i]);
-    if (bson_iter_init_find(&it, op->cmd, "ntoreturn"))
-        return mf_err_set(&op->err, MF_E_BadValue, "Cannot convert to an aggregation if ntoreturn is set.");
     if (sort != NULL && bson_iter_init_find(&it, sort, "$natural"))
         return mf_err_set(&op->err, MF_E_InvalidPipelineOperator, "Sort option $natural not supported in aggregation.");
     if (single && limit != 1)
@@ -668,7 +666,7 @@ static const mf_field_spec_t find_types[] = {
     {"filter", MF_FT_OBJ},       {"projection", MF_FT_OBJ},    {"sort", MF_FT_OBJ},
     {"collation", MF_FT_OBJ},    {"min", MF_FT_OBJ},           {"max", MF_FT_OBJ},
     {"let", MF_FT_OBJ},          {"skip", MF_FT_NONNEG},       {"limit", MF_FT_NONNEG},
-    {"batchSize", MF_FT_NONNEG}, {"ntoreturn", MF_FT_NONNEG},  {"singleBatch", MF_FT_BOOL},
+    {"batchSize", MF_FT_NONNEG}, {"singleBatch", MF_FT_BOOL},
     {"allowDiskUse", MF_FT_BOOL}, {"returnKey", MF_FT_BOOL},   {"showRecordId", MF_FT_BOOL},
     {"tailable", MF_FT_BOOL},    {"noCursorTimeout", MF_FT_BOOL}, {"awaitData", MF_FT_BOOL},
     {"allowPartialResults", MF_FT_BOOL}, {"oplogReplay", MF_FT_BOOL}, {"readOnce", MF_FT_BOOL},

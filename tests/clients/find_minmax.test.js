@@ -141,7 +141,8 @@ h.test('commands that take no min / max, and views', async () => {
   await h.expectCode(cmd({ tailable: true }), 168, /^Tailable cursors are not supported in aggregation\.$/);
   await h.expectCode(cmd({ noCursorTimeout: true }), 168, /^Option noCursorTimeout not supported in aggregation\.$/);
   await h.expectCode(cmd({ allowPartialResults: true }), 168, /^Option allowPartialResults not supported in aggregation\.$/);
-  await h.expectCode(cmd({ ntoreturn: 2 }), 2, /^Cannot convert to an aggregation if ntoreturn is set\.$/);
+  // ntoreturn left find_command.idl in 7.0: an unknown field, on a view as on a collection.
+  await h.expectCode(cmd({ ntoreturn: 2 }), 40415, /^BSON field 'find\.ntoreturn' is an unknown field\.$/);
   await h.expectCode(cmd({ sort: { $natural: 1 } }), 168, /^Sort option \$natural not supported in aggregation\.$/);
   await h.expectCode(cmd({ singleBatch: true }), 168, /^Option singleBatch not supported in aggregation\.$/);
   await h.expectCode(cmd({ readOnce: true }), 168, /^Option readOnce not supported in aggregation\.$/);

@@ -5,7 +5,8 @@
  * 14 TypeMismatch, null the default; bypassDocumentValidation is a
  * 'safeBool') and the delete statements' limit read by
  * write_ops_parsers.cpp's readMultiDeleteProperty (any type,
- * BSONElement::numberDouble).
+ * BSONElement::numberDouble) and find's fields (ntoreturn left
+ * find_command.idl in 7.0).
  */
 const assert = require('node:assert/strict');
 const { Double } = require('mongodb');
@@ -82,4 +83,13 @@ h.test("delete's limit is readMultiDeleteProperty: any type, a non-number reads 
   // limit stays required.
   await h.expectCode(db.command({ delete: 'c', deletes: [{ q: {} }] }), 40414,
     /^BSON field 'delete\.deletes\.limit' is missing but a required field$/);
+});
+
+h.test('find: ntoreturn is no find field in 8.0 (40415); the drivers\' fields still work', async () => {
+  const db = srv.freshDb('wp_ntoreturn');
+  const c = db.collection('c');
+  await c.insertMany([{ _id: 1 }, { _id: 2 }, { _id: 3 }]);
+  await h.expectCode(db.command({ find: 'c', filter: {}, ntoreturn: 2 }), 40415,
+    /^BSON field 'find\.ntoreturn' is an unknown field\.$/);
+  assert.equal((await c.find({}, { limit: 2, batchSize: 1 }).toArray()).length, 2);
 });
