@@ -45,8 +45,25 @@ mf_write_concern_shape(mf_error_t *err, const bson_t *wc, mf_wc_shape_t *out)
                     return mf_err_set(err, MF_E_FailedToParse,
                                       "w has to be a non-negative number and not greater than 50; found: %lld",
                                       (long long)out->wnum);
-            } else if (v->value_type != BSON_TYPE_UTF8 && v->value_type != BSON_TYPE_DOCUMENT) {
-                return mf_err_set(err, MF_E_FailedToParse, "w has to be a number, string, or object");
+            } else if (v->value_type == BSON_TYPE_NULL || v->value_type == BSON_TYPE_UNDEFINED) {
+                continue; /* deserializeWriteConcernW: null and undefined are no w (the default) */
+            } else if (v->value_type == BSON_TYPE_DOCUMENT) {
+                /* Tags: a non-empty single-level document of numbers (deserializeWriteConcernW). */
+                bson_iter_t tag;
+                if (!bson_iter_recurse(&it, &tag) || !bson_iter_next(&tag))
+                    return mf_err_set(err, MF_E_FailedToParse, "tagged write concern requires tags");
+                do {
+                    if (!mf_value_is_number(bson_iter_value(&tag))) {
+                        char val[256];
+                        mf_fmt_value(bson_iter_value(&tag), val, sizeof(val));
+                        return mf_err_set(err, MF_E_FailedToParse,
+                                          "tags must be a single level document with only number values; found: %s: %s",
+                                          bson_iter_key(&tag), val);
+                    }
+                } while (bson_iter_next(&tag));
+            } else if (v->value_type != BSON_TYPE_UTF8) {
+                return mf_err_set(err, MF_E_FailedToParse, "w has to be a number, string, or object; found: %s",
+                                  mf_type_name(v->value_type));
             }
             out->w = *v;
         } else if (strcmp(k, "j") == 0 || strcmp(k, "fsync") == 0) {

@@ -184,7 +184,7 @@ R.test('setDefaultRWConcern: stored in config.settings, reported by getDefaultRW
     [{ defaultReadConcern: { provenance: 'global' } }, 2, /^'provenance' must be unset in default read concern$/],
     [{ defaultWriteConcern: { w: 1, bogus: 1 } }, 9, /^unrecognized write concern field: bogus$/],
     [{ defaultWriteConcern: { w: 51 } }, 9, /^w has to be a non-negative number and not greater than 50/],
-    [{ defaultWriteConcern: { w: true } }, 9, /^w has to be a number, string, or object$/],
+    [{ defaultWriteConcern: { w: true } }, 9, /^w has to be a number, string, or object; found: bool$/],
     [{ defaultWriteConcern: { w: 1, j: true, fsync: true } }, 9, /^fsync and j options cannot be used together$/],
     [{ defaultWriteConcern: { w: 1, wtimeout: 'x' } }, 14, /writeConcern\.wtimeout' is the wrong type/],
     [{ defaultWriteConcern: { w: 1, provenance: 'global' } }, 2, /^'provenance' must be unset in default write concern$/],

@@ -3,10 +3,10 @@
  * How the write commands parse their arguments, as mongod 8.0's IDL does:
  * write_ops.idl's types (ordered, multi and upsert are 'bool': a number is
  * 14 TypeMismatch, null the default; bypassDocumentValidation is a
- * 'safeBool') and the delete statements' limit read by
- * write_ops_parsers.cpp's readMultiDeleteProperty (any type,
- * BSONElement::numberDouble) and find's fields (ntoreturn left
- * find_command.idl in 7.0).
+ * 'safeBool'), the delete statements' limit read by write_ops_parsers.cpp's
+ * readMultiDeleteProperty (any type, BSONElement::numberDouble), find's
+ * fields (ntoreturn left find_command.idl in 7.0) and write concern's w
+ * (write_concern_idl.cpp's deserializeWriteConcernW).
  */
 const assert = require('node:assert/strict');
 const { Double } = require('mongodb');
@@ -92,4 +92,18 @@ h.test('find: ntoreturn is no find field in 8.0 (40415); the drivers\' fields st
   await h.expectCode(db.command({ find: 'c', filter: {}, ntoreturn: 2 }), 40415,
     /^BSON field 'find\.ntoreturn' is an unknown field\.$/);
   assert.equal((await c.find({}, { limit: 2, batchSize: 1 }).toArray()).length, 2);
+});
+
+h.test('writeConcern w: null is the default, {} and non-number tags are 9, a fraction is truncated', async () => {
+  const db = srv.freshDb('wp_wc');
+  const c = db.collection('c');
+  const ins = (w, id) => db.command({ insert: 'c', documents: [{ _id: id }], writeConcern: { w } });
+  assert.equal((await ins(null, 1)).n, 1);
+  assert.equal((await ins(1.5, 2)).n, 1);
+  await h.expectCode(ins({}, 3), 9, /^tagged write concern requires tags$/);
+  await h.expectCode(ins({ dc: 'east' }, 3), 9,
+    /^tags must be a single level document with only number values; found: dc: "east"$/);
+  await h.expectCode(ins(true, 3), 9, /^w has to be a number, string, or object; found: bool$/);
+  await h.expectCode(ins(51, 3), 9, /^w has to be a non-negative number and not greater than 50; found: 51$/);
+  assert.equal(await c.countDocuments(), 2);
 });
