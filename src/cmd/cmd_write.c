@@ -69,6 +69,8 @@ check_statements(mf_op_t *op, const char *arr, const bson_t *stmts, size_t n, co
                 ok = t == BSON_TYPE_BOOL || t == BSON_TYPE_NULL || t == BSON_TYPE_UNDEFINED;
                 break;
             }
+            if (!ok && f->kind == 3) /* u: write_ops.idl's update_modification, type any (UpdateModification(BSONElement)) */
+                return mf_err_set(&op->err, MF_E_FailedToParse, "Update argument must be either an object or an array");
             if (!ok)
                 return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.%s.%s' is the wrong type '%s', expected type '%s'",
                                   op->name, arr, k, mf_type_name(t), kind_name[f->kind]);

@@ -36,7 +36,7 @@ h.test('ordered is an IDL bool on insert, update, delete and bulkWrite: a number
   assert.equal(u.n, 1, JSON.stringify(u));
 });
 
-h.test('update statements: multi and upsert are IDL bools (14 for a number), null is false', async () => {
+h.test('update statements: multi and upsert are IDL bools (14 for a number), null is false; u not a document or pipeline is 9', async () => {
   const db = srv.freshDb('wp_multi');
   const c = db.collection('c');
   await c.insertMany([{ _id: 1, a: 1 }, { _id: 2, a: 1 }]);
@@ -48,6 +48,12 @@ h.test('update statements: multi and upsert are IDL bools (14 for a number), nul
   await h.expectCode(db.command({
     update: 'c', updates: [{ q: { _id: 1 }, u: { $set: { c: 1 } } }, { q: {}, u: { $set: { b: 1 } }, multi: 0 }],
   }), 14, /update\.updates\.multi/);
+  assert.deepEqual(await c.find().sort({ _id: 1 }).toArray(), [{ _id: 1, a: 1 }, { _id: 2, a: 1 }]);
+  // u is write_ops.idl's update_modification (type any): neither a document nor a pipeline is 9 at parse time.
+  for (const u of ['x', 1, null]) {
+    await h.expectCode(db.command({ update: 'c', updates: [{ q: { _id: 1 }, u: { $set: { c: 1 } } }, { q: {}, u }] }), 9,
+      /^Update argument must be either an object or an array$/);
+  }
   assert.deepEqual(await c.find().sort({ _id: 1 }).toArray(), [{ _id: 1, a: 1 }, { _id: 2, a: 1 }]);
   // null is the default: one document, no upsert.
   const r = await db.command({ update: 'c', updates: [{ q: {}, u: { $set: { b: 1 } }, multi: null, upsert: null }] });
