@@ -246,6 +246,19 @@ mf_cmd_update(mf_op_t *op)
     for (size_t i = 0; i < nstmts; i++) {
         mf_write_update_result_t res;
         mf_error_t e;
+        bson_iter_t sit, mit;
+        if (bson_iter_init_find(&sit, &stmts[i], "sort") && bson_iter_init_find(&mit, &stmts[i], "multi") &&
+            BSON_ITER_HOLDS_BOOL(&mit) && bson_iter_bool(&mit)) {
+            /*
+             * mongod 8.0's performUpdates checks this before running the statement and outside its
+             * per-statement error handling: the command fails (9), the statements before it stay done.
+             */
+            mf_err_set(&op->err, MF_E_FailedToParse, "Cannot specify sort with multi=true");
+            free(stmts);
+            bson_destroy(&errs);
+            bson_destroy(&ups);
+            return -1;
+        }
         if (mf_crud_stmt_done(op, i))
             continue;
         mf_err_clear(&e);

@@ -113,3 +113,27 @@ h.test('writeConcern w: null is the default, {} and non-number tags are 9, a fra
   await h.expectCode(ins(51, 3), 9, /^w has to be a non-negative number and not greater than 50; found: 51$/);
   assert.equal(await c.countDocuments(), 2);
 });
+
+h.test('update: sort with multi: true fails the command (9, ok: 0) where performUpdates meets it; earlier statements stay done', async () => {
+  const db = srv.freshDb('wp_sortmulti');
+  const c = db.collection('c');
+  await c.insertMany([{ _id: 1, r: 2 }, { _id: 2, r: 1 }]);
+  const reply = await db.command({
+    update: 'c',
+    updates: [
+      { q: { _id: 1 }, u: { $set: { done: true } } },
+      { q: {}, u: { $set: { z: 1 } }, multi: true, sort: { r: 1 } },
+      { q: { _id: 2 }, u: { $set: { done: true } } },
+    ],
+    ordered: false,
+  }).then((r) => r, (e) => e);
+  assert.equal(reply.ok, 0, JSON.stringify(reply));
+  assert.equal(reply.code, 9);
+  assert.equal(reply.errorResponse?.errmsg ?? reply.errmsg, 'Cannot specify sort with multi=true');
+  // mongod ran statement 0 before meeting statement 1, and stopped there even unordered.
+  assert.deepEqual(await c.find().sort({ _id: 1 }).toArray(), [{ _id: 1, r: 2, done: true }, { _id: 2, r: 1 }]);
+  // sort with a single-document update is fine.
+  const ok = await db.command({ update: 'c', updates: [{ q: {}, u: { $set: { first: true } }, sort: { r: 1 } }] });
+  assert.equal(ok.nModified, 1);
+  assert.deepEqual(await c.findOne({ first: true }), { _id: 2, r: 1, first: true });
+});
