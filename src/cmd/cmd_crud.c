@@ -250,7 +250,7 @@ static const char *const getmore_fields[] = {"collection", "batchSize", "lastKno
 static const char *const killcursors_fields[] = {"cursors", NULL};
 static const char *const update_fields[] = {"updates", "ordered", "bypassDocumentValidation", "bypassEmptyTsReplacement",
                                             "let", NULL};
-static const char *const delete_fields[] = {"deletes", "ordered", "let", NULL};
+static const char *const delete_fields[] = {"deletes", "ordered", "bypassDocumentValidation", "let", NULL};
 static const char *const fam_fields[] = {"query", "sort", "remove", "update", "new", "fields", "upsert",
                                          "bypassDocumentValidation", "bypassEmptyTsReplacement", "collation",
                                          "arrayFilters", "hint", "let", NULL};

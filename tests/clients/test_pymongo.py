@@ -217,6 +217,22 @@ def test_bulk_write():
 
 
 @test
+def test_bulk_write_bypass_document_validation():
+    """pymongo 3.11 puts bypassDocumentValidation on every batch's command, the delete included:
+    mongod 8.0's write_ops.idl has it in WriteCommandRequestBase, shared by insert, update and delete."""
+    db = fresh_db()
+    db.create_collection("v", validator={"x": {"$type": "int"}})
+    r = db.v.bulk_write([
+        pymongo.InsertOne({"_id": 1, "x": "not an int"}),
+        pymongo.UpdateOne({"_id": 1}, {"$set": {"y": "s"}}),
+        pymongo.InsertOne({"_id": 2, "x": "s"}),
+        pymongo.DeleteOne({"_id": 2}),
+    ], bypass_document_validation=True)
+    eq((r.inserted_count, r.modified_count, r.deleted_count), (2, 1, 1), "bulk counts")
+    eq(list(db.v.find()), [{"_id": 1, "x": "not an int", "y": "s"}], "final contents")
+
+
+@test
 def test_fail_point_retried_read_and_closed_connection():
     """configureFailPoint/failCommand through pymongo: a retryable error and a dropped connection are retried."""
     coll = fresh_db().fp

@@ -137,3 +137,13 @@ h.test('update: sort with multi: true fails the command (9, ok: 0) where perform
   assert.equal(ok.nModified, 1);
   assert.deepEqual(await c.findOne({ first: true }), { _id: 2, r: 1, first: true });
 });
+
+h.test('delete takes bypassDocumentValidation (WriteCommandRequestBase, a safeBool) as insert and update do', async () => {
+  const db = srv.freshDb('wp_delbypass');
+  const c = db.collection('c');
+  await c.insertMany([{ _id: 1 }, { _id: 2 }]);
+  assert.equal((await db.command({ delete: 'c', deletes: [{ q: { _id: 1 }, limit: 1 }], bypassDocumentValidation: true })).n, 1);
+  assert.equal((await db.command({ delete: 'c', deletes: [{ q: { _id: 2 }, limit: 1 }], bypassDocumentValidation: 0 })).n, 1);
+  await h.expectCode(db.command({ delete: 'c', deletes: [{ q: {}, limit: 0 }], bypassDocumentValidation: 'yes' }), 14,
+    /^BSON field 'delete\.bypassDocumentValidation' is the wrong type 'string', expected types '\[bool, long, int, decimal, double'\]$/);
+});
