@@ -35,6 +35,7 @@ typedef struct role_def {
     uint32_t all;    /* on every database */
     uint32_t cluster;
     const role_res_t *named; /* NULL, or named resources up to an entry with acts 0 */
+    uint32_t buckets;        /* on every database's system.buckets.* collections */
 } role_def_t;
 
 /*
@@ -43,8 +44,8 @@ typedef struct role_def {
  * on every ordinary database, on config and local, and on system.users
  * (admin's included, as mongodump dumps users), system.profile, and
  * admin.system.roles, system.version and system.backup_users; insert and
- * update on config.settings; listDatabases, and serverStatus / getParameter
- * (mayfly's monitoring group). appendOplogNote, setUserWriteBlockMode and
+ * update on config.settings; listDatabases, serverStatus and getParameter
+ * (not the rest of the monitoring group). appendOplogNote, setUserWriteBlockMode and
  * useUUID have no mayfly group and grant nothing.
  */
 static const role_res_t backup_named[] = {
@@ -70,7 +71,8 @@ static const role_res_t backup_named[] = {
  * roles), restoreWrite on config and local, listCollections everywhere;
  * system.users anywhere also find, update and remove; admin.system.version
  * find; admin.system.roles createIndex; find on admin.tempusers and
- * admin.temproles (mongorestore's staging collections); getParameter.
+ * admin.temproles (mongorestore's staging collections); getParameter (no
+ * other monitoring action, no invalidateUserCache).
  * forceUUID, useUUID, applyOps and the write blocking actions have no mayfly
  * group and grant nothing.
  */
@@ -87,26 +89,56 @@ static const role_res_t restore_named[] = {
     {NULL, NULL, 0},
 };
 
+/* The monitoring group with the single monitoring actions it includes (see roles.h). */
+#define MONITOR (MF_CACT_MONITOR | MF_CACT_SERVER_STATUS | MF_CACT_GET_PARAMETER)
+
+/*
+ * userAdminAnyDatabase's privileges on named collections (builtin_roles.yml):
+ * read and index admin.system.users and admin.system.roles, read every
+ * database's system.users and admin.system.version / system.backup_users.
+ * No direct writes: users and roles change through the user management
+ * commands (user administration on every ordinary database).
+ */
+static const role_res_t user_admin_any_named[] = {
+    {"admin", "system.users", READ | MF_ACT_CREATE_INDEX | MF_ACT_DROP_INDEX},
+    {"admin", "system.roles", READ | MF_ACT_CREATE_INDEX | MF_ACT_DROP_INDEX},
+    {"", "system.users", READ},
+    {"admin", "system.version", MF_ACT_FIND},
+    {"admin", "system.backup_users", MF_ACT_FIND},
+    {NULL, NULL, 0},
+};
+
+/*
+ * The cluster actions follow builtin_roles.yml: backup holds serverStatus,
+ * getParameter and listDatabases (__queryableBackup's and its own), restore
+ * only getParameter, not the monitoring group (currentOp, getLog, top ...);
+ * invalidateUserCache is hostManager's (cluster administration here) and
+ * userAdminAnyDatabase's, not restore's. buckets: the roles that name
+ * {system_buckets: ""} (readAnyDatabase, readWriteAnyDatabase,
+ * dbAdminAnyDatabase, __queryableBackup's find, restore's restoreWrite).
+ */
 static const role_def_t roles[] = {
-    {"read", false, READ, 0, 0, 0},
-    {"readWrite", false, READ_WRITE, 0, 0, 0},
-    {"dbAdmin", false, DB_ADMIN, 0, 0, 0},
-    {"userAdmin", false, USER_ADMIN, 0, 0, 0},
-    {"dbOwner", false, READ_WRITE | DB_ADMIN | USER_ADMIN, 0, 0, 0},
-    {"clusterMonitor", true, 0, MF_ACT_STATS | MF_ACT_READ_PROFILE, 0, MF_CACT_MONITOR | MF_CACT_LIST_DATABASES},
-    {"clusterManager", true, 0, MF_ACT_STATS | MF_ACT_READ_PROFILE, 0, MF_CACT_MONITOR | MF_CACT_LIST_DATABASES},
-    {"hostManager", true, 0, 0, 0, MF_CACT_MONITOR | MF_CACT_ADMIN},
+    {"read", false, READ, 0, 0, 0, NULL, 0},
+    {"readWrite", false, READ_WRITE, 0, 0, 0, NULL, 0},
+    {"dbAdmin", false, DB_ADMIN, 0, 0, 0, NULL, 0},
+    {"userAdmin", false, USER_ADMIN, 0, 0, 0, NULL, 0},
+    {"dbOwner", false, READ_WRITE | DB_ADMIN | USER_ADMIN, 0, 0, 0, NULL, 0},
+    {"clusterMonitor", true, 0, MF_ACT_STATS | MF_ACT_READ_PROFILE, 0, MONITOR | MF_CACT_LIST_DATABASES, NULL, 0},
+    {"clusterManager", true, 0, MF_ACT_STATS | MF_ACT_READ_PROFILE, 0, MONITOR | MF_CACT_LIST_DATABASES, NULL, 0},
+    {"hostManager", true, 0, 0, 0, MONITOR | MF_CACT_ADMIN, NULL, 0},
     {"clusterAdmin", true, 0, MF_ACT_STATS | MF_ACT_DROP_DATABASE | MF_ACT_READ_PROFILE, 0,
-     MF_CACT_MONITOR | MF_CACT_ADMIN | MF_CACT_LIST_DATABASES},
-    {"readAnyDatabase", true, 0, READ, 0, MF_CACT_LIST_DATABASES},
-    {"readWriteAnyDatabase", true, 0, READ_WRITE, 0, MF_CACT_LIST_DATABASES},
-    {"userAdminAnyDatabase", true, 0, USER_ADMIN, 0, MF_CACT_LIST_DATABASES},
-    {"dbAdminAnyDatabase", true, 0, DB_ADMIN, 0, MF_CACT_LIST_DATABASES},
+     MONITOR | MF_CACT_ADMIN | MF_CACT_LIST_DATABASES, NULL, 0},
+    {"readAnyDatabase", true, 0, READ, 0, MF_CACT_LIST_DATABASES, NULL, READ},
+    {"readWriteAnyDatabase", true, 0, READ_WRITE, 0, MF_CACT_LIST_DATABASES, NULL, READ_WRITE},
+    {"userAdminAnyDatabase", true, 0, USER_ADMIN, 0, MF_CACT_LIST_DATABASES | MF_CACT_INVALIDATE_USER_CACHE,
+     user_admin_any_named, 0},
+    {"dbAdminAnyDatabase", true, 0, DB_ADMIN, 0, MF_CACT_LIST_DATABASES, NULL, DB_ADMIN},
     {"backup", true, 0, MF_ACT_FIND, MF_ACT_LIST_COLLECTIONS | MF_ACT_LIST_INDEXES | MF_ACT_STATS,
-     MF_CACT_MONITOR | MF_CACT_LIST_DATABASES, backup_named},
-    {"restore", true, 0, RESTORE_WRITE | USER_ADMIN, MF_ACT_LIST_COLLECTIONS, MF_CACT_MONITOR, restore_named},
-    {"root", true, 0, 0, EVERYTHING, MF_CACT_MONITOR | MF_CACT_ADMIN | MF_CACT_LIST_DATABASES},
-    {"__system", true, 0, 0, EVERYTHING, EVERYTHING},
+     MF_CACT_SERVER_STATUS | MF_CACT_GET_PARAMETER | MF_CACT_LIST_DATABASES, backup_named, MF_ACT_FIND},
+    {"restore", true, 0, RESTORE_WRITE | USER_ADMIN, MF_ACT_LIST_COLLECTIONS, MF_CACT_GET_PARAMETER, restore_named,
+     RESTORE_WRITE},
+    {"root", true, 0, 0, EVERYTHING, MONITOR | MF_CACT_ADMIN | MF_CACT_LIST_DATABASES, NULL, 0},
+    {"__system", true, 0, 0, EVERYTHING, EVERYTHING, NULL, 0},
 };
 
 static const role_def_t *
@@ -136,6 +168,7 @@ mf_privs_add_role(mf_privs_t *p, const char *role, const char *db)
     p->any |= r->any;
     p->all |= r->all;
     p->cluster |= r->cluster;
+    p->buckets |= r->buckets;
     if (r->db != 0)
         add_db_acts(p, db, r->db);
     for (const role_res_t *n = r->named; n != NULL && n->acts != 0; n++) {
@@ -240,7 +273,7 @@ static const action_def_t actions[] = {
     {"getDefaultRWConcern", 0, MF_CACT_MONITOR},
     {"getCmdLineOpts", 0, MF_CACT_MONITOR},
     {"getLog", 0, MF_CACT_MONITOR},
-    {"getParameter", 0, MF_CACT_MONITOR},
+    {"getParameter", 0, MF_CACT_GET_PARAMETER},
     {"getShardMap", 0, 0},
     {"getShardVersion", 0, 0},
     {"grantRole", 0, 0},
@@ -254,7 +287,7 @@ static const action_def_t actions[] = {
     {"inprog", 0, MF_CACT_MONITOR},
     {"insert", MF_ACT_INSERT, 0},
     {"internal", 0, 0},
-    {"invalidateUserCache", 0, 0},
+    {"invalidateUserCache", 0, MF_CACT_INVALIDATE_USER_CACHE},
     {"issueDirectShardOperations", 0, 0},
     {"killAnyCursor", MF_ACT_KILL_CURSORS, 0},
     {"killAnySession", 0, 0},
@@ -307,7 +340,7 @@ static const action_def_t actions[] = {
     {"rotateCertificates", 0, 0},
     {"runAsLessPrivilegedUser", 0, 0},
     {"runTenantMigration", 0, 0},
-    {"serverStatus", 0, MF_CACT_MONITOR},
+    {"serverStatus", 0, MF_CACT_SERVER_STATUS},
     {"setAuthenticationRestriction", 0, 0},
     {"setClusterParameter", 0, 0},
     {"setDefaultRWConcern", 0, 0},
@@ -449,9 +482,39 @@ held_on_coll(const mf_privs_t *p, const char *db, const char *coll)
     return h;
 }
 
+/* Every action p holds on db's collections through privileges naming db itself (not the any-database ones). */
+static uint32_t
+held_on_named_db(const mf_privs_t *p, const char *db)
+{
+    uint32_t h = p->all;
+    for (size_t i = 0; i < p->n; i++) {
+        if (strcmp(p->dbs[i].db, db) == 0)
+            h |= p->dbs[i].acts;
+    }
+    return h;
+}
+
+/* Whether coll is a time-series collection's buckets: "system.buckets." and more (mongod's kSystemBucketsPrefix test). */
+static bool
+is_buckets(const char *coll)
+{
+    static const char prefix[] = "system.buckets.";
+    return coll != NULL && strncmp(coll, prefix, sizeof(prefix) - 1) == 0 && coll[sizeof(prefix) - 1] != '\0';
+}
+
 bool
 mf_privs_allow(const mf_privs_t *p, const char *db, const char *coll, uint32_t acts)
 {
+    if (is_buckets(coll)) {
+        /*
+         * mongod's resource search list (resource_pattern_search_list.h): a
+         * system.buckets.* namespace is not a normal collection, so neither its
+         * database's privileges nor the any-database ones match it; only the
+         * system_buckets patterns, a collection resource and anyResource do.
+         */
+        uint32_t b = p->all | p->buckets | held_on_coll(p, db, coll);
+        return (b & acts) == acts;
+    }
     uint32_t h = held_on(p, db);
     if (coll != NULL && coll[0] != '\0')
         h |= held_on_coll(p, db, coll);
@@ -460,9 +523,11 @@ mf_privs_allow(const mf_privs_t *p, const char *db, const char *coll, uint32_t a
          * Credentials and roles: user administrators on admin read and write them (viewUser alone does
          * not), and a privilege naming the collection grants what it names, as mongod's (backup's find,
          * restore's writes; granting one takes user administration on admin). A database-wide data
-         * privilege never reaches them.
+         * privilege never reaches them, nor does user administration on every ordinary database
+         * (restore's, userAdminAnyDatabase's: mongod's forAnyNormalResource matches no system.*
+         * collection).
          */
-        return (h & MF_ACT_USER_ADMIN) != 0 || (held_on_coll(p, db, coll) & acts) == acts;
+        return (held_on_named_db(p, db) & MF_ACT_USER_ADMIN) != 0 || (held_on_coll(p, db, coll) & acts) == acts;
     }
     if (coll != NULL && strcmp(coll, "system.profile") == 0) {
         /* As mongod's: not a database-wide find (read's), only READ_PROFILE or a privilege naming it. */
@@ -486,7 +551,7 @@ mf_privs_cluster(const mf_privs_t *p, uint32_t cacts)
 bool
 mf_privs_any_on(const mf_privs_t *p, const char *db)
 {
-    if (held_on(p, db) != 0)
+    if (held_on(p, db) != 0 || p->buckets != 0)
         return true;
     for (size_t i = 0; i < p->ncolls; i++) {
         if (p->colls[i].acts != 0 && (p->colls[i].db[0] == '\0' || strcmp(p->colls[i].db, db) == 0))
@@ -498,5 +563,7 @@ mf_privs_any_on(const mf_privs_t *p, const char *db)
 bool
 mf_privs_any_on_coll(const mf_privs_t *p, const char *db, const char *coll)
 {
+    if (is_buckets(coll))
+        return (p->all | p->buckets | held_on_coll(p, db, coll)) != 0;
     return held_on(p, db) != 0 || held_on_coll(p, db, coll) != 0;
 }

@@ -19,6 +19,13 @@
  *     the members' internal __system user);
  *   - cluster: server-wide actions (serverStatus, setParameter, replSet*).
  *
+ * A time-series collection's buckets (<db>.system.buckets.<ts>) are not
+ * covered by per-database or any-database privileges either, as mongod's
+ * resource search list (resource_pattern_search_list.h) matches them only
+ * with the system_buckets patterns, a collection resource or anyResource:
+ * the *AnyDatabase roles, backup and restore grant them (buckets); reading
+ * the time-series collection itself is an ordinary privilege on <ts>.
+ *
  * Two collections are not covered by data privileges, as in MongoDB:
  * admin.system.users and admin.system.roles need user administration on admin (so readWrite on
  * admin, or readWriteAnyDatabase, cannot write credentials and escalate),
@@ -64,6 +71,14 @@
 #define MF_CACT_MONITOR (1u << 1)  /* serverStatus, currentOp, getLog, getCmdLineOpts, replSetGetStatus ... */
 #define MF_CACT_ADMIN (1u << 2)    /* setParameter, killOp, fsync, replSetReconfig, shutdown ... */
 #define MF_CACT_INTERNAL (1u << 3) /* the members' own commands (__system only) */
+/*
+ * Single monitoring actions that roles without the whole monitoring group
+ * hold (builtin_roles.yml: backup's serverStatus, backup's and restore's
+ * getParameter); every role with MF_CACT_MONITOR holds them too.
+ */
+#define MF_CACT_SERVER_STATUS (1u << 4)
+#define MF_CACT_GET_PARAMETER (1u << 5)
+#define MF_CACT_INVALIDATE_USER_CACHE (1u << 6) /* hostManager's and userAdminAnyDatabase's, not restore's */
 
 #define MF_PRIVS_MAX_DBS 32
 #define MF_PRIVS_MAX_COLLS 64 /* a user's collection privileges; more are left out (denied) */
@@ -72,6 +87,7 @@ typedef struct mf_privs {
     uint32_t any;     /* every database but local and config */
     uint32_t all;     /* every database */
     uint32_t cluster; /* MF_CACT_* */
+    uint32_t buckets; /* on every database's system.buckets.* (mongod's forAnySystemBuckets) */
     size_t n, ncolls;
     struct {
         char db[64];

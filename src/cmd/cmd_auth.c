@@ -687,14 +687,14 @@ static const rule_t rules[] = {
     {"revokePrivilegesFromRole", R_SPECIAL, MF_ACT_USER_ADMIN},
     {"dropRole", R_DB, MF_ACT_USER_ADMIN},
     {"dropAllRolesFromDatabase", R_DB, MF_ACT_USER_ADMIN},
-    {"serverStatus", R_CLUSTER, MF_CACT_MONITOR},
+    {"serverStatus", R_CLUSTER, MF_CACT_SERVER_STATUS}, /* backup holds it without the rest of the group */
     /* mongod asks for serverStatus, replSetGetStatus and collStats on local.oplog.rs: all clusterMonitor's. */
     {"getDiagnosticData", R_CLUSTER, MF_CACT_MONITOR},
     {"logRotate", R_CLUSTER, MF_CACT_ADMIN},
     {"hostInfo", R_CLUSTER, MF_CACT_MONITOR},
     {"getLog", R_CLUSTER, MF_CACT_MONITOR},
     {"getCmdLineOpts", R_CLUSTER, MF_CACT_MONITOR},
-    {"getParameter", R_CLUSTER, MF_CACT_MONITOR},
+    {"getParameter", R_CLUSTER, MF_CACT_GET_PARAMETER}, /* backup's and restore's too */
     {"currentOp", R_SPECIAL, MF_CACT_MONITOR},
     {"replSetGetStatus", R_CLUSTER, MF_CACT_MONITOR},
     {"replSetGetConfig", R_CLUSTER, MF_CACT_MONITOR},
@@ -1169,8 +1169,12 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
         return 0;
     }
     if (strcmp(name, "invalidateUserCache") == 0) {
-        /* The cluster action invalidateUserCache: hostManager's (cluster administration here) and userAdminAnyDatabase's. */
-        return mf_privs_cluster(p, MF_CACT_ADMIN) || allow_any_normal(p, MF_ACT_USER_ADMIN) ? 0 : denied(op, db, name);
+        /*
+         * The cluster action invalidateUserCache (builtin_roles.yml): hostManager's (cluster administration
+         * here) and userAdminAnyDatabase's; not restore's, whose user administration on every ordinary
+         * database is for mongorestore's user and role commands.
+         */
+        return mf_privs_cluster(p, MF_CACT_ADMIN) || mf_privs_cluster(p, MF_CACT_INVALIDATE_USER_CACHE) ? 0 : denied(op, db, name);
     }
     if (strcmp(name, "listDatabases") == 0) {
         /* mongod's list_databases_common.h: without the listDatabases privilege, authorizedDatabases: false is refused. */
