@@ -90,7 +90,25 @@ static const role_res_t restore_named[] = {
 };
 
 /* The monitoring group with the single monitoring actions it includes (see roles.h). */
-#define MONITOR (MF_CACT_MONITOR | MF_CACT_SERVER_STATUS | MF_CACT_GET_PARAMETER)
+#define MONITOR (MF_CACT_MONITOR | MF_CACT_SERVER_STATUS | MF_CACT_GET_PARAMETER | MF_CACT_REPL_STATUS)
+
+/*
+ * clusterMonitor's read@config and read@local (builtin_roles.yml's roles:
+ * monitoring agents read local.oplog.rs and config), clusterManager's
+ * read@config and its writes on config and local.
+ */
+static const role_res_t cluster_monitor_named[] = {
+    {"config", NULL, READ},
+    {"local", NULL, READ},
+    {NULL, NULL, 0},
+};
+static const role_res_t cluster_manager_named[] = {
+    {"config", NULL, READ | MF_ACT_INSERT | MF_ACT_UPDATE | MF_ACT_REMOVE},
+    {"local", NULL, MF_ACT_INSERT | MF_ACT_UPDATE | MF_ACT_REMOVE},
+    {"local", "system.replset", READ},
+    {"local", "system.healthlog", READ},
+    {NULL, NULL, 0},
+};
 
 /*
  * userAdminAnyDatabase's privileges on named collections (builtin_roles.yml):
@@ -113,7 +131,9 @@ static const role_res_t user_admin_any_named[] = {
  * getParameter and listDatabases (__queryableBackup's and its own), restore
  * only getParameter, not the monitoring group (currentOp, getLog, top ...);
  * invalidateUserCache is hostManager's (cluster administration here) and
- * userAdminAnyDatabase's, not restore's. buckets: the roles that name
+ * userAdminAnyDatabase's, not restore's. hostManager holds no monitoring
+ * action, clusterManager only the replication status ones (MF_CACT_REPL_STATUS)
+ * and neither listDatabases nor statistics. buckets: the roles that name
  * {system_buckets: ""} (readAnyDatabase, readWriteAnyDatabase,
  * dbAdminAnyDatabase, __queryableBackup's find, restore's restoreWrite).
  */
@@ -123,9 +143,10 @@ static const role_def_t roles[] = {
     {"dbAdmin", false, DB_ADMIN, 0, 0, 0, NULL, 0},
     {"userAdmin", false, USER_ADMIN, 0, 0, 0, NULL, 0},
     {"dbOwner", false, READ_WRITE | DB_ADMIN | USER_ADMIN, 0, 0, 0, NULL, 0},
-    {"clusterMonitor", true, 0, MF_ACT_STATS | MF_ACT_READ_PROFILE, 0, MONITOR | MF_CACT_LIST_DATABASES, NULL, 0},
-    {"clusterManager", true, 0, MF_ACT_STATS | MF_ACT_READ_PROFILE, 0, MONITOR | MF_CACT_LIST_DATABASES, NULL, 0},
-    {"hostManager", true, 0, 0, 0, MONITOR | MF_CACT_ADMIN, NULL, 0},
+    {"clusterMonitor", true, 0, MF_ACT_STATS | MF_ACT_READ_PROFILE, 0, MONITOR | MF_CACT_LIST_DATABASES,
+     cluster_monitor_named, 0},
+    {"clusterManager", true, 0, 0, 0, MF_CACT_REPL_STATUS, cluster_manager_named, 0},
+    {"hostManager", true, 0, MF_ACT_KILL_CURSORS, 0, MF_CACT_ADMIN, NULL, 0},
     {"clusterAdmin", true, 0, MF_ACT_STATS | MF_ACT_DROP_DATABASE | MF_ACT_READ_PROFILE, 0,
      MONITOR | MF_CACT_ADMIN | MF_CACT_LIST_DATABASES, NULL, 0},
     {"readAnyDatabase", true, 0, READ, 0, MF_CACT_LIST_DATABASES, NULL, READ},
@@ -270,7 +291,7 @@ static const action_def_t actions[] = {
     {"fsyncUnlock", 0, 0},
     {"getClusterParameter", 0, 0},
     {"getDatabaseVersion", 0, 0},
-    {"getDefaultRWConcern", 0, MF_CACT_MONITOR},
+    {"getDefaultRWConcern", 0, MF_CACT_REPL_STATUS},
     {"getCmdLineOpts", 0, MF_CACT_MONITOR},
     {"getLog", 0, MF_CACT_MONITOR},
     {"getParameter", 0, MF_CACT_GET_PARAMETER},
@@ -300,7 +321,7 @@ static const action_def_t actions[] = {
     {"listIndexes", MF_ACT_LIST_INDEXES, 0},
     {"listSampledQueries", 0, 0},
     {"listSearchIndexes", 0, 0},
-    {"listSessions", 0, 0},
+    {"listSessions", 0, MF_CACT_REPL_STATUS},
     {"listShards", 0, 0},
     {"logRotate", 0, 0},
     {"updateSearchIndex", 0, 0},
@@ -325,8 +346,8 @@ static const action_def_t actions[] = {
     {"renameCollectionSameDB", MF_ACT_RENAME_SAME_DB, 0},
     {"repairDatabase", 0, 0},
     {"replSetConfigure", 0, 0},
-    {"replSetGetConfig", 0, MF_CACT_MONITOR},
-    {"replSetGetStatus", 0, MF_CACT_MONITOR},
+    {"replSetGetConfig", 0, MF_CACT_REPL_STATUS},
+    {"replSetGetStatus", 0, MF_CACT_REPL_STATUS},
     {"replSetHeartbeat", 0, 0},
     {"replSetReconfig", 0, 0},
     {"replSetResizeOplog", 0, 0},

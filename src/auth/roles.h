@@ -79,6 +79,8 @@
 #define MF_CACT_SERVER_STATUS (1u << 4)
 #define MF_CACT_GET_PARAMETER (1u << 5)
 #define MF_CACT_INVALIDATE_USER_CACHE (1u << 6) /* hostManager's and userAdminAnyDatabase's, not restore's */
+/* replSetGetStatus, replSetGetConfig, getDefaultRWConcern, listSessions: clusterManager's and clusterMonitor's. */
+#define MF_CACT_REPL_STATUS (1u << 7)
 
 #define MF_PRIVS_MAX_DBS 32
 #define MF_PRIVS_MAX_COLLS 64 /* a user's collection privileges; more are left out (denied) */

@@ -696,9 +696,9 @@ static const rule_t rules[] = {
     {"getCmdLineOpts", R_CLUSTER, MF_CACT_MONITOR},
     {"getParameter", R_CLUSTER, MF_CACT_GET_PARAMETER}, /* backup's and restore's too */
     {"currentOp", R_SPECIAL, MF_CACT_MONITOR},
-    {"replSetGetStatus", R_CLUSTER, MF_CACT_MONITOR},
-    {"replSetGetConfig", R_CLUSTER, MF_CACT_MONITOR},
-    {"getDefaultRWConcern", R_CLUSTER, MF_CACT_MONITOR},
+    {"replSetGetStatus", R_CLUSTER, MF_CACT_REPL_STATUS},
+    {"replSetGetConfig", R_CLUSTER, MF_CACT_REPL_STATUS},
+    {"getDefaultRWConcern", R_CLUSTER, MF_CACT_REPL_STATUS},
     {"setDefaultRWConcern", R_CLUSTER, MF_CACT_ADMIN},
     {"setParameter", R_CLUSTER, MF_CACT_ADMIN},
     {"killOp", R_AUTHED, 0}, /* its own operations; anyone's with the killop privilege (cmd_admin.c) */

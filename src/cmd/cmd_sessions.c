@@ -559,7 +559,8 @@ mf_cmd_sessions_list(mf_op_t *op, const char *stage, const bson_t *spec, mf_docv
         mf_session_uid(self, uids[0]);
         n = 1;
     }
-    if ((all || others) && !mf_cmd_auth_cluster(op, MF_CACT_MONITOR)) {
+    /* The cluster action listSessions: clusterMonitor's and clusterManager's (not backup's). */
+    if ((all || others) && !mf_cmd_auth_cluster(op, MF_CACT_REPL_STATUS)) {
         rc = mf_err_set(err, MF_E_Unauthorized, "not authorized on %s to execute command { aggregate: ... }", op->db);
         goto done;
     }

@@ -111,3 +111,32 @@ h.test('a database-wide read role reads a time-series collection but not its sys
   const bk = await userWith('tsbk', ['backup']);
   assert.equal((await bk.db('tsdb').collection('system.buckets.ts').find({}).toArray()).length >= 1, true);
 });
+
+h.test('hostManager holds no monitoring action; clusterManager only the replication status ones; clusterMonitor reads config and local', async () => {
+  const hm = await userWith('hm', ['hostManager']);
+  const a = hm.db('admin');
+  await denied(a.command({ serverStatus: 1 }));
+  await denied(a.command({ currentOp: 1 }));
+  await denied(a.command({ getCmdLineOpts: 1 }));
+  await denied(a.command({ replSetGetStatus: 1 }));
+  assert.equal((await a.command({ invalidateUserCache: 1 })).ok, 1);
+  assert.equal((await a.command({ fsync: 1 })).ok, 1);
+  const cm = await userWith('cm', ['clusterManager']);
+  const c = cm.db('admin');
+  // Authorized: the standalone's own errors, not 13.
+  await h.expectCode(c.command({ getDefaultRWConcern: 1 }), 51300);
+  await h.expectCode(c.command({ replSetGetStatus: 1 }), 76);
+  await denied(c.command({ serverStatus: 1 }));
+  await denied(c.command({ currentOp: 1 }));
+  await denied(c.command({ getLog: 'global' }));
+  await denied(c.command({ setParameter: 1, logLevel: 0 }));
+  await denied(cm.db('tsdb').command({ collStats: 'ts' }));
+  const r = await root();
+  await r.db('config').collection('tight_probe').insertOne({ _id: 1 });
+  assert.deepEqual(await cm.db('config').collection('tight_probe').find({}).toArray(), [{ _id: 1 }]);
+  const mon = await userWith('mon2', ['clusterMonitor']);
+  assert.deepEqual(await mon.db('config').collection('tight_probe').find({}).toArray(), [{ _id: 1 }]);
+  await denied(mon.db('config').collection('tight_probe').insertOne({ _id: 2 }));
+  await denied(mon.db('tsdb').collection('ts').find({}).toArray());
+  await h.expectCode(mon.db('admin').command({ replSetGetStatus: 1 }), 76);
+});
