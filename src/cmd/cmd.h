@@ -214,7 +214,9 @@ int mf_cmd_hash_bson_element(mf_op_t *op);
  * op->err); always 0 for trusted callers. mf_cmd_may_see_db: whether
  * listDatabases shows db to the caller. mf_cmd_may_see_coll: whether
  * listCollections {authorizedCollections: true} shows db.coll (the caller
- * may list the database's collections, or holds some privilege on it).
+ * holds some privilege on it: a database-wide one for an ordinary
+ * collection; a time-series collection's system.buckets.* needs a buckets
+ * privilege, as mongod's).
  * mf_cmd_auth_hello: hello's
  * saslSupportedMechs and speculativeAuthenticate answers.
  */

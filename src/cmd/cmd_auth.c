@@ -526,8 +526,11 @@ mf_cmd_may_see_coll(mf_op_t *op, const char *db, const char *coll)
     const mf_client_auth_t *a = op->client->auth;
     if (a == NULL || !a->authed)
         return false;
-    const mf_privs_t *p = &a->privs;
-    return mf_privs_allow(p, db, NULL, MF_ACT_LIST_COLLECTIONS) || mf_privs_any_on_coll(p, db, coll);
+    /*
+     * mongod's list_collections.cpp: any action on the exact namespace. A database-wide privilege (listCollections
+     * among them) covers its ordinary collections, not system.buckets.* (mf_privs_any_on_coll).
+     */
+    return mf_privs_any_on_coll(&a->privs, db, coll);
 }
 
 bool

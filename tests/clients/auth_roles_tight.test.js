@@ -102,12 +102,18 @@ h.test('a database-wide read role reads a time-series collection but not its sys
   assert.equal(await d.collection('ts').countDocuments({}), 2);
   await denied(d.collection('system.buckets.ts').find({}).toArray());
   await denied(d.collection('system.buckets.ts').aggregate([]).toArray());
+  await denied(d.command({ collStats: 'system.buckets.ts' }));
+  // authorizedCollections lists what the caller holds a privilege on: the time-series collection, not its buckets.
+  const names = async (c) => (await c.db('tsdb').command({ listCollections: 1, nameOnly: true, authorizedCollections: true }))
+    .cursor.firstBatch.map((x) => x.name).sort();
+  assert.deepEqual(await names(rd), ['ts']);
   const rw = await userWith('tsrw', [{ role: 'readWrite', db: 'tsdb' }], 'tsdb');
   await denied(rw.db('tsdb').collection('system.buckets.ts').insertOne({ _id: 1 }));
   assert.equal((await rw.db('tsdb').collection('ts').insertOne({ t: new Date('2024-01-01T00:02:00Z'), m: 'a', v: 3 })).acknowledged, true);
   const any = await userWith('tsany', ['readAnyDatabase']);
   assert.equal((await any.db('tsdb').collection('system.buckets.ts').find({}).toArray()).length >= 1, true);
   assert.equal(await any.db('tsdb').collection('ts').countDocuments({}), 3);
+  assert.deepEqual(await names(any), ['system.buckets.ts', 'ts']);
   const bk = await userWith('tsbk', ['backup']);
   assert.equal((await bk.db('tsdb').collection('system.buckets.ts').find({}).toArray()).length >= 1, true);
 });
