@@ -36,6 +36,7 @@ typedef struct role_def {
     uint32_t cluster;
     const role_res_t *named; /* NULL, or named resources up to an entry with acts 0 */
     uint32_t buckets;        /* on every database's system.buckets.* collections */
+    uint32_t js;             /* on system.js: the role's database's (admin_only false), else every database's */
 } role_def_t;
 
 /*
@@ -56,6 +57,7 @@ static const role_res_t backup_named[] = {
     {"admin", "system.roles", MF_ACT_FIND},
     {"admin", "system.version", MF_ACT_FIND},
     {"admin", "system.backup_users", MF_ACT_FIND},
+    {"", "system.js", MF_ACT_FIND},
     {"config", "settings", MF_ACT_FIND | MF_ACT_INSERT | MF_ACT_UPDATE},
     {NULL, NULL, 0},
 };
@@ -100,6 +102,8 @@ static const role_res_t restore_named[] = {
 static const role_res_t cluster_monitor_named[] = {
     {"config", NULL, READ},
     {"local", NULL, READ},
+    {"config", "system.sessions", MF_ACT_STATS},
+    {"local", "system.replset", MF_ACT_FIND},
     {NULL, NULL, 0},
 };
 static const role_res_t cluster_manager_named[] = {
@@ -138,19 +142,19 @@ static const role_res_t user_admin_any_named[] = {
  * dbAdminAnyDatabase, __queryableBackup's find, restore's restoreWrite).
  */
 static const role_def_t roles[] = {
-    {"read", false, READ, 0, 0, 0, NULL, 0},
-    {"readWrite", false, READ_WRITE, 0, 0, 0, NULL, 0},
+    {"read", false, READ, 0, 0, 0, NULL, 0, READ},
+    {"readWrite", false, READ_WRITE, 0, 0, 0, NULL, 0, READ_WRITE},
     {"dbAdmin", false, DB_ADMIN, 0, 0, 0, NULL, 0},
     {"userAdmin", false, USER_ADMIN, 0, 0, 0, NULL, 0},
-    {"dbOwner", false, READ_WRITE | DB_ADMIN | USER_ADMIN, 0, 0, 0, NULL, 0},
+    {"dbOwner", false, READ_WRITE | DB_ADMIN | USER_ADMIN, 0, 0, 0, NULL, 0, READ_WRITE},
     {"clusterMonitor", true, 0, MF_ACT_STATS | MF_ACT_READ_PROFILE, 0, MONITOR | MF_CACT_LIST_DATABASES,
      cluster_monitor_named, 0},
     {"clusterManager", true, 0, 0, 0, MF_CACT_REPL_STATUS, cluster_manager_named, 0},
     {"hostManager", true, 0, MF_ACT_KILL_CURSORS, 0, MF_CACT_ADMIN, NULL, 0},
     {"clusterAdmin", true, 0, MF_ACT_STATS | MF_ACT_DROP_DATABASE | MF_ACT_READ_PROFILE, 0,
      MONITOR | MF_CACT_ADMIN | MF_CACT_LIST_DATABASES, NULL, 0},
-    {"readAnyDatabase", true, 0, READ, 0, MF_CACT_LIST_DATABASES, NULL, READ},
-    {"readWriteAnyDatabase", true, 0, READ_WRITE, 0, MF_CACT_LIST_DATABASES, NULL, READ_WRITE},
+    {"readAnyDatabase", true, 0, READ, 0, MF_CACT_LIST_DATABASES, NULL, READ, READ},
+    {"readWriteAnyDatabase", true, 0, READ_WRITE, 0, MF_CACT_LIST_DATABASES, NULL, READ_WRITE, READ_WRITE},
     {"userAdminAnyDatabase", true, 0, USER_ADMIN, 0, MF_CACT_LIST_DATABASES | MF_CACT_INVALIDATE_USER_CACHE,
      user_admin_any_named, 0},
     {"dbAdminAnyDatabase", true, 0, DB_ADMIN, 0, MF_CACT_LIST_DATABASES, NULL, DB_ADMIN},
@@ -190,6 +194,13 @@ mf_privs_add_role(mf_privs_t *p, const char *role, const char *db)
     p->all |= r->all;
     p->cluster |= r->cluster;
     p->buckets |= r->buckets;
+    if (r->js != 0) {
+        /* builtin_roles.yml names system.js for read, readWrite and their *AnyDatabase forms (not a normal collection). */
+        mf_privilege_t js = {.kind = r->admin_only ? MF_RES_COLL_ANY_DB : MF_RES_COLL, .acts = r->js};
+        snprintf(js.db, sizeof(js.db), "%s", r->admin_only ? "" : db);
+        snprintf(js.coll, sizeof(js.coll), "system.js");
+        mf_privs_add_privilege(p, &js);
+    }
     if (r->db != 0)
         add_db_acts(p, db, r->db);
     for (const role_res_t *n = r->named; n != NULL && n->acts != 0; n++) {
@@ -523,6 +534,13 @@ is_buckets(const char *coll)
     return coll != NULL && strncmp(coll, prefix, sizeof(prefix) - 1) == 0 && coll[sizeof(prefix) - 1] != '\0';
 }
 
+/* Whether coll is a system collection ("system." and more): not a normal collection to mongod. */
+static bool
+is_system(const char *coll)
+{
+    return coll != NULL && strncmp(coll, "system.", 7) == 0 && coll[7] != '\0';
+}
+
 bool
 mf_privs_allow(const mf_privs_t *p, const char *db, const char *coll, uint32_t acts)
 {
@@ -560,6 +578,16 @@ mf_privs_allow(const mf_privs_t *p, const char *db, const char *coll, uint32_t a
         uint32_t named = held_on_coll(p, db, coll) | (p->all & acts);
         return (named & acts) == acts;
     }
+    if (is_system(coll)) {
+        /*
+         * Any other system collection (system.views, system.js, admin.system.version,
+         * admin.system.backup_users, config.system.sessions ...): mongod's isNormalCollection is false,
+         * so only a privilege naming it (read's and readWrite's system.js, backup's and restore's
+         * named ones) or anyResource reaches it, as resource_pattern_search_list.h.
+         */
+        uint32_t named = held_on_coll(p, db, coll) | p->all;
+        return (named & acts) == acts;
+    }
     return (h & acts) == acts;
 }
 
@@ -586,5 +614,15 @@ mf_privs_any_on_coll(const mf_privs_t *p, const char *db, const char *coll)
 {
     if (is_buckets(coll))
         return (p->all | p->buckets | held_on_coll(p, db, coll)) != 0;
+    if (is_system(coll)) {
+        /* As mf_privs_allow: a database-wide privilege does not reach a system collection. */
+        if ((p->all | held_on_coll(p, db, coll)) != 0)
+            return true;
+        if (strcmp(coll, "system.profile") == 0)
+            return (held_on(p, db) & MF_ACT_READ_PROFILE) != 0;
+        if (strcmp(db, "admin") == 0 && (strcmp(coll, "system.users") == 0 || strcmp(coll, "system.roles") == 0))
+            return (held_on_named_db(p, db) & MF_ACT_USER_ADMIN) != 0;
+        return false;
+    }
     return held_on(p, db) != 0 || held_on_coll(p, db, coll) != 0;
 }

@@ -19,8 +19,12 @@
  *     the members' internal __system user);
  *   - cluster: server-wide actions (serverStatus, setParameter, replSet*).
  *
- * A time-series collection's buckets (<db>.system.buckets.<ts>) are not
- * covered by per-database or any-database privileges either, as mongod's
+ * No system collection (system.*) is covered by per-database or
+ * any-database privileges, as mongod's isNormalCollection: only a privilege
+ * naming it (read's and readWrite's system.js, backup's and restore's named
+ * ones) or anyResource reaches system.views, admin.system.version ...
+ * A time-series collection's buckets (<db>.system.buckets.<ts>) are also
+ * reached by the buckets privileges, as mongod's
  * resource search list (resource_pattern_search_list.h) matches them only
  * with the system_buckets patterns, a collection resource or anyResource:
  * the *AnyDatabase roles, backup and restore grant them (buckets); reading

@@ -146,3 +146,28 @@ h.test('hostManager holds no monitoring action; clusterManager only the replicat
   await denied(mon.db('tsdb').collection('ts').find({}).toArray());
   await h.expectCode(mon.db('admin').command({ replSetGetStatus: 1 }), 76);
 });
+
+h.test('database-wide and any-database privileges do not reach other system collections (system.views, admin.system.version, admin.system.backup_users); system.js stays read\'s and readWrite\'s', async () => {
+  const r = await root();
+  await r.db('sysdb').collection('c').insertOne({ _id: 1 });
+  await r.db('sysdb').createCollection('v', { viewOn: 'c', pipeline: [] });
+  const rw = await userWith('sysrw', ['readWrite', 'dbAdmin'], 'sysdb');
+  const d = rw.db('sysdb');
+  await denied(d.collection('system.views').find({}).toArray());
+  await denied(d.collection('system.views').drop());
+  assert.deepEqual(await d.collection('v').find({}).toArray(), [{ _id: 1 }], 'the view itself still reads');
+  assert.equal((await d.collection('system.js').insertOne({ _id: 'f', value: 1 })).acknowledged, true);
+  assert.deepEqual(await d.collection('system.js').find({}).toArray(), [{ _id: 'f', value: 1 }]);
+  const names = (await d.command({ listCollections: 1, nameOnly: true, authorizedCollections: true })).cursor.firstBatch.map((x) => x.name).sort();
+  assert.deepEqual(names, ['c', 'system.js', 'v']);
+  const any = await userWith('sysany', ['readWriteAnyDatabase']);
+  await denied(any.db('admin').collection('system.version').find({}).toArray());
+  await denied(any.db('admin').collection('system.version').updateOne({ _id: 'featureCompatibilityVersion' }, { $set: { version: '7.0' } }));
+  await denied(any.db('admin').collection('system.backup_users').insertOne({ _id: 1 }));
+  await denied(any.db('sysdb').collection('system.views').find({}).toArray());
+  assert.deepEqual(await any.db('sysdb').collection('system.js').find({}).toArray(), [{ _id: 'f', value: 1 }]);
+  // backup names admin.system.version and every system.js.
+  const bk = await userWith('sysbk', ['backup']);
+  assert.ok(Array.isArray(await bk.db('admin').collection('system.version').find({}).toArray()));
+  assert.deepEqual(await bk.db('sysdb').collection('system.js').find({}).toArray(), [{ _id: 'f', value: 1 }]);
+});
