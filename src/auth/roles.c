@@ -106,6 +106,15 @@ static const role_res_t cluster_monitor_named[] = {
     {"local", "system.replset", MF_ACT_FIND},
     {NULL, NULL, 0},
 };
+/* clusterAdmin's: clusterMonitor's and clusterManager's together. */
+static const role_res_t cluster_admin_named[] = {
+    {"config", NULL, READ | MF_ACT_INSERT | MF_ACT_UPDATE | MF_ACT_REMOVE},
+    {"local", NULL, READ | MF_ACT_INSERT | MF_ACT_UPDATE | MF_ACT_REMOVE},
+    {"config", "system.sessions", MF_ACT_STATS},
+    {"local", "system.replset", READ},
+    {"local", "system.healthlog", READ},
+    {NULL, NULL, 0},
+};
 static const role_res_t cluster_manager_named[] = {
     {"config", NULL, READ | MF_ACT_INSERT | MF_ACT_UPDATE | MF_ACT_REMOVE},
     {"local", NULL, MF_ACT_INSERT | MF_ACT_UPDATE | MF_ACT_REMOVE},
@@ -151,8 +160,8 @@ static const role_def_t roles[] = {
      cluster_monitor_named, 0},
     {"clusterManager", true, 0, 0, 0, MF_CACT_REPL_STATUS, cluster_manager_named, 0},
     {"hostManager", true, 0, MF_ACT_KILL_CURSORS, 0, MF_CACT_ADMIN, NULL, 0},
-    {"clusterAdmin", true, 0, MF_ACT_STATS | MF_ACT_DROP_DATABASE | MF_ACT_READ_PROFILE, 0,
-     MONITOR | MF_CACT_ADMIN | MF_CACT_LIST_DATABASES, NULL, 0},
+    {"clusterAdmin", true, 0, MF_ACT_STATS | MF_ACT_DROP_DATABASE | MF_ACT_READ_PROFILE | MF_ACT_KILL_CURSORS, 0,
+     MONITOR | MF_CACT_ADMIN | MF_CACT_LIST_DATABASES, cluster_admin_named, 0},
     {"readAnyDatabase", true, 0, READ, 0, MF_CACT_LIST_DATABASES, NULL, READ, READ},
     {"readWriteAnyDatabase", true, 0, READ_WRITE, 0, MF_CACT_LIST_DATABASES, NULL, READ_WRITE, READ_WRITE},
     {"userAdminAnyDatabase", true, 0, USER_ADMIN, 0, MF_CACT_LIST_DATABASES | MF_CACT_INVALIDATE_USER_CACHE,

@@ -731,7 +731,7 @@ static const rule_t rules[] = {
     {"planCacheListFilters", R_DATA, MF_ACT_COLLMOD},
     {"planCacheSetFilter", R_DATA, MF_ACT_COLLMOD},
     {"top", R_CLUSTER, MF_CACT_MONITOR},
-    {"lockInfo", R_CLUSTER, MF_CACT_MONITOR},
+    {"lockInfo", R_CLUSTER, MF_CACT_SERVER_STATUS}, /* mongod's lock_info.cpp: the serverStatus action (backup's too) */
     {"connPoolStats", R_CLUSTER, MF_CACT_MONITOR},
     {"_mfReplInfo", R_CLUSTER, MF_CACT_INTERNAL},
     {"_mfReplJoin", R_CLUSTER, MF_CACT_INTERNAL},

@@ -50,6 +50,7 @@ h.test('backup holds serverStatus, getParameter and listDatabases, not currentOp
   assert.equal((await a.command({ serverStatus: 1 })).ok, 1);
   assert.equal((await a.command({ getParameter: 1, authenticationMechanisms: 1 })).ok, 1);
   assert.equal((await a.command({ listDatabases: 1, nameOnly: true })).ok, 1);
+  assert.equal((await a.command({ lockInfo: 1 })).ok, 1, 'lockInfo needs the serverStatus action');
   await denied(a.command({ currentOp: 1 }));
   await denied(a.aggregate([{ $currentOp: { allUsers: true } }]).toArray());
   await denied(a.command({ getLog: 'global' }));
@@ -144,6 +145,10 @@ h.test('hostManager holds no monitoring action; clusterManager only the replicat
   assert.deepEqual(await mon.db('config').collection('tight_probe').find({}).toArray(), [{ _id: 1 }]);
   await denied(mon.db('config').collection('tight_probe').insertOne({ _id: 2 }));
   await denied(mon.db('tsdb').collection('ts').find({}).toArray());
+  const ca = await userWith('ca', ['clusterAdmin']);
+  assert.deepEqual(await ca.db('config').collection('tight_probe').find({}).toArray(), [{ _id: 1 }]);
+  assert.equal((await ca.db('admin').command({ serverStatus: 1 })).ok, 1);
+  await denied(ca.db('tsdb').collection('ts').find({}).toArray());
   await h.expectCode(mon.db('admin').command({ replSetGetStatus: 1 }), 76);
 });
 
