@@ -815,6 +815,12 @@ mf_cmd_find(mf_op_t *op)
         mf_err_set(&op->err, MF_E_Location40218, "query requires text score metadata, but it is not available");
         goto out;
     }
+    if (mf_sort_uses_geo_distance(srt) && near_n == 0) {
+        mf_err_set(&op->err, MF_E_Location40218, "query requires $geoNear distance metadata, but it is not available");
+        goto out;
+    }
+    if (mf_sort_uses_geo_distance(srt))
+        geo_meta = true; /* the $geoNear stage below carries the distance for the $sort */
     if (mf_crud_coll_acquire(op, name, false, &c) != 0)
         goto out_unlock;
     if (c != NULL && c->is_view &&

@@ -34,12 +34,19 @@ struct mf_sort {
     sort_field_t *fields;
     size_t n;
     bool text_score; /* some key is {$meta: "textScore"} */
+    bool geo_dist;   /* some key is {$meta: "geoNearDistance"} */
 };
 
 bool
 mf_sort_uses_text_score(const mf_sort_t *s)
 {
     return s != NULL && s->text_score;
+}
+
+bool
+mf_sort_uses_geo_distance(const mf_sort_t *s)
+{
+    return s != NULL && s->geo_dist;
 }
 
 static const char kBadOrder[] = "$sort key ordering must be 1 (for ascending) or -1 (for descending)";
@@ -110,7 +117,10 @@ mf_sort_new(const bson_t *spec, mf_error_t *err)
         if (v->value_type == BSON_TYPE_DOCUMENT) {
             /*
              * {$meta: "textScore"}: the hidden score field of a $text query's
-             * documents (doc/match.h), highest first. Other objects are
+             * documents (doc/match.h), highest first; {$meta:
+             * "geoNearDistance"}: the hidden distance field after a $geoNear
+             * or in a $near find, also descending (farthest first), as
+             * mongod 8.0's sort_pattern.cpp sorts every $meta key. Other objects are
              * refused as mongod's sort_pattern.cpp refuses them: 17312 not a
              * $meta, 9 more keys, 31138 another $meta name.
              */
@@ -125,20 +135,24 @@ mf_sort_new(const bson_t *spec, mf_error_t *err)
             }
             mf_fmt_value(bson_iter_value(&mi), shown, sizeof(shown));
             bool text = BSON_ITER_HOLDS_UTF8(&mi) && strcmp(bson_iter_utf8(&mi, NULL), "textScore") == 0;
+            bool geo = BSON_ITER_HOLDS_UTF8(&mi) && strcmp(bson_iter_utf8(&mi, NULL), "geoNearDistance") == 0;
             if (bson_iter_next(&mi)) {
                 mf_sort_free(s);
                 mf_err_set(err, MF_E_FailedToParse, "Cannot have additional keys in a $meta sort specification");
                 return NULL;
             }
-            if (!text) {
+            if (!text && !geo) {
                 mf_sort_free(s);
                 mf_err_set(err, MF_E_Location31138, "Illegal $meta sort: $meta: %s", shown);
                 return NULL;
             }
-            s->fields[s->n].path = bson_strdup(MF_TEXT_SCORE_FIELD);
+            s->fields[s->n].path = bson_strdup(text ? MF_TEXT_SCORE_FIELD : MF_GEO_DIST_FIELD);
             s->fields[s->n].dir = -1;
             s->n++;
-            s->text_score = true;
+            if (text)
+                s->text_score = true;
+            else
+                s->geo_dist = true;
             continue;
         }
         if (!mf_value_is_number(v)) {

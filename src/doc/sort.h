@@ -27,6 +27,9 @@ void mf_sort_free(mf_sort_t *s);
 /* mf_sort_uses_text_score: whether a key is {$meta: "textScore"} (read from MF_TEXT_SCORE_FIELD, descending). */
 bool mf_sort_uses_text_score(const mf_sort_t *s);
 
+/* mf_sort_uses_geo_distance: whether a key is {$meta: "geoNearDistance"} (read from MF_GEO_DIST_FIELD, descending). */
+bool mf_sort_uses_geo_distance(const mf_sort_t *s);
+
 /* mf_sort_cmp: <0, 0, >0 as document a sorts before, with, after b. */
 int mf_sort_cmp(const mf_sort_t *s, const bson_t *a, const bson_t *b);
 

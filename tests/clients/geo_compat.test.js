@@ -316,3 +316,27 @@ h.test('explain of a $near find: parsedQuery is the filter, the winning plan is 
   assert.equal((await f.find({ p: { $nearSphere: [0, 0] } }).explain()).queryPlanner.winningPlan.indexName, 'p_2d');
   assert.equal((await f.find({ p: { $near: { $geometry: { type: 'Point', coordinates: [0, 0] } } } }).explain()).queryPlanner.winningPlan.indexName, 'p_2dsphere');
 });
+
+h.test('$sort by {$meta: "geoNearDistance"} after $geoNear and in a $near find: farthest first (sort_pattern.cpp sorts $meta keys descending); 40218 without one', async () => {
+  const db = srv.freshDb('metasort');
+  const c = db.collection('c');
+  await c.createIndex({ loc: '2dsphere' });
+  await c.insertMany([3, 0, 4, 1, 2].map((i) => ({ _id: i, loc: { type: 'Point', coordinates: [i, 0] }, odd: i % 2 })));
+  const P = { type: 'Point', coordinates: [0, 0] };
+  const agg = await c.aggregate([{ $geoNear: { near: P, distanceField: 'd' } }, { $sort: { x: { $meta: 'geoNearDistance' } } }]).toArray();
+  assert.deepEqual(agg.map((d) => d._id), [4, 3, 2, 1, 0]);
+  assert.deepEqual(Object.keys(agg[0]), ['_id', 'loc', 'odd', 'd']);
+  // As a secondary key, and without a distanceField.
+  const two = await c.aggregate([{ $geoNear: { near: P } }, { $sort: { odd: 1, x: { $meta: 'geoNearDistance' } } }]).toArray();
+  assert.deepEqual(two.map((d) => d._id), [4, 2, 0, 3, 1]);
+  assert.deepEqual(Object.keys(two[0]), ['_id', 'loc', 'odd']);
+  const f = await c.find({ loc: { $near: { $geometry: P } } }).sort({ x: { $meta: 'geoNearDistance' } }).limit(3).toArray();
+  assert.deepEqual(f.map((d) => d._id), [4, 3, 2]);
+  assert.deepEqual(Object.keys(f[0]), ['_id', 'loc', 'odd']);
+  await h.expectCode(c.aggregate([{ $sort: { x: { $meta: 'geoNearDistance' } } }]).toArray(), 40218,
+    /^query requires \$geoNear distance metadata, but it is not available$/);
+  await h.expectCode(c.find({}).sort({ x: { $meta: 'geoNearDistance' } }).toArray(), 40218);
+  // geoNearPoint is no sort key.
+  await h.expectCode(c.aggregate([{ $geoNear: { near: P } }, { $sort: { x: { $meta: 'geoNearPoint' } } }]).toArray(), 31138,
+    /^Illegal \$meta sort: \$meta: "geoNearPoint"$/);
+});
