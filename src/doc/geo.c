@@ -1471,20 +1471,34 @@ mf_geo_query_parse(mf_geoq_op_t op, const bson_value_t *operand, const bson_valu
             goto err_free;
         return q;
     }
+    /* $within (legacy) is $geoWithin without the one-shape rule. */
+    bool one_shape = op == MF_GEOQ_WITHIN;
+    if (op == MF_GEOQ_WITHIN_LEGACY)
+        q->op = op = MF_GEOQ_WITHIN;
     const char *opname = op == MF_GEOQ_WITHIN ? "$geoWithin" : "$geoIntersects";
     if (operand->value_type != BSON_TYPE_DOCUMENT || !iter_value(operand, &it)) {
         bad(err, "%s must be an object", opname);
         goto err_free;
     }
-    if (!bson_iter_next(&it)) {
-        bad(err, "geo query doesn't have any geometry");
-        goto err_free;
-    }
-    {
+    mf_fmt_value(operand, shown, sizeof(shown));
+    /*
+     * As mongod 8.0's GeoExpression::parseQuery: the deprecated $uniqueDocs
+     * is ignored; $geoWithin refuses anything after its shape ("doesn't
+     * accept multiple shapes", a $uniqueDocs after it too); $within and
+     * $geoIntersects take the last shape. What the shape supports is
+     * checked once it is known (parseFrom).
+     */
+    bool have_shape = false;
+    while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
         bson_value_t v = *bson_iter_value(&it);
         bool geometry = strcmp(k, "$geometry") == 0;
-        mf_fmt_value(operand, shown, sizeof(shown));
+        if (have_shape && one_shape) {
+            bad(err, "$geoWithin doesn't accept multiple shapes $geoWithin: %s", shown);
+            goto err_free;
+        }
+        if (strcmp(k, "$uniqueDocs") == 0)
+            continue;
         if (!geometry && strcmp(k, "$box") != 0 && strcmp(k, "$polygon") != 0 && strcmp(k, "$center") != 0 &&
             strcmp(k, "$centerSphere") != 0) {
             char vs[200];
@@ -1492,19 +1506,17 @@ mf_geo_query_parse(mf_geoq_op_t op, const bson_value_t *operand, const bson_valu
             bad(err, "unknown geo specifier: %s: %s", k, vs);
             goto err_free;
         }
-        if (op == MF_GEOQ_INTERSECTS && !geometry) {
-            bad(err, "$geoIntersect not supported with provided geometry: { $geoIntersects: %s }", shown);
-            goto err_free;
-        }
+        /* A later shape replaces an earlier one ($within, $geoIntersects). */
+        mf_geo_free(q->geom);
+        q->geom = NULL;
+        free(q->poly);
+        q->poly = NULL;
+        q->npoly = 0;
+        have_shape = true;
         if (geometry) {
             q->shape = SH_GEOMETRY;
             if (parse_query_geometry(&v, &q->geom, err) != 0)
                 goto err_free;
-            if (op == MF_GEOQ_WITHIN && (q->geom->flat || q->geom->npolys == 0 || q->geom->npoints ||
-                                         q->geom->nlines)) {
-                bad(err, "$within not supported with provided geometry: { $geoWithin: %s }", shown);
-                goto err_free;
-            }
         } else if (strcmp(k, "$box") == 0) {
             bson_iter_t bt;
             pt_t a, b;
@@ -1548,10 +1560,19 @@ mf_geo_query_parse(mf_geoq_op_t op, const bson_value_t *operand, const bson_valu
             if (parse_circle(&v, q, sphere, err) != 0)
                 goto err_free;
         }
-        if (bson_iter_next(&it)) {
-            bad(err, "geo query doesn't accept multiple shapes");
-            goto err_free;
-        }
+    }
+    if (!have_shape) {
+        bad(err, "geo query doesn't have any geometry");
+        goto err_free;
+    }
+    if (op == MF_GEOQ_INTERSECTS && q->shape != SH_GEOMETRY) {
+        bad(err, "$geoIntersect not supported with provided geometry: { $geoIntersects: %s }", shown);
+        goto err_free;
+    }
+    if (op == MF_GEOQ_WITHIN && q->shape == SH_GEOMETRY &&
+        (q->geom->flat || q->geom->npolys == 0 || q->geom->npoints || q->geom->nlines)) {
+        bad(err, "$within not supported with provided geometry: { $geoWithin: %s }", shown);
+        goto err_free;
     }
     return q;
 err_free:
@@ -2080,7 +2101,8 @@ mf_geo_cover(const bson_value_t *opdoc, mf_geo_cell_range_t **out, size_t *nout)
     while (q == NULL && bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
         if (strcmp(k, "$geoWithin") == 0 || strcmp(k, "$within") == 0)
-            q = mf_geo_query_parse(MF_GEOQ_WITHIN, bson_iter_value(&it), NULL, NULL);
+            q = mf_geo_query_parse(k[1] == 'w' ? MF_GEOQ_WITHIN_LEGACY : MF_GEOQ_WITHIN, bson_iter_value(&it), NULL,
+                                   NULL);
         else if (strcmp(k, "$geoIntersects") == 0)
             q = mf_geo_query_parse(MF_GEOQ_INTERSECTS, bson_iter_value(&it), NULL, NULL);
     }
@@ -2189,7 +2211,8 @@ mf_geo_cover_2d(const bson_value_t *opdoc, double min, double max, mf_geo_cell_r
     while (q == NULL && bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
         if (strcmp(k, "$geoWithin") == 0 || strcmp(k, "$within") == 0)
-            q = mf_geo_query_parse(MF_GEOQ_WITHIN, bson_iter_value(&it), NULL, NULL);
+            q = mf_geo_query_parse(k[1] == 'w' ? MF_GEOQ_WITHIN_LEGACY : MF_GEOQ_WITHIN, bson_iter_value(&it), NULL,
+                                   NULL);
         else if (strcmp(k, "$geoIntersects") == 0)
             q = mf_geo_query_parse(MF_GEOQ_INTERSECTS, bson_iter_value(&it), NULL, NULL);
     }

@@ -57,7 +57,8 @@ int mf_geo_index_check(mf_geo_ix_t kind, const bson_t *doc, const char *path, do
                        mf_error_t *err) MF_WUR;
 
 /* Query operators. */
-typedef enum { MF_GEOQ_WITHIN, MF_GEOQ_INTERSECTS, MF_GEOQ_NEAR, MF_GEOQ_NEARSPHERE } mf_geoq_op_t;
+/* MF_GEOQ_WITHIN_LEGACY: $within, parsed as $geoWithin (the query keeps MF_GEOQ_WITHIN) minus its one-shape rule. */
+typedef enum { MF_GEOQ_WITHIN, MF_GEOQ_INTERSECTS, MF_GEOQ_NEAR, MF_GEOQ_NEARSPHERE, MF_GEOQ_WITHIN_LEGACY } mf_geoq_op_t;
 
 /*
  * mf_geo_query_parse: parses the operand of $geoWithin / $within,

@@ -1115,7 +1115,9 @@ parse_ops(node_t *out, const char *path, const bson_value_t *opdoc, int depth, b
                    strcmp(op, "$geoIntersects") == 0 || strcmp(op, "$near") == 0 ||
                    strcmp(op, "$nearSphere") == 0) {
             mf_geoq_op_t gop = op[1] == 'n' ? (op[5] == 'S' ? MF_GEOQ_NEARSPHERE : MF_GEOQ_NEAR)
-                               : strcmp(op, "$geoIntersects") == 0 ? MF_GEOQ_INTERSECTS : MF_GEOQ_WITHIN;
+                               : strcmp(op, "$geoIntersects") == 0 ? MF_GEOQ_INTERSECTS
+                               : strcmp(op, "$within") == 0        ? MF_GEOQ_WITHIN_LEGACY
+                                                                   : MF_GEOQ_WITHIN;
             mf_geo_query_t *q = mf_geo_query_parse(gop, v, opdoc, err);
             if (q == NULL)
                 return -1;

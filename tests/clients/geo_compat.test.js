@@ -340,3 +340,24 @@ h.test('$sort by {$meta: "geoNearDistance"} after $geoNear and in a $near find: 
   await h.expectCode(c.aggregate([{ $geoNear: { near: P } }, { $sort: { x: { $meta: 'geoNearPoint' } } }]).toArray(), 31138,
     /^Illegal \$meta sort: \$meta: "geoNearPoint"$/);
 });
+
+h.test('the deprecated $uniqueDocs is ignored, but $geoWithin takes nothing after its shape (GeoExpression::parseQuery); $within and $geoIntersects take the last shape', async () => {
+  const c = srv.freshDb('uniquedocs').collection('c');
+  await c.createIndex({ loc: '2d' });
+  await c.insertMany([0, 1, 2, 3, 4].map((i) => ({ _id: i, loc: [i, 0] })));
+  const box = [[0, 0], [2, 2]];
+  const sq = { type: 'Polygon', coordinates: [[[0, -1], [3, -1], [3, 1], [0, 1], [0, -1]]] };
+  for (const hint of [{ $natural: 1 }, { loc: '2d' }]) {
+    const ids = async (filter) => (await c.find(filter).hint(hint).sort({ _id: 1 }).toArray()).map((d) => d._id);
+    assert.deepEqual(await ids({ loc: { $geoWithin: { $uniqueDocs: true, $box: box } } }), [0, 1, 2]);
+    assert.deepEqual(await ids({ loc: { $within: { $box: box, $uniqueDocs: false } } }), [0, 1, 2]);
+    assert.deepEqual(await ids({ loc: { $within: { $box: box, $center: [[4, 0], 0.5] } } }), [4]);
+    assert.deepEqual(await ids({ loc: { $geoIntersects: { $uniqueDocs: 1, $geometry: sq } } }), [0, 1, 2, 3]);
+    await h.expectCode(c.find({ loc: { $geoWithin: { $box: box, $uniqueDocs: true } } }).hint(hint).toArray(), 2,
+      /^\$geoWithin doesn't accept multiple shapes \$geoWithin: \{ \$box: \[ \[ 0, 0 \], \[ 2, 2 \] \], \$uniqueDocs: true \}$/);
+    await h.expectCode(c.find({ loc: { $geoWithin: { $box: box, $center: [[4, 0], 0.5] } } }).hint(hint).toArray(), 2,
+      /^\$geoWithin doesn't accept multiple shapes/);
+    await h.expectCode(c.find({ loc: { $geoWithin: { $uniqueDocs: true } } }).hint(hint).toArray(), 2,
+      /^geo query doesn't have any geometry$/);
+  }
+});
