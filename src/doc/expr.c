@@ -7889,8 +7889,12 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
                 mf_value_copy(o, bson_iter_value(&mi));
                 return 0;
             }
-            return mf_err_set(c->err, MF_E_Location40218, "query requires $geoNear %s metadata, but it is not available",
-                              dist ? "distance" : "point");
+            /*
+             * A document that lost it (after a $facet or $group): missing, as
+             * mongod 8.0's ExpressionMeta (hasGeoNearDistance() ? ... : Value()).
+             */
+            o->value_type = BSON_TYPE_EOD;
+            return 0;
         }
         if (c->rootv.value_type == BSON_TYPE_DOCUMENT &&
             bson_iter_init_from_data(&mi, c->rootv.value.v_doc.data, c->rootv.value.v_doc.data_len) &&

@@ -742,15 +742,20 @@ meta_value(const actx_t *c, const pnode_t *leaf, bson_value_t *r)
         return 0;
     case MF_PROJ_META_GEO_DIST:
     case MF_PROJ_META_GEO_POINT: {
-        /* The $geoNear metadata: hidden last fields of the document (query/agg_geo.h), a view into c->root. */
+        /*
+         * The $geoNear metadata: hidden last fields of the document
+         * (query/agg_geo.h), a view into c->root. A document that lost it
+         * (the output of a $facet or $group after the $geoNear) has none:
+         * the field is left out, as mongod 8.0's ExpressionMeta answers
+         * missing (its parse-time check passed: the pipeline starts with $geoNear).
+         */
         bool dist = leaf->meta == MF_PROJ_META_GEO_DIST;
         bson_iter_t it;
         if (c->root != NULL && bson_iter_init_find(&it, c->root, dist ? MF_GEO_DIST_FIELD : MF_GEO_POINT_FIELD)) {
             *r = *bson_iter_value(&it);
             return 0;
         }
-        return mf_err_set(c->err, MF_E_Location40218, "query requires $geoNear %s metadata, but it is not available",
-                          dist ? "distance" : "point");
+        return 1;
     }
     default:
         return meta_score(c, r);

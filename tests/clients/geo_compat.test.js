@@ -361,3 +361,20 @@ h.test('the deprecated $uniqueDocs is ignored, but $geoWithin takes nothing afte
       /^geo query doesn't have any geometry$/);
   }
 });
+
+h.test('$geoNear metadata read after a $facet or $group is missing, not an error (ExpressionMeta: hasGeoNearDistance() ? ... : Value(); the pipeline starts with $geoNear so its parse check passes)', async () => {
+  const c = srv.freshDb('metalost').collection('c');
+  await c.createIndex({ loc: '2dsphere' });
+  await c.insertMany([{ _id: 1, loc: { type: 'Point', coordinates: [0, 0] } }, { _id: 2, loc: { type: 'Point', coordinates: [1, 0] } }]);
+  const gn = { $geoNear: { near: { type: 'Point', coordinates: [0, 0] }, distanceField: 'd' } };
+  assert.deepEqual(await c.aggregate([gn, { $facet: { a: [{ $count: 'n' }] } },
+    { $project: { a: 1, x: { $meta: 'geoNearDistance' }, p: { $meta: 'geoNearPoint' } } }]).toArray(), [{ a: [{ n: 2 }] }]);
+  assert.deepEqual(await c.aggregate([gn, { $group: { _id: null, n: { $sum: 1 } } },
+    { $addFields: { x: { $meta: 'geoNearDistance' }, y: { $ifNull: [{ $meta: 'geoNearPoint' }, 'none'] } } }]).toArray(),
+  [{ _id: null, n: 2, y: 'none' }]);
+  // Inside the $facet the metadata is still there.
+  const f = await c.aggregate([gn, { $facet: { a: [{ $project: { _id: 1, x: { $meta: 'geoNearDistance' } } }] } }]).toArray();
+  assert.deepEqual(f[0].a.map((d) => d._id), [1, 2]);
+  assert.equal(f[0].a[0].x, 0);
+  assert.ok(f[0].a[1].x > 100000);
+});
