@@ -568,18 +568,30 @@ near_index_spec(mf_op_t *op, const char *coll, const bson_t *gn, bson_t *spec)
 /*
  * near_explain_plan: rewrites the queryPlanner of a $near find's explain
  * (made as its $geoNear pipeline's) into mongod's shape: the find's filter
- * as parsedQuery, and a winningPlan led by the GEO_NEAR_2DSPHERE /
- * GEO_NEAR_2D stage (keyPattern, indexName, indexVersion; mongod's
- * explain.cpp for NearStats) whose inputStages hold the scan that feeds it.
- * The pipeline's stages stay listed after it.
+ * as parsedQuery, and a winningPlan whose GEO_NEAR_2DSPHERE / GEO_NEAR_2D
+ * stage (keyPattern, indexName, indexVersion; mongod's explain.cpp for
+ * NearStats; its inputStages hold the scan that feeds it) sits under what
+ * the planner's analyzeDataAccess puts above any fetched input, as
+ * mf_plan_build does for other finds: a SORT (the find's sort, limitAmount
+ * skip + limit, type "default" for a $meta key), a SKIP, a LIMIT when
+ * nothing sorts, the projection. The pipeline's stages stay listed after it.
  */
 static void
-near_explain_plan(mf_op_t *op, const bson_t *filter, const bson_t *spec)
+near_explain_plan(mf_op_t *op, const bson_t *find, const bson_t *filter, const bson_t *spec)
 {
-    bson_t out = BSON_INITIALIZER;
+    bson_t out = BSON_INITIALIZER, sort, proj;
     bson_iter_t it, kp, kt, st;
-    bool sphere = false;
+    bool sphere = false, meta_sort = false;
+    bool has_sort = sub_doc(find, "sort", &sort) && !bson_empty(&sort);
+    bool has_proj = sub_doc(find, "projection", &proj) && !bson_empty(&proj);
+    int64_t skip = sub_int(find, "skip"), limit = sub_int(find, "limit");
 
+    if (limit < 0)
+        limit = -limit;
+    if (has_sort && bson_iter_init(&it, &sort))
+        while (bson_iter_next(&it))
+            if (BSON_ITER_HOLDS_DOCUMENT(&it))
+                meta_sort = true;
     if (bson_iter_init_find(&kp, spec, "key") && BSON_ITER_HOLDS_DOCUMENT(&kp) && bson_iter_recurse(&kp, &kt))
         while (bson_iter_next(&kt))
             if (BSON_ITER_HOLDS_UTF8(&kt) && strcmp(bson_iter_utf8(&kt, NULL), "2dsphere") == 0)
@@ -599,24 +611,55 @@ near_explain_plan(mf_op_t *op, const bson_t *filter, const bson_t *spec)
             if (strcmp(k, "parsedQuery") == 0) {
                 BSON_APPEND_DOCUMENT(&qp, k, filter);
             } else if (strcmp(k, "winningPlan") == 0 && BSON_ITER_HOLDS_DOCUMENT(&qi)) {
-                BSON_APPEND_DOCUMENT_BEGIN(&qp, k, &wp);
-                BSON_APPEND_BOOL(&wp, "isCached", false);
-                BSON_APPEND_UTF8(&wp, "stage", sphere ? "GEO_NEAR_2DSPHERE" : "GEO_NEAR_2D");
+                /* Built inside out: the GEO_NEAR stage, then each stage above it wrapping the one below. */
+                bson_t *cur = bson_new(), *up;
+                BSON_APPEND_UTF8(cur, "stage", sphere ? "GEO_NEAR_2DSPHERE" : "GEO_NEAR_2D");
                 if (bson_iter_init_find(&st, spec, "key"))
-                    bson_append_value(&wp, "keyPattern", -1, bson_iter_value(&st));
+                    bson_append_value(cur, "keyPattern", -1, bson_iter_value(&st));
                 if (bson_iter_init_find(&st, spec, "name"))
-                    bson_append_value(&wp, "indexName", -1, bson_iter_value(&st));
-                BSON_APPEND_INT32(&wp, "indexVersion",
+                    bson_append_value(cur, "indexName", -1, bson_iter_value(&st));
+                BSON_APPEND_INT32(cur, "indexVersion",
                                   bson_iter_init_find(&st, spec, "v") ? (int32_t)bson_iter_as_int64(&st) : 2);
-                BSON_APPEND_ARRAY_BEGIN(&wp, "inputStages", &arr);
+                BSON_APPEND_ARRAY_BEGIN(cur, "inputStages", &arr);
                 BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &in);
                 bson_iter_recurse(&qi, &st);
                 while (bson_iter_next(&st))
                     if (strcmp(bson_iter_key(&st), "isCached") != 0)
                         bson_append_value(&in, bson_iter_key(&st), -1, bson_iter_value(&st));
                 bson_append_document_end(&arr, &in);
-                bson_append_array_end(&wp, &arr);
+                bson_append_array_end(cur, &arr);
+                for (int layer = 0; layer < 4; layer++) {
+                    up = bson_new();
+                    if (layer == 0 && has_sort) {
+                        BSON_APPEND_UTF8(up, "stage", "SORT");
+                        BSON_APPEND_DOCUMENT(up, "sortPattern", &sort);
+                        BSON_APPEND_INT64(up, "memLimit", 104857600);
+                        if (limit > 0)
+                            BSON_APPEND_INT64(up, "limitAmount", limit + skip);
+                        BSON_APPEND_UTF8(up, "type", meta_sort ? "default" : "simple");
+                    } else if (layer == 1 && skip > 0) {
+                        BSON_APPEND_UTF8(up, "stage", "SKIP");
+                        BSON_APPEND_INT64(up, "skipAmount", skip);
+                    } else if (layer == 2 && limit > 0 && !has_sort) {
+                        BSON_APPEND_UTF8(up, "stage", "LIMIT");
+                        BSON_APPEND_INT64(up, "limitAmount", limit);
+                    } else if (layer == 3 && has_proj) {
+                        BSON_APPEND_UTF8(up, "stage",
+                                         mf_plan_projection_simple(&proj) ? "PROJECTION_SIMPLE" : "PROJECTION_DEFAULT");
+                        BSON_APPEND_DOCUMENT(up, "transformBy", &proj);
+                    } else {
+                        bson_destroy(up);
+                        continue;
+                    }
+                    BSON_APPEND_DOCUMENT(up, "inputStage", cur);
+                    bson_destroy(cur);
+                    cur = up;
+                }
+                BSON_APPEND_DOCUMENT_BEGIN(&qp, k, &wp);
+                BSON_APPEND_BOOL(&wp, "isCached", false);
+                bson_concat(&wp, cur);
                 bson_append_document_end(&qp, &wp);
+                bson_destroy(cur);
             } else {
                 bson_append_value(&qp, k, -1, bson_iter_value(&qi));
             }
@@ -783,7 +826,7 @@ mf_cmd_explain(mf_op_t *op)
             bool have = near_index_spec(op, coll, &gn, &spec);
             int rc = explain_find_as_aggregate(op, coll, &inner, &gn, verbosity);
             if (rc == 0 && have)
-                near_explain_plan(op, &filter, &spec);
+                near_explain_plan(op, &inner, &filter, &spec);
             if (have)
                 bson_destroy(&spec);
             return rc;

@@ -1818,8 +1818,8 @@ residual_filter(const bson_t *filter, const preds_t *ps, const cand_t *k)
     return out;
 }
 
-static bool
-projection_simple(const bson_t *proj)
+bool
+mf_plan_projection_simple(const bson_t *proj)
 {
     bson_iter_t it;
     bson_iter_init(&it, proj);
@@ -3120,7 +3120,7 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
         top->amount = req->limit;
     }
     if (req->projection != NULL && !bson_empty(req->projection)) {
-        top = stage_new(projection_simple(req->projection) ? MF_ST_PROJECTION_SIMPLE : MF_ST_PROJECTION_DEFAULT, top);
+        top = stage_new(mf_plan_projection_simple(req->projection) ? MF_ST_PROJECTION_SIMPLE : MF_ST_PROJECTION_DEFAULT, top);
         top->spec = bson_copy(req->projection);
     }
     switch (req->root) {

@@ -238,6 +238,9 @@ void mf_plan_explain(const mf_plan_t *p, bool with_stats, bson_t *out);
 /* mf_plan_id_equality: if filter is exactly an equality on _id, points *v at the value (a view) and returns true. */
 bool mf_plan_id_equality(const bson_t *filter, bson_value_t *v);
 
+/* mf_plan_projection_simple: whether a find projection runs as PROJECTION_SIMPLE (top-level fields, 0/1 values only). */
+bool mf_plan_projection_simple(const bson_t *proj);
+
 /* mf_plan_hint_index: the index hint designates in c (by name or key pattern), or NULL. */
 mf_index_t *mf_plan_hint_index(const mf_coll_t *c, const bson_value_t *hint);
 

@@ -310,7 +310,7 @@ h.test('explain of a $near find: parsedQuery is the filter, the winning plan is 
   await f.insertOne({ p: [1, 1] });
   await f.createIndex({ p: '2d' });
   const wp = (await f.find({ p: { $near: [0, 0] } }).limit(1).explain()).queryPlanner.winningPlan;
-  assert.deepEqual([wp.stage, wp.indexName], ['GEO_NEAR_2D', 'p_2d']);
+  assert.deepEqual([wp.stage, wp.limitAmount, wp.inputStage.stage, wp.inputStage.indexName], ['LIMIT', 1, 'GEO_NEAR_2D', 'p_2d']);
   // What a legacy $nearSphere uses when a field has both kinds: the 2d index, as the run does.
   await f.createIndex({ p: '2dsphere' });
   assert.equal((await f.find({ p: { $nearSphere: [0, 0] } }).explain()).queryPlanner.winningPlan.indexName, 'p_2d');
@@ -377,4 +377,26 @@ h.test('$geoNear metadata read after a $facet or $group is missing, not an error
   assert.deepEqual(f[0].a.map((d) => d._id), [1, 2]);
   assert.equal(f[0].a[0].x, 0);
   assert.ok(f[0].a[1].x > 100000);
+});
+
+h.test('explain of a $near find with sort, skip, limit and projection: SORT (limitAmount skip + limit), SKIP, LIMIT and PROJECTION over GEO_NEAR, as the planner\'s analyzeDataAccess', async () => {
+  const db = srv.freshDb('nearexplain2');
+  const c = db.collection('c');
+  await c.createIndex({ loc: '2d' });
+  await c.insertMany([0, 1, 2, 3].map((i) => ({ _id: i, loc: [i, 0], a: i })));
+  const q = { loc: { $near: [0, 0] } };
+  // geo6.js: the sort applies to the near results.
+  assert.deepEqual((await c.find(q).sort({ _id: -1 }).skip(1).limit(2).toArray()).map((d) => d._id), [2, 1]);
+  let wp = (await c.find(q).sort({ _id: 1 }).limit(1).explain()).queryPlanner.winningPlan;
+  assert.equal(wp.isCached, false);
+  assert.deepEqual([wp.stage, wp.sortPattern, wp.limitAmount, wp.type, wp.inputStage.stage, wp.inputStage.indexName],
+    ['SORT', { _id: 1 }, 1, 'simple', 'GEO_NEAR_2D', 'loc_2d'], JSON.stringify(wp));
+  wp = (await c.find(q).sort({ a: -1 }).skip(1).limit(2).project({ a: 1 }).explain('executionStats')).queryPlanner.winningPlan;
+  assert.deepEqual([wp.stage, wp.transformBy], ['PROJECTION_SIMPLE', { a: 1 }]);
+  const skip = wp.inputStage;
+  assert.deepEqual([skip.stage, skip.skipAmount, skip.inputStage.stage, skip.inputStage.limitAmount, skip.inputStage.inputStage.stage],
+    ['SKIP', 1, 'SORT', 3, 'GEO_NEAR_2D']);
+  wp = (await c.find(q).skip(2).limit(1).project({ d: { $add: ['$a', 1] } }).explain()).queryPlanner.winningPlan;
+  assert.deepEqual([wp.stage, wp.inputStage.stage, wp.inputStage.limitAmount, wp.inputStage.inputStage.stage, wp.inputStage.inputStage.inputStage.stage],
+    ['PROJECTION_DEFAULT', 'LIMIT', 1, 'SKIP', 'GEO_NEAR_2D']);
 });
