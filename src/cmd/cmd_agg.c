@@ -296,6 +296,9 @@ typedef struct agg_stream {
     /* A find's own projection, applied to each result (find semantics: positional, $slice, $elemMatch). */
     mf_projection_t *out_proj; /* owned, or NULL */
     mf_matcher_t *out_m;       /* owned: the find's filter, for the positional operator's match details */
+    /* A $near find's returnKey (mf_crud_cursor_set_return_key): its index's key pattern, parsed and as a document. */
+    mf_keypattern_t *rk_kp; /* owned, or NULL */
+    bson_t *rk_key;         /* owned, or NULL */
     /* $archived (SPEC I2): the source is this archive reader instead of a plan (plan is NULL). Owned. */
     mf_archive_reader_t *archive;
 } agg_stream_t;
@@ -313,6 +316,12 @@ agg_stream_free(void *arg)
     if (x->out_proj)
         mf_projection_free(x->out_proj);
     mf_matcher_free(x->out_m);
+    if (x->rk_kp != NULL) {
+        mf_keypattern_destroy(x->rk_kp);
+        free(x->rk_kp);
+    }
+    if (x->rk_key != NULL)
+        bson_destroy(x->rk_key);
     mf_archive_reader_close(x->archive);
     free(x->db);
     free(x->coll);
@@ -509,6 +518,23 @@ mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, int64_t coun
         if (d == NULL) {
             *exhausted = true;
             break;
+        }
+        if (x->rk_kp != NULL) {
+            /* returnKey: the document's first key in the index (mf_crud_cursor_set_return_key). */
+            mf_keyset_t ks;
+            bool skip = false, multikey = false;
+            bson_t *o = bson_new();
+            mf_keyset_init(&ks);
+            int kr = mf_index_keys(x->rk_kp, false, d, &ks, &skip, &multikey, &op->err);
+            if (kr == 0 && !skip && ks.n > 0)
+                mf_crud_return_key_doc(x->rk_key, ks.keys[0].data, ks.keys[0].len, d, o);
+            mf_keyset_destroy(&ks);
+            bson_destroy(d);
+            d = o;
+            if (kr != 0) {
+                bson_destroy(d);
+                return -1;
+            }
         }
         if (x->out_proj != NULL) {
             bson_t *o = bson_new();
@@ -1182,6 +1208,37 @@ mf_crud_cursor_set_geo_meta(mf_cursor_t *cur)
     agg_stream_t *x = cur->ext;
     if (x != NULL && x->pl != NULL)
         mf_pipeline_set_geo_meta(x->pl);
+}
+
+/* mf_crud_cursor_set_return_key: see crud.h. */
+int
+mf_crud_cursor_set_return_key(mf_cursor_t *cur, const mf_index_t *ix, mf_error_t *err)
+{
+    agg_stream_t *x = cur->ext;
+    bson_iter_t it;
+    const uint8_t *data;
+    uint32_t len;
+    bson_t key;
+
+    if (x == NULL || !bson_iter_init_find(&it, ix->spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+        return 0;
+    bson_iter_document(&it, &len, &data);
+    if (!bson_init_static(&key, data, len))
+        return 0;
+    x->rk_kp = mf_calloc(1, sizeof *x->rk_kp);
+    if (x->rk_kp == NULL)
+        return mf_err_set(err, MF_E_InternalError, "out of memory");
+    if (mf_keypattern_parse(&key, x->rk_kp, err) != 0) {
+        free(x->rk_kp);
+        x->rk_kp = NULL;
+        return -1;
+    }
+    /* What the catalog sets beside the pattern: a 2d index's range, the key format. */
+    x->rk_kp->geo_min = ix->kp.geo_min;
+    x->rk_kp->geo_max = ix->kp.geo_max;
+    x->rk_kp->legacy_decimals = ix->kp.legacy_decimals;
+    x->rk_key = bson_copy(&key);
+    return 0;
 }
 
 /* Appends {<stage>: doc} as the next element of the stages array. */

@@ -517,20 +517,14 @@ explain_find_as_aggregate(mf_op_t *op, const char *coll, const bson_t *inner, bs
     return rc;
 }
 
-/*
- * The geo index a $near find's $geoNear stage (gn, from mf_geonear_from_find:
- * key, near, spherical) searches, as mf_geonear_prepare picks it: on the
- * key's field, a usable 2dsphere index for a GeoJSON centre, a 2d one for a
- * legacy pair. Copies its spec into *spec (initialised here) and returns
- * true, or false when there is none (the run itself then fails, 291).
- */
-static bool
-near_index_spec(mf_op_t *op, const char *coll, const bson_t *gn, bson_t *spec)
+/* mf_crud_near_index: see crud.h. */
+const mf_index_t *
+mf_crud_near_index(const mf_coll_t *c, const bson_t *gn)
 {
     bson_iter_t it;
     const char *key = NULL;
     bool geojson = false;
-    const bson_t *best = NULL;
+    const mf_index_t *best = NULL;
     int best_rank = 0;
 
     if (bson_iter_init_find(&it, gn, "key") && BSON_ITER_HOLDS_UTF8(&it))
@@ -540,9 +534,7 @@ near_index_spec(mf_op_t *op, const char *coll, const bson_t *gn, bson_t *spec)
         geojson = bson_iter_recurse(&it, &nt) && bson_iter_find(&nt, "type");
     }
     if (key == NULL)
-        return false;
-    mf_catalog_rdlock(op->eng->cat);
-    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, coll);
+        return NULL;
     for (int i = 0; c != NULL && !c->is_view && i < c->nindexes; i++) {
         const bson_t *s = c->indexes[i]->spec;
         bson_iter_t ht, kp, kt;
@@ -556,13 +548,26 @@ near_index_spec(mf_op_t *op, const char *coll, const bson_t *gn, bson_t *spec)
         int rank = strcmp(kind, "2dsphere") == 0 ? (geojson ? 2 : 1) : strcmp(kind, "2d") == 0 && !geojson ? 2 : 0;
         if (rank > best_rank) {
             best_rank = rank;
-            best = s;
+            best = c->indexes[i];
         }
     }
-    if (best != NULL)
-        bson_copy_to(best, spec);
+    return best;
+}
+
+/*
+ * The spec of the geo index a $near find's $geoNear stage (gn) searches
+ * (mf_crud_near_index), copied into *spec (initialised here): true, or
+ * false when there is none (the run itself then fails, 291).
+ */
+static bool
+near_index_spec(mf_op_t *op, const char *coll, const bson_t *gn, bson_t *spec)
+{
+    mf_catalog_rdlock(op->eng->cat);
+    const mf_index_t *ix = mf_crud_near_index(mf_catalog_coll_find(op->eng->cat, op->db, coll), gn);
+    if (ix != NULL)
+        bson_copy_to(ix->spec, spec);
     mf_catalog_unlock(op->eng->cat);
-    return best != NULL;
+    return ix != NULL;
 }
 
 /*

@@ -108,11 +108,7 @@ append_key_value(bson_t *out, const char *name, const bson_value_t *v, const bso
 static void
 return_key_doc(const mf_plan_t *plan, const bson_t *doc, const mf_match_details_t *d, bson_t *out)
 {
-    bson_iter_t kp, di;
-    bool dirs[MF_KP_MAX_FIELDS];
-    int n = 0;
-    mf_error_t e;
-    bson_t dec;
+    bson_iter_t di;
 
     if (d == NULL || d->index_key == NULL || d->index_key_pattern == NULL) {
         if (plan != NULL && plan->leaf != NULL && plan->leaf->kind == MF_ST_IDHACK &&
@@ -120,14 +116,25 @@ return_key_doc(const mf_plan_t *plan, const bson_t *doc, const mf_match_details_
             bson_append_value(out, "_id", 3, bson_iter_value(&di));
         return;
     }
-    if (!bson_iter_init(&kp, d->index_key_pattern))
+    mf_crud_return_key_doc(d->index_key_pattern, d->index_key, d->index_key_len, doc, out);
+}
+
+/* mf_crud_return_key_doc: see crud.h. */
+void
+mf_crud_return_key_doc(const bson_t *key_pattern, const uint8_t *key, size_t len, const bson_t *doc, bson_t *out)
+{
+    bson_iter_t kp, di;
+    bool dirs[MF_KP_MAX_FIELDS];
+    int n = 0;
+    mf_error_t e;
+    bson_t dec;
+
+    if (!bson_iter_init(&kp, key_pattern))
         return;
     while (n < MF_KP_MAX_FIELDS && bson_iter_next(&kp))
         dirs[n++] = mf_value_is_number(bson_iter_value(&kp)) && mf_value_as_double(bson_iter_value(&kp)) < 0;
     bson_init(&dec);
-    if (mf_ks_decode(d->index_key, d->index_key_len, dirs, n, &dec, &e) == 0 &&
-        bson_iter_init(&kp, d->index_key_pattern) &&
-        bson_iter_init(&di, &dec)) {
+    if (mf_ks_decode(key, len, dirs, n, &dec, &e) == 0 && bson_iter_init(&kp, key_pattern) && bson_iter_init(&di, &dec)) {
         while (bson_iter_next(&kp) && bson_iter_next(&di))
             append_key_value(out, bson_iter_key(&kp), bson_iter_value(&di), doc);
     }
@@ -870,6 +877,7 @@ mf_cmd_find(mf_op_t *op)
             int k = 0;
             bson_init(&stages);
             mf_crud_stage_doc(&stages, &k, "$geoNear", &gn);
+            const mf_index_t *near_ix = return_key ? mf_crud_near_index(c, &gn) : NULL;
             bson_destroy(&gn);
             if (srt)
                 mf_crud_stage_doc(&stages, &k, "$sort", &sort);
@@ -886,6 +894,8 @@ mf_cmd_find(mf_op_t *op)
                 goto out_unlock;
             if (geo_meta)
                 mf_crud_cursor_set_geo_meta(cur);
+            if (near_ix != NULL && mf_crud_cursor_set_return_key(cur, near_ix, &op->err) != 0)
+                goto out_unlock;
             goto fill;
         }
     }

@@ -220,6 +220,33 @@ int mf_crud_view_cursor(mf_op_t *op, const char *name, const bson_t *stages, con
  */
 void mf_crud_cursor_set_geo_meta(mf_cursor_t *cur);
 
+/*
+ * mf_crud_cursor_set_return_key: a $near find's returnKey: each result of a
+ * cursor made by mf_crud_view_cursor becomes the key of index ix (the one
+ * its $geoNear searches) that the document has, named by the key pattern's
+ * fields, as mongod's ReturnKeyStage reads the key the near scan found it
+ * by (a document with several keys, a polygon's cells: its first key in
+ * index order). Copies what it needs of ix. 0 or -1 with err.
+ */
+int mf_crud_cursor_set_return_key(mf_cursor_t *cur, const struct mf_index *ix, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_crud_near_index: the geo index of c a $near find's $geoNear stage (gn,
+ * from mf_geonear_from_find: key, near) searches, as mf_geonear_prepare
+ * picks it: on the key's field, a 2dsphere index for a GeoJSON centre, a 2d
+ * one (else a 2dsphere one) for a legacy pair; hidden and building indexes
+ * skipped. NULL when there is none. A view into c (catalog lock held).
+ */
+const struct mf_index *mf_crud_near_index(const struct mf_coll *c, const bson_t *gn);
+
+/*
+ * mf_crud_return_key_doc: appends to out returnKey's document for doc found
+ * by the index key (key, len: an encoded key without record id) of an index
+ * whose key pattern is key_pattern: {field: value} per key field, values
+ * with doc's own numeric type where equal.
+ */
+void mf_crud_return_key_doc(const bson_t *key_pattern, const uint8_t *key, size_t len, const bson_t *doc, bson_t *out);
+
 /* Appends {<stage>: doc} as the next element of the stages array. */
 void mf_crud_stage_doc(bson_t *stages, int *n, const char *stage, const bson_t *doc);
 

@@ -400,3 +400,26 @@ h.test('explain of a $near find with sort, skip, limit and projection: SORT (lim
   assert.deepEqual([wp.stage, wp.inputStage.stage, wp.inputStage.limitAmount, wp.inputStage.inputStage.stage, wp.inputStage.inputStage.inputStage.stage],
     ['PROJECTION_DEFAULT', 'LIMIT', 1, 'SKIP', 'GEO_NEAR_2D']);
 });
+
+h.test('returnKey on a $near find answers the geo index keys (ReturnKeyStage reads the near scan\'s key data), not the documents', async () => {
+  const db = srv.freshDb('nearreturnkey');
+  const s = db.collection('s');
+  await s.createIndex({ loc: '2dsphere', cat: 1 });
+  await s.insertMany([2, 0, 1].map((i) => ({ _id: i, loc: { type: 'Point', coordinates: [i, 0] }, cat: `c${i}` })));
+  const P = { type: 'Point', coordinates: [0, 0] };
+  const near = await s.find({ loc: { $near: { $geometry: P } } }).returnKey(true).toArray();
+  // The same keys an index scan of the same index finds the documents by.
+  const keys = await s.find({ loc: { $geoWithin: { $centerSphere: [[0, 0], 1] } } }).hint('loc_2dsphere_cat_1').returnKey(true).toArray();
+  assert.equal(near.length, 3);
+  for (const k of near) assert.deepEqual(Object.keys(k), ['loc', 'cat']);
+  assert.deepEqual(near.map((k) => k.cat), ['c0', 'c1', 'c2']);
+  const byCat = new Map(keys.map((k) => [k.cat, k]));
+  for (const k of near) assert.deepEqual(k, byCat.get(k.cat));
+  const f = db.collection('f');
+  await f.createIndex({ p: '2d' });
+  await f.insertMany([{ _id: 1, p: [1, 1] }, { _id: 2, p: [5, 5] }]);
+  const n2 = await f.find({ p: { $near: [4, 4] } }).sort({ _id: 1 }).limit(1).returnKey(true).toArray();
+  const k2 = await f.find({ p: { $geoWithin: { $box: [[0, 0], [2, 2]] } } }).hint({ p: '2d' }).returnKey(true).toArray();
+  assert.deepEqual(n2, k2);
+  assert.deepEqual(Object.keys(n2[0]), ['p']);
+});
