@@ -1123,9 +1123,11 @@ parse_ops(node_t *out, const char *path, const bson_value_t *opdoc, int depth, b
                 return -1;
             n = node_new(K_GEO, path);
             n->geo = q;
-        } else if ((strcmp(op, "$maxDistance") == 0 || strcmp(op, "$minDistance") == 0) &&
+        } else if ((strcmp(op, "$maxDistance") == 0 || strcmp(op, "$minDistance") == 0 ||
+                    strcmp(op, "$uniqueDocs") == 0) &&
                    mf_match_opdoc_has_near(opdoc)) {
-            continue; /* read by the $near / $nearSphere beside it */
+            /* read by the $near / $nearSphere beside it; $uniqueDocs ignored (GeoNearExpression::parseLegacyQuery) */
+            continue;
         } else if (strcmp(op, "$where") == 0) {
             return mf_err_set(err, MF_E_BadValue, "$where cannot be applied to a field");
         } else {

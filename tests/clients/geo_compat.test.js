@@ -423,3 +423,14 @@ h.test('returnKey on a $near find answers the geo index keys (ReturnKeyStage rea
   assert.deepEqual(n2, k2);
   assert.deepEqual(Object.keys(n2[0]), ['p']);
 });
+
+h.test('a legacy $near / $nearSphere ignores a $uniqueDocs beside it (GeoNearExpression::parseLegacyQuery)', async () => {
+  const c = srv.freshDb('nearuniquedocs').collection('c');
+  await c.createIndex({ loc: '2d' });
+  await c.insertMany([{ _id: 1, loc: [0, 0] }, { _id: 2, loc: [1, 0] }, { _id: 3, loc: [3, 0] }]);
+  const ids = async (f) => (await c.find(f).toArray()).map((d) => d._id);
+  assert.deepEqual(await ids({ loc: { $near: [0, 0], $uniqueDocs: true, $maxDistance: 1.5 } }), [1, 2]);
+  assert.deepEqual(await ids({ loc: { $uniqueDocs: false, $nearSphere: [3, 0] } }), [3, 2, 1]);
+  // Not beside a $near it is an unknown operator still.
+  await h.expectCode(c.find({ loc: { $uniqueDocs: true } }).toArray(), 2, /^unknown operator: \$uniqueDocs$/);
+});
