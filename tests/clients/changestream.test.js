@@ -754,7 +754,7 @@ R.test('a change stream getMore that fails in a resumable way carries ResumableC
   const stream = async () => {
     const cs = await rs.raw(p, db.databaseName, { aggregate: 'c', pipeline: [{ $changeStream: {} }], cursor: {} });
     assert.equal(cs.ok, 1, JSON.stringify(cs));
-    return cs.cursor.id;
+    return h.cursorId(cs.cursor.id);
   };
   const find = await rs.raw(p, db.databaseName, { find: 'c', batchSize: 1 });
   assert.equal(find.ok, 1, JSON.stringify(find));

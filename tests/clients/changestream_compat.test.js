@@ -26,11 +26,11 @@ async function openRaw(db, coll, pipeline, extra = {}) {
 async function collect(db, coll, cursor, n, ms = 10000) {
   const out = [...cursor.firstBatch];
   const deadline = Date.now() + ms;
-  let id = cursor.id;
+  let id = h.cursorId(cursor.id);
   while (out.length < n && Date.now() < deadline) {
     const r = await db.command({ getMore: id, collection: coll === 1 ? '$cmd.aggregate' : coll, maxTimeMS: 200 });
     out.push(...r.cursor.nextBatch);
-    id = r.cursor.id;
+    id = h.cursorId(r.cursor.id);
   }
   return out;
 }

@@ -199,7 +199,7 @@ h.test('a cursor belongs to its session: getMore in another one is 50736 / 50737
     const open = async (lsid) => {
       const r = await conn.command(name, { find: 'c', batchSize: 1, ...(lsid ? { lsid: { id: lsid } } : {}) });
       assert.equal(r.ok, 1, JSON.stringify(r));
-      return r.cursor.id;
+      return h.cursorId(r.cursor.id);
     };
     const more = (id, lsid) => conn.command(name, { getMore: id, collection: 'c', batchSize: 1,
       ...(lsid ? { lsid: { id: lsid } } : {}) });
