@@ -76,7 +76,7 @@ test('failCommand on a change stream\'s getMore adds no ResumableChangeStreamErr
     const agg = await c.db('fprs').command({ aggregate: 'cs', pipeline: [{ $changeStream: {} }], cursor: {} });
     await c.db('admin').command({ configureFailPoint: 'failCommand', mode: { times: 1 },
       data: { failCommands: ['getMore'], errorCode: 6 } });
-    const err = await c.db('fprs').command({ getMore: agg.cursor.id, collection: 'cs' }).then(() => null, (e) => e);
+    const err = await c.db('fprs').command({ getMore: require('./harness').cursorId(agg.cursor.id), collection: 'cs' }).then(() => null, (e) => e);
     assert.equal(err && err.code, 6);
     assert.deepEqual(err.errorLabels || [], []);
     // With the label given by the point, the driver resumes.
