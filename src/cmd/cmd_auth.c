@@ -1232,6 +1232,15 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
         bool starts_current_op = current_op && first_stage(cmd, &fs) && strcmp(bson_iter_key(&fs), "$currentOp") == 0;
         if (mf_privs_allow(p, db, coll, MF_ACT_FIND) || (starts_current_op && coll == NULL))
             return 0;
+        /*
+         * $collStats and $indexStats are initial sources: mongod's getPrivilegesForAggregate (authorization_checks.cpp)
+         * then asks no find, only the stage's own collStats / indexStats action on the collection (dbAdmin's
+         * db.coll.stats(), clusterMonitor's exporters).
+         */
+        if (coll != NULL && first_stage(cmd, &fs) &&
+            (strcmp(bson_iter_key(&fs), "$collStats") == 0 || strcmp(bson_iter_key(&fs), "$indexStats") == 0) &&
+            mf_privs_allow(p, db, coll, MF_ACT_STATS))
+            return 0;
         return denied(op, db, name);
     }
     if (strcmp(name, "explain") == 0) {

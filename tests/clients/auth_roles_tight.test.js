@@ -176,3 +176,25 @@ h.test('database-wide and any-database privileges do not reach other system coll
   assert.ok(Array.isArray(await bk.db('admin').collection('system.version').find({}).toArray()));
   assert.deepEqual(await bk.db('sysdb').collection('system.js').find({}).toArray(), [{ _id: 'f', value: 1 }]);
 });
+
+h.test('$collStats and $indexStats need only collStats / indexStats, not find: dbAdmin\'s db.coll.stats(), clusterMonitor\'s exporters', async () => {
+  // mongod 8.0's getPrivilegesForAggregate (authorization_checks.cpp): an initial source asks no find.
+  const r = await root();
+  await r.db('statsdb').collection('c').insertOne({ a: 1 });
+  const dba = await userWith('statsDba', [{ role: 'dbAdmin', db: 'statsdb' }]);
+  const mon = await userWith('statsMon', ['clusterMonitor']);
+  for (const u of [dba, mon]) {
+    const c = u.db('statsdb').collection('c');
+    const [cs] = await c.aggregate([{ $collStats: { storageStats: {} } }]).toArray();
+    assert.equal(cs.storageStats.count, 1);
+    const is = await c.aggregate([{ $indexStats: {} }]).toArray();
+    assert.deepEqual(is.map((x) => x.name), ['_id_']);
+    // Still no documents: find, and a pipeline that does not start with the stats stage.
+    await denied(c.find().toArray());
+    await denied(c.aggregate([{ $match: {} }, { $collStats: {} }]).toArray());
+  }
+  // Without a stats privilege on the collection: refused.
+  const ua = await userWith('statsUa', [{ role: 'userAdmin', db: 'statsdb' }]);
+  await denied(ua.db('statsdb').collection('c').aggregate([{ $collStats: { storageStats: {} } }]).toArray());
+  await denied(ua.db('statsdb').collection('c').aggregate([{ $indexStats: {} }]).toArray());
+});
