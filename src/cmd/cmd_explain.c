@@ -521,37 +521,44 @@ explain_find_as_aggregate(mf_op_t *op, const char *coll, const bson_t *inner, bs
 const mf_index_t *
 mf_crud_near_index(const mf_coll_t *c, const bson_t *gn)
 {
-    bson_iter_t it;
-    const char *key = NULL;
-    bool geojson = false;
-    const mf_index_t *best = NULL;
-    int best_rank = 0;
+    bson_t specs = BSON_INITIALIZER;
+    bson_value_t v = {.value_type = BSON_TYPE_DOCUMENT};
+    mf_geonear_t *g = NULL;
+    mf_geonear_run_t run;
+    mf_error_t err = {0};
+    const mf_index_t *found = NULL;
+    char key[16];
 
-    if (bson_iter_init_find(&it, gn, "key") && BSON_ITER_HOLDS_UTF8(&it))
-        key = bson_iter_utf8(&it, NULL);
-    if (bson_iter_init_find(&it, gn, "near") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-        bson_iter_t nt;
-        geojson = bson_iter_recurse(&it, &nt) && bson_iter_find(&nt, "type");
+    if (c == NULL || c->is_view)
+        goto out;
+    v.value.v_doc.data = (uint8_t *)bson_get_data(gn);
+    v.value.v_doc.data_len = gn->len;
+    if ((g = mf_geonear_parse(&v, true, &err)) == NULL)
+        goto out;
+    /* The specs the run reads (cmd_agg.c's agg_source_indexes): every index but those building. */
+    for (int i = 0, n = 0; i < c->nindexes; i++) {
+        if (c->indexes[i]->building)
+            continue;
+        snprintf(key, sizeof(key), "%d", n++);
+        BSON_APPEND_DOCUMENT(&specs, key, c->indexes[i]->spec);
     }
-    if (key == NULL)
-        return NULL;
-    for (int i = 0; c != NULL && !c->is_view && i < c->nindexes; i++) {
+    if (mf_geonear_prepare(g, &specs, c->ns, &run, &err) != 0)
+        goto out;
+    const char *want = run.kind == MF_GEO_IX_2D ? "2d" : "2dsphere";
+    for (int i = 0; found == NULL && i < c->nindexes; i++) {
         const bson_t *s = c->indexes[i]->spec;
         bson_iter_t ht, kp, kt;
         if (c->indexes[i]->building || (bson_iter_init_find(&ht, s, "hidden") && bson_iter_as_bool(&ht)))
             continue;
-        if (!bson_iter_init_find(&kp, s, "key") || !BSON_ITER_HOLDS_DOCUMENT(&kp) || !bson_iter_recurse(&kp, &kt) ||
-            !bson_iter_find(&kt, key) || !BSON_ITER_HOLDS_UTF8(&kt))
-            continue;
-        const char *kind = bson_iter_utf8(&kt, NULL);
-        /* GeoJSON: only 2dsphere; a legacy pair: 2d first, else 2dsphere. */
-        int rank = strcmp(kind, "2dsphere") == 0 ? (geojson ? 2 : 1) : strcmp(kind, "2d") == 0 && !geojson ? 2 : 0;
-        if (rank > best_rank) {
-            best_rank = rank;
-            best = c->indexes[i];
-        }
+        if (bson_iter_init_find(&kp, s, "key") && BSON_ITER_HOLDS_DOCUMENT(&kp) && bson_iter_recurse(&kp, &kt) &&
+            bson_iter_find(&kt, run.field) && BSON_ITER_HOLDS_UTF8(&kt) &&
+            strcmp(bson_iter_utf8(&kt, NULL), want) == 0)
+            found = c->indexes[i];
     }
-    return best;
+out:
+    mf_geonear_free(g);
+    bson_destroy(&specs);
+    return found;
 }
 
 /*

@@ -232,10 +232,11 @@ int mf_crud_cursor_set_return_key(mf_cursor_t *cur, const struct mf_index *ix, m
 
 /*
  * mf_crud_near_index: the geo index of c a $near find's $geoNear stage (gn,
- * from mf_geonear_from_find: key, near) searches, as mf_geonear_prepare
- * picks it: on the key's field, a 2dsphere index for a GeoJSON centre, a 2d
- * one (else a 2dsphere one) for a legacy pair; hidden and building indexes
- * skipped. NULL when there is none. A view into c (catalog lock held).
+ * from mf_geonear_from_find) searches: the field and kind
+ * mf_geonear_prepare chooses for the run itself (query/agg_geo.c), and of
+ * c's usable (not building, not hidden) indexes the first with that kind on
+ * that field. NULL when the run would find none (it then fails, 291). A view
+ * into c (catalog lock held).
  */
 const struct mf_index *mf_crud_near_index(const struct mf_coll *c, const bson_t *gn);
 

@@ -468,6 +468,7 @@ mf_geonear_prepare(const mf_geonear_t *g, const bson_t *specs, const char *ns, m
         n.spherical = g->spherical || kind == MF_GEO_IX_2DSPHERE;
     if (n.spherical && !n.geojson && !(n.x >= -180 && n.x <= 180 && n.y >= -90 && n.y <= 90))
         return mf_err_set(err, MF_E_BadValue, "Legacy point is out of bounds for spherical query");
+    run->kind = kind;
     run->x = n.x;
     run->y = n.y;
     run->geojson = n.geojson;

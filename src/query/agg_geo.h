@@ -33,6 +33,7 @@
 
 #include "common/docvec.h"
 #include "common/error.h"
+#include "doc/geo.h"
 
 typedef struct mf_geonear mf_geonear_t;
 
@@ -70,8 +71,9 @@ int mf_geonear_select(const mf_geonear_t *g, const bson_t *specs, const char *ns
 /*
  * A resolved search, for measuring documents one at a time (the streaming
  * run): mf_geonear_prepare picks the index and units as mf_geonear_select
- * does (field points into specs or g: valid while both live);
- * mf_geonear_measure tells whether doc is selected (query, a location,
+ * does (field points into specs or g: valid while both live; kind is the
+ * kind of field's index that answers the search, the one a plan or
+ * returnKey names); mf_geonear_measure tells whether doc is selected (query, a location,
  * distance bounds) and gives its multiplied distance and its location
  * (pointing into doc).
  */
@@ -79,6 +81,7 @@ typedef struct mf_geonear_run {
     double x, y, min, max;
     bool geojson, spherical;
     const char *field;
+    mf_geo_ix_t kind;
 } mf_geonear_run_t;
 int mf_geonear_prepare(const mf_geonear_t *g, const bson_t *specs, const char *ns, mf_geonear_run_t *run,
                        mf_error_t *err) MF_WUR;

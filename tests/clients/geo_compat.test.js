@@ -424,6 +424,34 @@ h.test('returnKey on a $near find answers the geo index keys (ReturnKeyStage rea
   assert.deepEqual(Object.keys(n2[0]), ['p']);
 });
 
+h.test('explain and returnKey of a $near find name the index the run searches: a field with both a 2d and a 2dsphere index, one hidden', async () => {
+  const db = srv.freshDb('nearbothkinds');
+  const c = db.collection('c');
+  await c.createIndex({ loc: '2d' });
+  await c.createIndex({ loc: '2dsphere' });
+  await c.insertMany([{ _id: 1, loc: [1, 1] }, { _id: 2, loc: [3, 3] }]);
+  const stageOf = async (q) => {
+    let wp = (await c.find(q).explain()).queryPlanner.winningPlan;
+    while (wp && !/^GEO_NEAR/.test(wp.stage)) wp = wp.inputStage;
+    return wp ? [wp.stage, wp.indexName] : null;
+  };
+  // A flat legacy search: the 2d index; a GeoJSON centre: the 2dsphere one.
+  assert.deepEqual(await stageOf({ loc: { $near: [0, 0] } }), ['GEO_NEAR_2D', 'loc_2d']);
+  assert.deepEqual(await stageOf({ loc: { $near: { $geometry: { type: 'Point', coordinates: [0, 0] } } } }),
+    ['GEO_NEAR_2DSPHERE', 'loc_2dsphere']);
+  // returnKey answers the keys of the index searched: those a hinted scan of that index finds the documents by.
+  const keysOf = (hint, q) => c.find(q).hint(hint).sort({ _id: 1 }).returnKey(true).toArray();
+  assert.deepEqual(await c.find({ loc: { $near: [0, 0] } }).returnKey(true).toArray(),
+    await keysOf('loc_2d', { loc: { $geoWithin: { $box: [[0, 0], [5, 5]] } } }));
+  const sk = await c.find({ loc: { $near: { $geometry: { type: 'Point', coordinates: [0, 0] } } } }).returnKey(true).toArray();
+  assert.deepEqual(sk, await keysOf('loc_2dsphere', { loc: { $geoWithin: { $centerSphere: [[0, 0], 1] } } }));
+  assert.notDeepEqual(sk, await keysOf('loc_2d', { loc: { $geoWithin: { $box: [[0, 0], [5, 5]] } } }));
+  // Hide the 2dsphere index: a GeoJSON centre has no index to run on (291), and explain says so too.
+  await db.command({ collMod: 'c', index: { name: 'loc_2dsphere', hidden: true } });
+  await assert.rejects(c.find({ loc: { $near: { $geometry: { type: 'Point', coordinates: [0, 0] } } } }).toArray(), { code: 291 });
+  assert.deepEqual(await stageOf({ loc: { $near: [0, 0] } }), ['GEO_NEAR_2D', 'loc_2d']);
+});
+
 h.test('a legacy $near / $nearSphere ignores a $uniqueDocs beside it (GeoNearExpression::parseLegacyQuery)', async () => {
   const c = srv.freshDb('nearuniquedocs').collection('c');
   await c.createIndex({ loc: '2d' });
