@@ -57,7 +57,7 @@ OBJS    := $(SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/console_assets.o
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all asan unit deps test run clean bench install lib fuzz fuzz-bins fuzz-run
+.PHONY: all asan unit unit-bins unit-run deps test run clean bench install lib fuzz fuzz-bins fuzz-run
 all: $(BUILD)/mayflyd $(if $(filter build-asan,$(BUILD)),,$(BUILD)/libmayfly.so $(BUILD)/storage_floor) $(ZSTD_EXT)
 lib: $(BUILD)/libmayfly.a $(BUILD)/libmayfly.so
 
@@ -130,8 +130,10 @@ asan:
 unit:
 	$(MAKE) BUILD=build-asan unit-run
 
+unit-bins: $(UNIT_BINS)
+
 unit-run: $(UNIT_BINS)
-	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; ASAN_OPTIONS=detect_leaks=1 $$t --jobs 1; done
+	@bash scripts/unit-run.sh $(UNIT_BINS)
 
 deps:
 	bash scripts/deps.sh
@@ -140,10 +142,17 @@ deps:
 # a sub-make: the sub-make probes for optional libraries (jemalloc) after
 # scripts/deps.sh has installed them, so a fresh machine's first build is
 # the same as every later one.
+# The builds use every CPU (make -j); the unit suites, fuzz targets and
+# client files run several at a time (scripts/unit-run.sh, fuzz-run.sh,
+# test-clients.sh).
+NPROC   := $(shell nproc 2>/dev/null || echo 1)
+
 test: deps
 	bash scripts/check-alloc.sh
-	$(MAKE) BUILD=build-asan all unit-run
+	$(MAKE) -j$(NPROC) BUILD=build-asan all unit-bins
+	$(MAKE) BUILD=build-asan unit-run
 	bash scripts/test-install.sh
+	$(MAKE) -j$(NPROC) fuzz
 	$(MAKE) fuzz-run FUZZ_SECONDS=15
 	bash scripts/test-clients.sh build-asan/mayflyd
 

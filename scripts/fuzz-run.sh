@@ -10,7 +10,9 @@
 # target, saves the input as fuzz/crashes/<name>-<kind>-<sha1> and fails the
 # run; the full log is build-fuzz/fuzz-<name>.log. Prints one summary line
 # per target (executions, coverage) and exits non-zero if any target failed.
-# Two instances may run at once on different targets.
+# Targets run FUZZ_JOBS at a time (default: the CPUs, at most 4), each
+# printing its lines once it ends; a fixed time each, so on two cores the
+# whole run takes half as long as one after another.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,25 +20,29 @@ secs="${1:-30}"
 shift || true
 names=("$@")
 [ "${#names[@]}" -gt 0 ] || names=(wire bson match update agg keystring scram)
+jobs="${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}"
+[ "$jobs" -gt 4 ] && jobs=4
+[ "$jobs" -ge 1 ] || jobs=1
 
 mkdir -p fuzz/crashes build-fuzz/corpus
-failed=()
 for n in "${names[@]}"; do
-    bin="build-fuzz/fuzz/fuzz_$n"
-    if [ ! -x "$bin" ]; then
-        echo "fuzz-run: $bin is missing (make fuzz)" >&2
+    if [ ! -x "build-fuzz/fuzz/fuzz_$n" ]; then
+        echo "fuzz-run: build-fuzz/fuzz/fuzz_$n is missing (make fuzz)" >&2
         exit 2
     fi
     if [ ! -d "fuzz/corpus/$n" ]; then
         echo "fuzz-run: no seed corpus fuzz/corpus/$n" >&2
         exit 2
     fi
-    work="build-fuzz/corpus/$n"
-    log="build-fuzz/fuzz-$n.log"
+done
+
+# One target: its summary (and on failure the end of its log) into
+# build-fuzz/fuzz-<name>.out; exits with the fuzzer's status.
+run_one() {
+    local n="$1" bin="build-fuzz/fuzz/fuzz_$1" work="build-fuzz/corpus/$1" log="build-fuzz/fuzz-$1.log"
+    local out="build-fuzz/fuzz-$1.out" dict=() rc execs last cov ft corp
     mkdir -p "$work"
-    dict=()
     [ -f "fuzz/$n.dict" ] && dict=("-dict=fuzz/$n.dict")
-    echo "== fuzz $n: ${secs}s"
     ASAN_OPTIONS="detect_leaks=1:fast_unwind_on_malloc=0:allocator_may_return_null=0:handle_abort=1" \
     UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
         "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
@@ -48,15 +54,38 @@ for n in "${names[@]}"; do
     cov=$(echo "$last" | grep -oE 'cov: [0-9]+' | awk '{print $2}')
     ft=$(echo "$last" | grep -oE 'ft: [0-9]+' | awk '{print $2}')
     corp=$(echo "$last" | grep -oE 'corp: [0-9]+' | awk '{print $2}')
-    echo "fuzz $n: exit $rc, ${execs:-?} executions, cov ${cov:-?} edges, ft ${ft:-?} features," \
-         "corpus ${corp:-?} inputs"
-    if [ "$rc" -ne 0 ]; then
-        failed+=("$n")
-        echo "---- fuzz $n failed; the end of $log:" >&2
-        tail -n 60 "$log" >&2
-        grep -aE 'Test unit written to' "$log" >&2
+    {
+        echo "== fuzz $n: ${secs}s"
+        echo "fuzz $n: exit $rc, ${execs:-?} executions, cov ${cov:-?} edges, ft ${ft:-?} features," \
+             "corpus ${corp:-?} inputs"
+        if [ "$rc" -ne 0 ]; then
+            echo "---- fuzz $n failed; the end of $log:"
+            tail -n 60 "$log"
+            grep -aE 'Test unit written to' "$log"
+        fi
+    } >"$out"
+    return "$rc"
+}
+
+failed=()
+declare -A pid_of=()
+finish() { # waits for one target ($1), prints its lines, records a failure
+    local n="$1"
+    wait "${pid_of[$n]}" || failed+=("$n")
+    cat "build-fuzz/fuzz-$n.out"
+    unset "pid_of[$n]"
+}
+running=()
+for n in "${names[@]}"; do
+    if [ "${#running[@]}" -ge "$jobs" ]; then
+        finish "${running[0]}"
+        running=("${running[@]:1}")
     fi
+    run_one "$n" &
+    pid_of[$n]=$!
+    running+=("$n")
 done
+for n in "${running[@]}"; do finish "$n"; done
 if [ "${#failed[@]}" -gt 0 ]; then
     echo "fuzz-run: FAILED: ${failed[*]} (inputs under fuzz/crashes/)" >&2
     exit 1

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 prefix="$(mktemp -d /tmp/mayfly-install-XXXXXX)"
 trap 'rm -rf "$prefix"' EXIT
-make -s all PREFIX="$prefix" >/dev/null
+make -s -j"$(nproc)" all PREFIX="$prefix" >/dev/null
 make -s install PREFIX="$prefix" >/dev/null
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 nm -D --defined-only "$prefix/lib/libmayfly.so" | awk '$2 == "T" {print $3}' | sort > "$prefix/exported"

@@ -428,6 +428,7 @@ h.test('a user management command waiting for the management lock shows waitingF
   const { count } = await admin.command({ configureFailPoint: 'hangWhileHoldingUserManagementLock', mode: 'alwaysOn' });
   const [c1, c2, c3] = [await login(...ROOT), await login(...ROOT), await login(...ROOT)];
   const holder = c1.db('lk').command({ createRole: 'held', privileges: [], roles: [] });
+  holder.catch(() => {}); // awaited below; a failure must not be an unhandled rejection meanwhile
   const findOp = async (pred, what) => {
     for (let i = 0; i < 200; i++) {
       const op = (await admin.command({ currentOp: 1 })).inprog.find(pred);
@@ -442,12 +443,13 @@ h.test('a user management command waiting for the management lock shows waitingF
     const t0 = Date.now();
     await h.expectCode(c2.db('lk').command({ createRole: 'timed', privileges: [], roles: [], maxTimeMS: 300 }), 50);
     assert.ok(Date.now() - t0 < 5000, 'maxTimeMS ended the wait for the lock');
-    const waiter = c3.db('lk').command({ createRole: 'killed', privileges: [], roles: [] });
+    // Its rejection is awaited at once (expectCode): killOp's reply may come after it.
+    const waiter = h.expectCode(c3.db('lk').command({ createRole: 'killed', privileges: [], roles: [] }), 11601);
     const w = await findOp((o) => o.command && o.command.createRole === 'killed' && o.waitingForLock === true, 'the waiter, waiting for the lock');
     const h0 = await findOp((o) => o.command && o.command.createRole === 'held', 'the holder');
     assert.equal(h0.waitingForLock, false, 'the holder holds the lock');
     await admin.command({ killOp: 1, op: w.opid });
-    await h.expectCode(waiter, 11601);
+    await waiter;
   } finally {
     await admin.command({ configureFailPoint: 'hangWhileHoldingUserManagementLock', mode: 'off' });
   }
