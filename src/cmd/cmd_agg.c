@@ -937,15 +937,36 @@ agg_stream_start(mf_op_t *op, const char *name, mf_pipeline_t **plp, const bson_
     return 0;
 }
 
-/* check_write_target: the checks MongoDB makes of an $out / $merge target namespace. */
+/*
+ * check_write_target: the checks MongoDB makes of an $out / $merge target
+ * namespace, in their order (document_source_out.cpp's and
+ * document_source_merge.cpp's create): a valid namespace (73), not a
+ * system.* collection ($out 17385, $merge 31319), not on the admin, config
+ * or local database ($out 31321, $merge 31320).
+ */
 static int
 check_write_target(const char *db, const char *coll, bool merge, mf_error_t *err)
 {
-    if (mf_catalog_check_db_name(db, err) != 0 || mf_catalog_check_coll_name(db, coll, err) != 0)
+    if (mf_catalog_check_db_name(db, err) != 0)
         return -1;
-    if (strncmp(coll, "system.", 7) == 0)
-        return mf_err_set(err, MF_E_InvalidNamespace, "Invalid %s target namespace, %s.%s is not allowed",
-                          merge ? "$merge" : "$out", db, coll);
+    /* NamespaceString::isValid: no empty collection name, none starting with '.', no '$'. */
+    if (coll[0] == '.' || strchr(coll, '$') != NULL) {
+        if (merge)
+            return mf_err_set(err, MF_E_InvalidNamespace, "Invalid $merge target namespace: '%s.%s'", db, coll);
+        return mf_err_set(err, MF_E_InvalidNamespace, "Invalid $out target namespace, %s.%s", db, coll);
+    }
+    if (mf_catalog_check_coll_name(db, coll, err) != 0)
+        return -1;
+    if (strncmp(coll, "system.", 7) == 0) {
+        if (merge)
+            return mf_err_set(err, MF_E_Location31319, "Cannot $merge to special collection: %s", coll);
+        return mf_err_set(err, MF_E_Location17385, "Can't $out to special collection: %s", coll);
+    }
+    if (strcmp(db, "admin") == 0 || strcmp(db, "config") == 0 || strcmp(db, "local") == 0) {
+        if (merge)
+            return mf_err_set(err, MF_E_Location31320, "Cannot $merge to internal database: %s", db);
+        return mf_err_set(err, MF_E_Location31321, "Can't $out to internal database: %s", db);
+    }
     return 0;
 }
 

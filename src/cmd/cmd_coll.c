@@ -884,6 +884,12 @@ cmd_create(mf_op_t *op)
         bson_destroy(&opts);
         return mf_err_set(&op->err, MF_E_Location6026500, "The 'clusteredIndex' option is not supported with views");
     }
+    /* create_collection.cpp's _createView: the view catalog's own namespace is never a view. */
+    if (strcmp(name, "system.views") == 0 && bson_has_field(&opts, "viewOn")) {
+        bson_destroy(&opts);
+        return mf_err_set(&op->err, MF_E_InvalidNamespace,
+                          "Cannot create a view called '%s': this is a reserved system namespace", name);
+    }
     if (clustered && bson_iter_init_find(&ti, &opts, "capped") && bson_iter_as_bool(&ti)) {
         bson_destroy(&opts);
         return mf_err_set(&op->err, MF_E_InvalidOptions, "Clustered capped collections are not supported");

@@ -539,6 +539,13 @@
     X(51134, Location51134)                                                    \
     X(51186, Location51186)                                                    \
     X(51187, Location51187)                                                    \
+    X(17385, Location17385)                                                    \
+    X(31319, Location31319)                                                    \
+    X(31320, Location31320)                                                    \
+    X(31321, Location31321)                                                    \
+    X(51181, Location51181)                                                    \
+    X(51199, Location51199)                                                    \
+    X(51273, Location51273)                                                    \
     X(238, NotImplemented)                                                     \
     X(40573, Location40573)                                                    \
     X(17420, Location17420)                                                    \

@@ -2482,6 +2482,28 @@ parse_merge(stage_t *s, const bson_value_t *v, mf_error_t *err)
         }
         if (!have_into)
             return mf_err_set(err, MF_E_Location40414, "BSON field '$merge.into' is missing but a required field");
+        /*
+         * merge_processor.cpp's strategy table has no keepExisting or fail
+         * with whenNotMatched fail / discard (LiteParsed::parse's 51181);
+         * document_source_merge.cpp's create then takes 'let' only with a
+         * whenMatched pipeline (51199), where 'new' is $$ROOT or unset (51273).
+         */
+        if ((strcmp(when_matched, "keepExisting") == 0 || strcmp(when_matched, "fail") == 0) &&
+            strcmp(when_not_matched, "insert") != 0)
+            return mf_err_set(err, MF_E_Location51181,
+                              "Combination of $merge modes 'whenMatched: %s' and 'whenNotMatched: %s' is not supported",
+                              when_matched, when_not_matched);
+        if (let != NULL && wm_pipeline == NULL)
+            return mf_err_set(err, MF_E_Location51199, "Cannot use 'let' variables with 'whenMatched: %s' mode",
+                              when_matched);
+        if (let != NULL) {
+            bson_iter_t li;
+            bson_iter_init_from_data(&li, let->value.v_doc.data, let->value.v_doc.data_len);
+            if (bson_iter_find(&li, "new") &&
+                !(BSON_ITER_HOLDS_UTF8(&li) && strcmp(bson_iter_utf8(&li, NULL), "$$ROOT") == 0))
+                return mf_err_set(err, MF_E_Location51273,
+                                  "'let' may not define a value for the reserved 'new' variable other than '$$ROOT'");
+        }
         if (wm_pipeline != NULL) {
             /* Checked here, so a bad pipeline or variable fails the aggregate before anything is written. */
             mf_merge_update_t *u = mf_merge_update_new(wm_pipeline, let, err);
