@@ -2026,7 +2026,7 @@ parse_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
         if (s->sub == NULL)
             return -1;
     }
-    if (s->from == NULL && !(s->sub != NULL && s->sub->collectionless && s->local == NULL))
+    if (s->from == NULL && !(s->sub != NULL && s->sub->collectionless))
         return mf_err_set(err, MF_E_FailedToParse, "must specify 'from' field for a $lookup");
     return 0;
 }
@@ -3510,6 +3510,7 @@ mf_pipeline_first_match(const mf_pipeline_t *p)
 /* ------------------------------------------------------------------------ */
 
 static int run_stages(const mf_pipeline_t *p, const mf_agg_env_t *env, mf_docvec_t *docs, mf_error_t *err);
+static int run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err);
 
 static int
 collect_visit(void *arg, const bson_t *doc)
@@ -3523,6 +3524,7 @@ typedef struct lvals {
     bson_t arr;
     uint32_t n;
     bool saw_missing;
+    bool saw_regex;
 } lvals_t;
 
 static bool
@@ -3541,14 +3543,62 @@ lookup_visit(void *arg, const bson_value_t *v, int32_t pos)
         bson_iter_t it;
         bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
         while (bson_iter_next(&it)) {
+            l->saw_regex = l->saw_regex || BSON_ITER_HOLDS_REGEX(&it);
             bson_uint32_to_string(l->n++, &key, buf, sizeof buf);
             bson_append_value(&l->arr, key, -1, bson_iter_value(&it));
         }
         return false;
     }
+    l->saw_regex = l->saw_regex || v->value_type == BSON_TYPE_REGEX;
     bson_uint32_to_string(l->n++, &key, buf, sizeof buf);
     bson_append_value(&l->arr, key, -1, v);
     return false;
+}
+
+/*
+ * lookup_join_filter: the foreign-side filter for the local values in l, as
+ * document_source_lookup.cpp's makeMatchStageFromInput builds it: no value
+ * at all is null (a path whose array elements lack the field adds
+ * nothing: document_path_support's visitAllValuesAtPath skips missing
+ * values); one value is {foreign: {$eq: v}}; several are {foreign: {$in:
+ * [...]}}, or with a regular expression among them {$or: [{foreign: {$eq:
+ * v}}, ...]} so that a regex joins only an equal regex, never by pattern.
+ * Consumes l->arr.
+ */
+static void
+lookup_join_filter(lvals_t *l, const char *foreign, bson_t *filter)
+{
+    bson_t cond;
+    bson_iter_t it;
+    if (l->n == 0) {
+        bson_append_null(&l->arr, "0", 1);
+        l->n = 1;
+    }
+    if (l->n == 1 || !l->saw_regex) {
+        bson_append_document_begin(filter, foreign, -1, &cond);
+        if (l->n == 1 && bson_iter_init(&it, &l->arr) && bson_iter_next(&it))
+            bson_append_value(&cond, "$eq", 3, bson_iter_value(&it));
+        else
+            bson_append_array(&cond, "$in", 3, &l->arr);
+        bson_append_document_end(filter, &cond);
+    } else {
+        bson_t or, one;
+        uint32_t k = 0;
+        bson_append_array_begin(filter, "$or", 3, &or);
+        bson_iter_init(&it, &l->arr);
+        while (bson_iter_next(&it)) {
+            char buf[16];
+            const char *key;
+            bson_uint32_to_string(k++, &key, buf, sizeof buf);
+            bson_append_document_begin(&or, key, -1, &one);
+            bson_append_document_begin(&one, foreign, -1, &cond);
+            bson_append_value(&cond, "$eq", 3, bson_iter_value(&it));
+            bson_append_document_end(&one, &cond);
+            bson_append_document_end(&or, &one);
+        }
+        bson_append_array_end(filter, &or);
+    }
+    bson_destroy(&l->arr);
 }
 
 /*
@@ -3573,9 +3623,58 @@ typedef struct lookup_budget {
 } lookup_budget_t;
 static __thread lookup_budget_t *tls_lookup_budget;
 
+/*
+ * run_joined: a collectionless sub-pipeline with a localField / foreignField
+ * join: its source stage ($documents), then the join filter, then the rest,
+ * as document_source_lookup.cpp places the join's $match after a leading
+ * $documents. Consumes *docs as run_stages does.
+ */
 static int
-run_sub(const stage_t *s, const mf_agg_env_t *env, const bson_t *local, mf_docvec_t *docs, lookup_budget_t *budget,
-        mf_error_t *err)
+run_joined(const mf_pipeline_t *p, const bson_t *join, const mf_agg_env_t *env, mf_docvec_t *docs, mf_error_t *err)
+{
+    mf_docvec_t out, kept;
+    mf_matcher_t *m = mf_matcher_new(join, err);
+    int rc = -1;
+
+    mf_docvec_init(&out);
+    mf_docvec_init(&kept);
+    if (m == NULL) {
+        mf_docvec_destroy(docs);
+        return -1;
+    }
+    int r0 = run_stage(&p->stages[0], env, docs, &out, err);
+    mf_docvec_init(docs); /* consumed by the stage, as in run_stages */
+    if (r0 < 0)
+        goto done;
+    for (size_t i = 0; i < out.len; i++) {
+        if (mf_matcher_match(m, out.docs[i], NULL)) {
+            mf_docvec_push_steal(&kept, out.docs[i]);
+            out.docs[i] = NULL;
+        }
+    }
+    for (size_t i = 1; i < p->n; i++) {
+        mf_docvec_t next;
+        mf_docvec_init(&next);
+        if (run_stage(&p->stages[i], env, &kept, &next, err) < 0) {
+            mf_docvec_destroy(&next);
+            mf_docvec_init(&kept);
+            goto done;
+        }
+        kept = next;
+    }
+    *docs = kept;
+    mf_docvec_init(&kept);
+    rc = 0;
+done:
+    mf_docvec_destroy(&out);
+    mf_docvec_destroy(&kept);
+    mf_matcher_free(m);
+    return rc;
+}
+
+static int
+run_sub(const stage_t *s, const mf_agg_env_t *env, const bson_t *local, const bson_t *join, mf_docvec_t *docs,
+        lookup_budget_t *budget, mf_error_t *err)
 {
     bson_value_t *vals;
     int rc = let_vars_eval(&s->let, local, &vals, err);
@@ -3587,7 +3686,8 @@ run_sub(const stage_t *s, const mf_agg_env_t *env, const bson_t *local, mf_docve
         lookup_budget_t *outer_budget = tls_lookup_budget;
         tls_geo_source = s->from; /* a $geoNear in the sub-pipeline reads the foreign collection's indexes */
         tls_lookup_budget = budget;
-        rc = run_stages(s->sub, env, docs, err);
+        rc = join != NULL && s->sub->n > 0 ? run_joined(s->sub, join, env, docs, err)
+                                           : run_stages(s->sub, env, docs, err);
         tls_lookup_budget = outer_budget;
         tls_geo_source = outer;
         mf_expr_vars_set(frame.up);
@@ -3652,22 +3752,10 @@ run_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec
             break;
         mf_docvec_init(&matched);
         if (s->local) {
-            lvals_t l;
-            bson_t cond;
+            lvals_t l = {.n = 0, .saw_missing = false, .saw_regex = false};
             bson_init(&l.arr);
-            l.n = 0;
-            l.saw_missing = false;
             mf_path_walk(doc, s->local, lookup_visit, &l);
-            if (l.n == 0 || l.saw_missing) {
-                char buf[16];
-                const char *key;
-                bson_uint32_to_string(l.n++, &key, buf, sizeof buf);
-                bson_append_null(&l.arr, key, -1);
-            }
-            bson_append_document_begin(&filter, s->foreign, -1, &cond);
-            bson_append_array(&cond, "$in", 3, &l.arr);
-            bson_append_document_end(&filter, &cond);
-            bson_destroy(&l.arr);
+            lookup_join_filter(&l, s->foreign, &filter);
         }
         if (scans && s->sub != NULL && s->sub->text_first) {
             /*
@@ -3694,9 +3782,9 @@ run_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec
         } else if (scans) {
             rc = env->scan(env->ctx, s->from, s->local ? &filter : NULL, collect_visit, &matched, err);
         }
-        bson_destroy(&filter);
         if (rc == 0 && s->sub)
-            rc = run_sub(s, env, doc, &matched, &budget, err);
+            rc = run_sub(s, env, doc, s->local != NULL && !scans ? &filter : NULL, &matched, &budget, err);
+        bson_destroy(&filter);
         if (rc == 0 && s->sub != NULL && (s->sub->text_first || mf_pipeline_geo_meta(s->sub)))
             strip_scores(&matched);
         bson_t arr = BSON_INITIALIZER;

@@ -116,3 +116,84 @@ h.test('a view cannot be called system.views: 73 "Cannot create a view called ..
   await db.command({ create: 'v', viewOn: 's', pipeline: [] });
   assert.deepEqual(await db.collection('v').find().toArray(), [{ _id: 1 }]);
 });
+
+/*
+ * The local values of a localField join are document_path_support's
+ * visitAllValuesAtPath: array elements that lack the field add nothing, and
+ * only a path with no value at all joins as null (document_source_lookup.cpp
+ * makeMatchStageFromInput; cases from jstests/aggregation/sources/lookup/
+ * lookup_equijoin_semantics.js testMatchingMissingOnPath and friends).
+ */
+h.test('$lookup localField: a path missing in some array elements joins on the values present, not also on null', async () => {
+  const db = srv.freshDb('lv_lkmissing');
+  const local = db.collection('local');
+  await local.insertMany([
+    { _id: 0, a: { no_x: 1 } }, { _id: 1, a: { no_x: [1, 2] } }, { _id: 2, a: [{ no_x: 1 }, { no_x: 2 }] },
+    { _id: 3, a: [{ no_x: 2 }, { x: 1 }] }, { _id: 4, a: [{ no_x: [1, 2] }, { x: 1 }] }, { _id: 5, a: { x: null } },
+    { _id: 6, a: [{ x: null }, { x: 1 }] }, { _id: 7, a: [{ x: null }, { x: [1] }] }, { _id: 8, no_a: 1 },
+    { _id: 9, a: [1] }, { _id: 10, a: [] }, { _id: 11, a: [[1]] }, { _id: 12, a: [[]] },
+    { _id: 20, a: { x: 2, y: 1 } }, { _id: 21, a: [{ x: 2 }, { x: 3 }] },
+  ]);
+  const matchedIds = async () => (await local.aggregate([
+    { $lookup: { from: 'foreign', localField: 'a.x', foreignField: 'b', as: 'm' } },
+  ]).toArray()).filter((d) => d.m.length > 0).map((d) => d._id).sort((x, y) => x - y);
+  await db.collection('foreign').insertOne({ _id: 0, b: null });
+  assert.deepEqual(await matchedIds(), [0, 1, 2, 5, 6, 7, 8, 9, 10, 11, 12]);
+  await db.collection('foreign').deleteMany({});
+  await db.collection('foreign').insertOne({ _id: 0, no_b: 1 });
+  assert.deepEqual(await matchedIds(), [0, 1, 2, 5, 6, 7, 8, 9, 10, 11, 12]);
+
+  // A numeric path component: a.0.x of [{x: 1}, {y: 1}] is 1 only (testMatchingPathWithNumericComponentToNull).
+  await db.collection('l2').insertMany([
+    { _id: 0, a: { x: 1 } }, { _id: 3, a: [{ x: null }, { x: 1 }] }, { _id: 5, a: [1, 2] },
+    { _id: 10, a: [{ x: 1 }, { y: 1 }] }, { _id: 11, a: [{ x: [1, 2] }] },
+  ]);
+  await db.collection('f2').insertOne({ _id: 0, b: null });
+  const r = await db.collection('l2').aggregate([
+    { $lookup: { from: 'f2', localField: 'a.0.x', foreignField: 'b', as: 'm' } },
+  ]).toArray();
+  assert.deepEqual(r.filter((d) => d.m.length > 0).map((d) => d._id).sort((x, y) => x - y), [0, 3, 5]);
+
+  // A partly missing path still joins on the value it has.
+  await db.collection('l3').insertOne({ _id: 1, a: [{ b: 1 }, { c: 2 }] });
+  await db.collection('f3').insertMany([{ _id: 1, y: 1 }, { _id: 2, y: null }, { _id: 3 }]);
+  const r3 = await db.collection('l3').aggregate([
+    { $lookup: { from: 'f3', localField: 'a.b', foreignField: 'y', as: 'm' } }, { $project: { m: '$m._id' } },
+  ]).toArray();
+  assert.deepEqual(r3, [{ _id: 1, m: [1] }]);
+});
+
+h.test('$lookup localField: a regular expression joins only an equal regular expression, never by pattern', async () => {
+  const db = srv.freshDb('lv_lkregex');
+  await db.collection('f').insertMany([{ _id: 1, y: 1 }, { _id: 4, y: /^a/ }, { _id: 5, y: 'abc' }, { _id: 6, y: /^a/i }]);
+  await db.collection('l').insertMany([{ _id: 1, r: /^a/ }, { _id: 2, r: [/^a/, 1] }, { _id: 3, r: 'abc' }]);
+  const r = await db.collection('l').aggregate([
+    { $lookup: { from: 'f', localField: 'r', foreignField: 'y', as: 'm' } },
+    { $project: { m: { $sortArray: { input: '$m._id', sortBy: 1 } } } }, { $sort: { _id: 1 } },
+  ]).toArray();
+  assert.deepEqual(r, [{ _id: 1, m: [4] }, { _id: 2, m: [1, 4] }, { _id: 3, m: [5] }]);
+});
+
+h.test('$lookup with localField / foreignField over a $documents pipeline: with and without from, the join follows $documents', async () => {
+  const db = srv.freshDb('lv_lkdocs');
+  const locations = db.collection('locations');
+  await locations.insertMany([{ _id: 1, zip: 94301 }, { _id: 2, zip: 10019 }, { _id: 3, zip: 1 }]);
+  const docs = [{ zip_id: 94301, name: 'Palo Alto, CA' }, { zip_id: 10019, name: 'New York, NY' }];
+  // The manual's example: no 'from', the pipeline starts with $documents.
+  const r = await locations.aggregate([
+    { $lookup: { localField: 'zip', foreignField: 'zip_id', as: 'city_state', pipeline: [{ $documents: docs }] } },
+    { $sort: { _id: 1 } },
+  ]).toArray();
+  assert.deepEqual(r, [
+    { _id: 1, zip: 94301, city_state: [{ zip_id: 94301, name: 'Palo Alto, CA' }] },
+    { _id: 2, zip: 10019, city_state: [{ zip_id: 10019, name: 'New York, NY' }] },
+    { _id: 3, zip: 1, city_state: [] },
+  ]);
+  // Stages after $documents run on the joined documents only; with a 'from' the $documents still supplies them.
+  for (const from of [undefined, 'unused']) {
+    const spec = { localField: 'zip', foreignField: 'zip_id', as: 'cs', pipeline: [{ $documents: docs }, { $project: { _id: 0, name: 1 } }] };
+    if (from) spec.from = from;
+    const r2 = await locations.aggregate([{ $lookup: spec }, { $sort: { _id: 1 } }, { $project: { cs: 1 } }]).toArray();
+    assert.deepEqual(r2, [{ _id: 1, cs: [{ name: 'Palo Alto, CA' }] }, { _id: 2, cs: [{ name: 'New York, NY' }] }, { _id: 3, cs: [] }], String(from));
+  }
+});
