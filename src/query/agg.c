@@ -86,6 +86,7 @@
 
 #include "common/alloc.h"
 #include "common/curop.h"
+#include "common/fmt.h"
 #include "doc/bucket.h"
 #include "doc/expr.h"
 #include "doc/geo.h"
@@ -1949,6 +1950,74 @@ sub_pipeline_new(const bson_value_t *pipeline, mf_error_t *err)
     return p;
 }
 
+/*
+ * lookup_lite_parse: the checks document_source_lookup.cpp's
+ * LiteParsed::parse makes before the stage itself is parsed: the spec is an
+ * object; without 'from' the pipeline must start with $documents; 'from' is
+ * a string (its {db, coll} form is only for config.cache.chunks.* and
+ * local.oplog.rs, which mayfly does not join across databases) naming a
+ * valid namespace; the pipeline is an array of objects
+ * (parsePipelineFromBSON's 14).
+ */
+static int
+lookup_lite_parse(const bson_value_t *v, mf_error_t *err)
+{
+    bson_iter_t it;
+    const bson_value_t *from = NULL, *pipeline = NULL;
+    bson_value_t from_v, pipeline_v;
+
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return mf_err_set(err, MF_E_FailedToParse, "the $lookup stage specification must be an object, but found %s",
+                          mf_type_name(v->value_type));
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        /* BSONObj::operator[] takes the first field of the name. */
+        if (from == NULL && strcmp(bson_iter_key(&it), "from") == 0) {
+            from_v = *bson_iter_value(&it);
+            from = &from_v;
+        } else if (pipeline == NULL && strcmp(bson_iter_key(&it), "pipeline") == 0) {
+            pipeline_v = *bson_iter_value(&it);
+            pipeline = &pipeline_v;
+        }
+    }
+    if (pipeline != NULL) {
+        if (pipeline->value_type != BSON_TYPE_ARRAY)
+            return mf_err_set(err, MF_E_TypeMismatch, "'pipeline' option must be specified as an array");
+        bson_iter_init_from_data(&it, pipeline->value.v_doc.data, pipeline->value.v_doc.data_len);
+        while (bson_iter_next(&it))
+            if (!BSON_ITER_HOLDS_DOCUMENT(&it))
+                return mf_err_set(err, MF_E_TypeMismatch, "Each element of the 'pipeline' array must be an object");
+    }
+    if (from == NULL) {
+        bson_iter_t st;
+        if (pipeline == NULL)
+            return mf_err_set(err, MF_E_FailedToParse, "must specify 'pipeline' when 'from' is empty");
+        bson_iter_init_from_data(&it, pipeline->value.v_doc.data, pipeline->value.v_doc.data_len);
+        if (!bson_iter_next(&it) || !bson_iter_recurse(&it, &st) || !bson_iter_find(&st, "$documents"))
+            return mf_err_set(err, MF_E_FailedToParse,
+                              "$lookup stage without explicit collection must have a pipeline with $documents as "
+                              "first stage");
+        return 0;
+    }
+    if (from->value_type == BSON_TYPE_DOCUMENT) {
+        const char *db = "", *coll = "";
+        bson_iter_init_from_data(&it, from->value.v_doc.data, from->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_key(&it), "db") == 0)
+                db = bson_iter_utf8(&it, NULL);
+            else if (BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_key(&it), "coll") == 0)
+                coll = bson_iter_utf8(&it, NULL);
+        }
+        return mf_err_set(err, MF_E_FailedToParse,
+                          "$lookup with syntax {from: {db:<>, coll:<>},..} is not supported for db: %s and coll: %s", db,
+                          coll);
+    }
+    if (from->value_type != BSON_TYPE_UTF8)
+        return mf_err_set(err, MF_E_FailedToParse, "$lookup 'from' field must be a string, but found %s",
+                          mf_type_name(from->value_type));
+    return 0;
+}
+
 static int
 parse_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
 {
@@ -1957,9 +2026,8 @@ parse_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
     bson_value_t pipeline_v, let_v;
     const bson_value_t *pipeline = NULL, *let = NULL;
 
-    if (v->value_type != BSON_TYPE_DOCUMENT)
-        return mf_err_set(err, MF_E_FailedToParse, "the $lookup specification must be an Object, but found %s",
-                          mf_type_name(v->value_type));
+    if (lookup_lite_parse(v, err) != 0)
+        return -1;
     bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
@@ -1979,16 +2047,23 @@ parse_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
         } else if (strcmp(k, "let") == 0) {
             let_v = *bson_iter_value(&it);
             let = &let_v;
-            if (let->value_type != BSON_TYPE_DOCUMENT)
-                return mf_err_set(err, MF_E_FailedToParse, "$lookup argument 'let' must be an object, is type %s",
-                                  mf_type_name(let->value_type));
+            if (let->value_type != BSON_TYPE_DOCUMENT) {
+                char shown[256];
+                mf_fmt_value(let, shown, sizeof shown);
+                return mf_err_set(err, MF_E_FailedToParse, "$lookup argument 'let: %s' must be an object, is type %s",
+                                  shown, mf_type_name(let->value_type));
+            }
             continue;
-        } else {
+        } else if (BSON_ITER_HOLDS_UTF8(&it)) {
             return mf_err_set(err, MF_E_FailedToParse, "unknown argument to $lookup: %s", k);
         }
-        if (!BSON_ITER_HOLDS_UTF8(&it))
-            return mf_err_set(err, MF_E_FailedToParse, "$lookup argument '%s: %s' must be a string, is type %s", k, "...",
-                              mf_type_name(bson_iter_type(&it)));
+        if (!BSON_ITER_HOLDS_UTF8(&it)) {
+            /* createFromBson: the argument's name, then the element as BSONElement::toString prints it. */
+            char shown[256];
+            mf_fmt_value(bson_iter_value(&it), shown, sizeof shown);
+            return mf_err_set(err, MF_E_FailedToParse, "$lookup argument '%s' must be a string, found %s: %s: %s", k, k,
+                              shown, mf_type_name(bson_iter_type(&it)));
+        }
         bson_free(*dst);
         *dst = bson_strdup(bson_iter_utf8(&it, NULL));
     }
@@ -2014,8 +2089,6 @@ parse_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
                 return -1;
     }
     if (pipeline) {
-        if (pipeline->value_type != BSON_TYPE_ARRAY)
-            return mf_err_set(err, MF_E_FailedToParse, "'pipeline' option must be specified as an array");
         /* The sub-pipeline is parsed with the let names ambient, so "$$name" is accepted everywhere in it. */
         if (sub_has_change_stream(pipeline, "$lookup", err))
             return -1;

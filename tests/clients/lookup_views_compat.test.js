@@ -197,3 +197,38 @@ h.test('$lookup with localField / foreignField over a $documents pipeline: with 
     assert.deepEqual(r2, [{ _id: 1, cs: [{ name: 'Palo Alto, CA' }] }, { _id: 2, cs: [{ name: 'New York, NY' }] }, { _id: 3, cs: [] }], String(from));
   }
 });
+
+/*
+ * $lookup's parse errors, in mongod's order: LiteParsed::parse first (the
+ * spec object, 'from' or the $documents pipeline that replaces it, the
+ * pipeline's shape), then createFromBson's argument loop
+ * (document_source_lookup.cpp).
+ */
+h.test('$lookup parse errors carry mongod\'s codes and messages', async () => {
+  const db = srv.freshDb('lv_lkparse');
+  await db.collection('a').insertOne({ _id: 1, x: 1 });
+  const lk = (spec) => agg(db, 'a', [{ $lookup: spec }]);
+  await h.expectCode(agg(db, 'a', [{ $lookup: 1 }]), 9, /^the \$lookup stage specification must be an object, but found int$/);
+  await h.expectCode(lk({ from: 1, localField: 'x', foreignField: 'y', as: 'r' }), 9,
+    /^\$lookup 'from' field must be a string, but found int$/);
+  await h.expectCode(lk({ from: { db: db.databaseName, coll: 'b' }, localField: 'x', foreignField: 'y', as: 'r' }), 9,
+    new RegExp(`^\\$lookup with syntax \\{from: \\{db:<>, coll:<>\\},..\\} is not supported for db: ${db.databaseName} and coll: b$`));
+  await h.expectCode(lk({ localField: 'x', foreignField: 'y', as: 'r' }), 9, /^must specify 'pipeline' when 'from' is empty$/);
+  await h.expectCode(lk({ pipeline: [{ $match: {} }], as: 'r' }), 9,
+    /^\$lookup stage without explicit collection must have a pipeline with \$documents as first stage$/);
+  await h.expectCode(lk({ from: 'b', pipeline: 1, as: 'r' }), 14, /^'pipeline' option must be specified as an array$/);
+  await h.expectCode(lk({ from: 'b', pipeline: [1], as: 'r' }), 14, /^Each element of the 'pipeline' array must be an object$/);
+  await h.expectCode(lk({ from: 'b', let: 1, pipeline: [], as: 'r' }), 9, /^\$lookup argument 'let: 1' must be an object, is type int$/);
+  await h.expectCode(lk({ from: 'b', localField: 'x', foreignField: 1, as: 'r' }), 9,
+    /^\$lookup argument 'foreignField' must be a string, found foreignField: 1: int$/);
+  await h.expectCode(lk({ from: 'b', localField: 'x', foreignField: 'y', as: { a: 'x' } }), 9,
+    /^\$lookup argument 'as' must be a string, found as: \{ a: "x" \}: object$/);
+  // An unknown argument is first checked as a string argument, then named.
+  await h.expectCode(lk({ from: 'b', localField: 'x', foreignField: 'y', as: 'r', foo: 1 }), 9,
+    /^\$lookup argument 'foo' must be a string, found foo: 1: int$/);
+  await h.expectCode(lk({ from: 'b', localField: 'x', foreignField: 'y', as: 'r', foo: 'z' }), 9, /^unknown argument to \$lookup: foo$/);
+  // Through mongosh.
+  const out = await h.mongosh(srv.port, db.databaseName,
+    `try { db.a.aggregate([{$lookup: {from: 7, as: 'r', localField: 'x', foreignField: 'y'}}]).toArray(); print('no error') } catch (e) { print(e.code + ' ' + e.message) }`);
+  assert.equal(out, "9 $lookup 'from' field must be a string, but found int");
+});

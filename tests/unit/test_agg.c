@@ -389,7 +389,7 @@ Test(agg, lookup_let_validation)
                MF_E_Location16867, "starts with an invalid character");
     expect_err("{\"p\": [{\"$lookup\": {\"from\": \"cats\", \"let\": 5, \"pipeline\": [], \"as\": \"c\"}}]}", MF_E_FailedToParse, NULL);
     expect_err("{\"p\": [{\"$lookup\": {\"let\": {\"a\": 1}, \"pipeline\": [], \"as\": \"c\"}}]}", MF_E_FailedToParse,
-               "must specify 'from'");
+               "must have a pipeline with $documents as first stage");
     /* The let variables do not leak out of the sub-pipeline. */
     expect_err("{\"p\": [{\"$lookup\": {\"from\": \"cats\", \"let\": {\"v\": 1}, \"pipeline\": [], \"as\": \"c\"}},"
                " {\"$project\": {\"x\": \"$$v\"}}]}", MF_E_Location17276, NULL);
@@ -517,11 +517,11 @@ Test(agg, out_and_merge_hand_their_documents_to_write_out)
                      "n=1 { \"_id\" : 2 }");
     expect("items",
            "{\"p\": [{\"$match\": {\"_id\": 2}}, {\"$project\": {\"_id\": 1}}, {\"$merge\": {\"into\": {\"db\": \"d\", "
-           "\"coll\": \"t\"}, \"on\": [\"a\", \"b\"], \"whenMatched\": \"keepExisting\", \"whenNotMatched\": "
+           "\"coll\": \"t\"}, \"on\": [\"a\", \"b\"], \"whenMatched\": \"replace\", \"whenNotMatched\": "
            "\"discard\"}}]}",
            "[]");
     cr_assert_str_eq(last_write,
-                     "d.t { \"on\" : [ \"a\", \"b\" ], \"whenMatched\" : \"keepExisting\", \"whenNotMatched\" : "
+                     "d.t { \"on\" : [ \"a\", \"b\" ], \"whenMatched\" : \"replace\", \"whenNotMatched\" : "
                      "\"discard\" } n=1 { \"_id\" : 2 }");
     with_write_out = false;
 }
