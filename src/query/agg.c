@@ -2484,6 +2484,29 @@ parse_target(stage_t *s, const char *stage, const bson_value_t *v, mf_error_t *e
  * is whenMatched "pipeline" with whenMatchedPipeline (the array) and let
  * (when given) beside it.
  */
+/*
+ * merge_on_fields_check: $merge's 'on' fields (spec's "on" array) as
+ * document_source_merge.cpp's convertToFieldPaths takes them: each a field
+ * path (FieldPath's errors), none twice (31465).
+ */
+static int
+merge_on_fields_check(const bson_t *spec, mf_error_t *err)
+{
+    bson_iter_t it, a, b;
+    if (!bson_iter_init_find(&it, spec, "on") || !bson_iter_recurse(&it, &a))
+        return 0;
+    while (bson_iter_next(&a)) {
+        const char *f = bson_iter_utf8(&a, NULL);
+        if (mf_field_path_check(f, err) != 0)
+            return -1;
+        bson_iter_recurse(&it, &b);
+        while (bson_iter_next(&b) && strcmp(bson_iter_key(&b), bson_iter_key(&a)) != 0)
+            if (strcmp(bson_iter_utf8(&b, NULL), f) == 0)
+                return mf_err_set(err, MF_E_Location31465, "Found a duplicate field '%s'", f);
+    }
+    return 0;
+}
+
 static int
 parse_merge(stage_t *s, const bson_value_t *v, mf_error_t *err)
 {
@@ -2531,18 +2554,23 @@ parse_merge(stage_t *s, const bson_value_t *v, mf_error_t *err)
                     when_matched = "pipeline";
                     continue;
                 }
+                if (fv->value_type != BSON_TYPE_UTF8 && matched)
+                    return mf_err_set(err, MF_E_Location51191,
+                                      "$merge 'whenMatched' field  must be either a string or an array, but found %s",
+                                      mf_type_name(fv->value_type));
                 if (fv->value_type != BSON_TYPE_UTF8)
                     return mf_err_set(err, MF_E_TypeMismatch,
-                                      "BSON field '$merge.%s' is the wrong type '%s', expected type '%s'", k,
-                                      mf_type_name(fv->value_type), matched ? "[string, array]" : "string");
+                                      "BSON field '$merge.%s' is the wrong type '%s', expected type 'string'", k,
+                                      mf_type_name(fv->value_type));
                 const char *val = fv->value.v_utf8.str;
                 bool ok = matched ? (strcmp(val, "replace") == 0 || strcmp(val, "keepExisting") == 0 ||
                                      strcmp(val, "merge") == 0 || strcmp(val, "fail") == 0)
                                   : (strcmp(val, "insert") == 0 || strcmp(val, "discard") == 0 ||
                                      strcmp(val, "fail") == 0);
+                /* whenMatched is parsed with an IDLParserContext of its own (mergeWhenMatchedParseFromBSON). */
                 if (!ok)
-                    return mf_err_set(err, MF_E_BadValue,
-                                      "Enumeration value '%s' for field '$merge.%s' is not a valid value.", val, k);
+                    return mf_err_set(err, MF_E_BadValue, "Enumeration value '%s' for field '%s%s' is not a valid value.",
+                                      val, matched ? "" : "$merge.", k);
                 if (matched) {
                     when_matched = val;
                     wm_pipeline = NULL;
@@ -2566,24 +2594,6 @@ parse_merge(stage_t *s, const bson_value_t *v, mf_error_t *err)
             return mf_err_set(err, MF_E_Location51181,
                               "Combination of $merge modes 'whenMatched: %s' and 'whenNotMatched: %s' is not supported",
                               when_matched, when_not_matched);
-        if (let != NULL && wm_pipeline == NULL)
-            return mf_err_set(err, MF_E_Location51199, "Cannot use 'let' variables with 'whenMatched: %s' mode",
-                              when_matched);
-        if (let != NULL) {
-            bson_iter_t li;
-            bson_iter_init_from_data(&li, let->value.v_doc.data, let->value.v_doc.data_len);
-            if (bson_iter_find(&li, "new") &&
-                !(BSON_ITER_HOLDS_UTF8(&li) && strcmp(bson_iter_utf8(&li, NULL), "$$ROOT") == 0))
-                return mf_err_set(err, MF_E_Location51273,
-                                  "'let' may not define a value for the reserved 'new' variable other than '$$ROOT'");
-        }
-        if (wm_pipeline != NULL) {
-            /* Checked here, so a bad pipeline or variable fails the aggregate before anything is written. */
-            mf_merge_update_t *u = mf_merge_update_new(wm_pipeline, let, err);
-            if (u == NULL)
-                return -1;
-            mf_merge_update_free(u);
-        }
     }
 
     s->spec = bson_new();
@@ -2601,8 +2611,7 @@ parse_merge(stage_t *s, const bson_value_t *v, mf_error_t *err)
             char key[16];
             if (!BSON_ITER_HOLDS_UTF8(&oi)) {
                 bson_append_array_end(s->spec, &arr);
-                return mf_err_set(err, MF_E_Location51134,
-                                  "Array elements of $merge 'on' field must be strings, but found %s",
+                return mf_err_set(err, MF_E_Location51134, "$merge 'on' array elements must be strings, but found %s",
                                   mf_type_name(bson_iter_type(&oi)));
             }
             snprintf(key, sizeof key, "%d", n++);
@@ -2615,10 +2624,30 @@ parse_merge(stage_t *s, const bson_value_t *v, mf_error_t *err)
     } else {
         bson_append_array_end(s->spec, &arr);
         return mf_err_set(err, MF_E_Location51186,
-                          "$merge 'on' field must be either a string or an array of strings, but found %s",
+                          "$merge 'on' field  must be either a string or an array of strings, but found %s",
                           mf_type_name(on->value_type));
     }
     bson_append_array_end(s->spec, &arr);
+    if (on != NULL && merge_on_fields_check(s->spec, err) != 0)
+        return -1;
+    /* document_source_merge.cpp's create, after the 'on' fields: 'let' only with a pipeline, 'new' only $$ROOT. */
+    if (let != NULL && wm_pipeline == NULL)
+        return mf_err_set(err, MF_E_Location51199, "Cannot use 'let' variables with 'whenMatched: %s' mode",
+                          when_matched);
+    if (let != NULL) {
+        bson_iter_t li;
+        bson_iter_init_from_data(&li, let->value.v_doc.data, let->value.v_doc.data_len);
+        if (bson_iter_find(&li, "new") && !(BSON_ITER_HOLDS_UTF8(&li) && strcmp(bson_iter_utf8(&li, NULL), "$$ROOT") == 0))
+            return mf_err_set(err, MF_E_Location51273,
+                              "'let' may not define a value for the reserved 'new' variable other than '$$ROOT'");
+    }
+    if (wm_pipeline != NULL) {
+        /* Checked here, so a bad pipeline or variable fails the aggregate before anything is written. */
+        mf_merge_update_t *u = mf_merge_update_new(wm_pipeline, let, err);
+        if (u == NULL)
+            return -1;
+        mf_merge_update_free(u);
+    }
     BSON_APPEND_UTF8(s->spec, "whenMatched", when_matched);
     BSON_APPEND_UTF8(s->spec, "whenNotMatched", when_not_matched);
     if (wm_pipeline != NULL) {

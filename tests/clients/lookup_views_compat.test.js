@@ -232,3 +232,24 @@ h.test('$lookup parse errors carry mongod\'s codes and messages', async () => {
     `try { db.a.aggregate([{$lookup: {from: 7, as: 'r', localField: 'x', foreignField: 'y'}}]).toArray(); print('no error') } catch (e) { print(e.code + ' ' + e.message) }`);
   assert.equal(out, "9 $lookup 'from' field must be a string, but found int");
 });
+
+/*
+ * $merge's spec as document_source_merge_spec.cpp parses it ('on', and
+ * 'whenMatched' with an IDL context of its own) and as createFromBson takes
+ * the 'on' fields (convertToFieldPaths: FieldPath, 31465), before looking for
+ * the unique index (51183).
+ */
+h.test('$merge spec errors: on fields (51134, 51186, 31465, FieldPath) and whenMatched (51191, the enum) as mongod words them', async () => {
+  const db = srv.freshDb('lv_mergespec');
+  await db.collection('s').insertOne({ _id: 1, k: 1 });
+  const m = (spec) => agg(db, 's', [{ $merge: { into: 't', ...spec } }]);
+  await h.expectCode(m({ on: ['k', 'k'] }), 31465, /^Found a duplicate field 'k'$/);
+  await h.expectCode(m({ on: '$k' }), 16410);
+  await h.expectCode(m({ on: [1] }), 51134, /^\$merge 'on' array elements must be strings, but found int$/);
+  await h.expectCode(m({ on: 1 }), 51186, /^\$merge 'on' field {2}must be either a string or an array of strings, but found int$/);
+  await h.expectCode(m({ whenMatched: 1 }), 51191, /^\$merge 'whenMatched' field {2}must be either a string or an array, but found int$/);
+  await h.expectCode(m({ whenMatched: 'upsert' }), 2, /^Enumeration value 'upsert' for field 'whenMatched' is not a valid value\.$/);
+  await h.expectCode(m({ whenMatched: 'pipeline' }), 2, /^Enumeration value 'pipeline' for field 'whenMatched' is not a valid value\.$/);
+  await h.expectCode(m({ whenNotMatched: 'upsert' }), 2, /^Enumeration value 'upsert' for field '\$merge\.whenNotMatched' is not a valid value\.$/);
+  assert.equal((await db.listCollections({ name: 't' }).toArray()).length, 0);
+});
