@@ -2993,12 +2993,22 @@ parse_graph_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
             if (!mf_value_is_number(fv))
                 return mf_err_set(err, MF_E_Location40100, "maxDepth must be numeric, found type: %s",
                                   mf_type_name(fv->value_type));
+            /*
+             * BSONElement::safeNumberLong: NaN is 0, out of range clamps, a
+             * double truncates and a decimal rounds half to even; then 40101
+             * for a negative result and 40102 when it is not the number given.
+             */
             double dd = mf_value_as_double(fv);
-            if (!mf_value_as_int64(fv, &d))
-                d = dd < 0 ? -1 : INT64_MAX;
-            if (d < 0 || dd < 0)
+            if (fv->value_type == BSON_TYPE_INT32 || fv->value_type == BSON_TYPE_INT64) {
+                d = fv->value_type == BSON_TYPE_INT32 ? fv->value.v_int32 : fv->value.v_int64;
+            } else {
+                double t = fv->value_type == BSON_TYPE_DOUBLE ? trunc(dd) : nearbyint(dd);
+                d = isnan(dd) ? 0 : !(t < 9223372036854775808.0) ? INT64_MAX : t < -9223372036854775808.0 ? INT64_MIN
+                                                                                                         : (int64_t)t;
+            }
+            if (d < 0)
                 return mf_err_set(err, MF_E_Location40101, "maxDepth requires a nonnegative argument, found: %lld",
-                                  (long long)(dd < 0 ? (int64_t)dd : d));
+                                  (long long)d);
             if ((double)d != dd)
                 return mf_err_set(err, MF_E_Location40102, "maxDepth could not be represented as a long long: %lld",
                                   (long long)d);
@@ -3022,7 +3032,7 @@ parse_graph_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
             if (mf_geo_filter_has_near(s->spec))
                 return mf_err_set(err, MF_E_Location5626500, "%s%s", ctx, MF_GEO_NEAR_CONTEXT_MSG);
             if ((s->matcher = mf_matcher_new(s->spec, err)) == NULL)
-                return -1;
+                return mf_err_context(err, "Failed to parse 'restrictSearchWithMatch' option to $graphLookup");
             continue;
         }
         if (strcmp(k, "from") == 0)

@@ -253,3 +253,27 @@ h.test('$merge spec errors: on fields (51134, 51186, 31465, FieldPath) and whenM
   await h.expectCode(m({ whenNotMatched: 'upsert' }), 2, /^Enumeration value 'upsert' for field '\$merge\.whenNotMatched' is not a valid value\.$/);
   assert.equal((await db.listCollections({ name: 't' }).toArray()).length, 0);
 });
+
+/*
+ * $graphLookup's maxDepth goes through BSONElement::safeNumberLong (a double
+ * truncated, NaN 0) before 40101 / 40102 report that value; a bad
+ * restrictSearchWithMatch carries the option's context
+ * (document_source_graph_lookup.cpp createFromBson).
+ */
+h.test('$graphLookup maxDepth errors report safeNumberLong\'s value; restrictSearchWithMatch parse errors carry their context', async () => {
+  const db = srv.freshDb('lv_graph');
+  await db.collection('e').insertMany([{ _id: 1, n: 'a', r: 'b' }, { _id: 2, n: 'b', r: 'c' }, { _id: 3, n: 'c' }]);
+  const g = (o) => agg(db, 'e', [{ $match: { _id: 1 } },
+    { $graphLookup: { from: 'e', startWith: '$r', connectFromField: 'r', connectToField: 'n', as: 'g', ...o } },
+    { $project: { g: { $sortArray: { input: '$g._id', sortBy: 1 } } } }]);
+  await h.expectCode(g({ maxDepth: 1.5 }), 40102, /^maxDepth could not be represented as a long long: 1$/);
+  await h.expectCode(g({ maxDepth: -0.5 }), 40102, /^maxDepth could not be represented as a long long: 0$/);
+  await h.expectCode(g({ maxDepth: NaN }), 40102, /^maxDepth could not be represented as a long long: 0$/);
+  await h.expectCode(g({ maxDepth: -1 }), 40101, /^maxDepth requires a nonnegative argument, found: -1$/);
+  assert.deepEqual(await g({ maxDepth: 0 }), [{ _id: 1, g: [2] }]);
+  assert.deepEqual(await g({ maxDepth: 2.0 }), [{ _id: 1, g: [2, 3] }]);
+  await h.expectCode(g({ restrictSearchWithMatch: { a: { $foo: 1 } } }), 2,
+    /^Failed to parse 'restrictSearchWithMatch' option to \$graphLookup :: caused by :: unknown operator: \$foo$/);
+  await h.expectCode(g({ restrictSearchWithMatch: { $where: 'true' } }), 2,
+    /^Failed to parse 'restrictSearchWithMatch' option to \$graphLookup :: caused by :: \$where is not allowed in this context$/);
+});
