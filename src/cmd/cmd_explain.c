@@ -21,6 +21,7 @@
 #include "query/batch.h"
 #include "query/exec.h"
 #include "query/write.h"
+#include "doc/collation.h"
 #include "doc/match.h"
 #include "doc/path.h"
 #include "doc/project.h"
@@ -280,6 +281,23 @@ express_explain(const mf_plan_t *p, bool clustered, bool with_stats, bson_t *out
     }
 }
 
+/*
+ * append_collation: queryPlanner's "collation", the full spec of the
+ * collation the query runs under, when it is not the simple one
+ * (plan_explainer's generatePlannerInfo: query->getCollator()).
+ */
+static void
+append_collation(bson_t *qp)
+{
+    const mf_collation_t *c = mf_collation_current();
+    bson_t cs;
+    if (c == NULL)
+        return;
+    BSON_APPEND_DOCUMENT_BEGIN(qp, "collation", &cs);
+    mf_collation_append_spec(c, &cs);
+    bson_append_document_end(qp, &cs);
+}
+
 static int
 run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t limit_one, const char *verbosity,
             const bson_t *inner, const bson_t *stages, const explain_write_t *w, bool express_ok)
@@ -338,6 +356,7 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
     BSON_APPEND_DOCUMENT_BEGIN(op->reply, "queryPlanner", &qp);
     BSON_APPEND_UTF8(&qp, "namespace", ns);
     BSON_APPEND_DOCUMENT(&qp, "parsedQuery", req->filter ? req->filter : &empty);
+    append_collation(&qp);
     BSON_APPEND_BOOL(&qp, "indexFilterSet", p->index_filter_set);
     BSON_APPEND_BOOL(&qp, "maxIndexedOrSolutionsReached", false);
     BSON_APPEND_BOOL(&qp, "maxIndexedAndSolutionsReached", false);
@@ -389,6 +408,7 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
         BSON_APPEND_DOCUMENT_BEGIN(&first, "$cursor", &cd);
         BSON_APPEND_DOCUMENT_BEGIN(&cd, "queryPlanner", &qp);
         BSON_APPEND_UTF8(&qp, "namespace", ns);
+        append_collation(&qp);
         BSON_APPEND_DOCUMENT_BEGIN(&qp, "winningPlan", &wp);
         mf_plan_explain(p, false, &wp);
         bson_append_document_end(&qp, &wp);

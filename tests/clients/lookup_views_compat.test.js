@@ -277,3 +277,30 @@ h.test('$graphLookup maxDepth errors report safeNumberLong\'s value; restrictSea
   await h.expectCode(g({ restrictSearchWithMatch: { $where: 'true' } }), 2,
     /^Failed to parse 'restrictSearchWithMatch' option to \$graphLookup :: caused by :: \$where is not allowed in this context$/);
 });
+
+/*
+ * queryPlanner.collation: the full spec of the collation a query runs
+ * under, right after parsedQuery, when it is not the simple one
+ * (plan_explainer's generatePlannerInfo); a view's default collation is the
+ * one its reads run under (jstests/core/views/views_collation.js).
+ */
+h.test('explain shows queryPlanner.collation for a view\'s default collation and an explicit one, none for simple', async () => {
+  const db = srv.freshDb('lv_explcoll');
+  await db.command({ create: 'case_sensitive_coll' });
+  await db.command({ create: 'case_insensitive_view', viewOn: 'case_sensitive_coll', collation: { locale: 'en', strength: 1 } });
+  await db.collection('case_sensitive_coll').insertMany([{ f: 'case' }, { f: 'Case' }, { f: 'CASE' }]);
+  assert.equal((await db.command({ find: 'case_insensitive_view', filter: { f: 'case' } })).cursor.firstBatch.length, 3);
+  let ex = await db.command({ explain: { find: 'case_insensitive_view', filter: { f: 'case' } } });
+  assert.equal(ex.queryPlanner.collation.strength, 1, JSON.stringify(ex.queryPlanner));
+  assert.equal(ex.queryPlanner.collation.locale, 'en');
+  assert.deepEqual(Object.keys(ex.queryPlanner).slice(0, 4), ['namespace', 'parsedQuery', 'collation', 'indexFilterSet']);
+  ex = await db.collection('case_insensitive_view').aggregate([{ $match: { f: 'case' } }]).explain();
+  assert.equal(ex.queryPlanner.collation.strength, 1, JSON.stringify(ex.queryPlanner));
+  ex = await db.command({ explain: { find: 'case_sensitive_coll', filter: { f: 'case' }, collation: { locale: 'fr', strength: 2 } } });
+  assert.deepEqual(ex.queryPlanner.collation, {
+    locale: 'fr', caseLevel: false, caseFirst: 'off', strength: 2, numericOrdering: false, alternate: 'non-ignorable',
+    maxVariable: 'punct', normalization: false, backwards: false, version: '57.1',
+  });
+  ex = await db.command({ explain: { find: 'case_sensitive_coll', filter: { f: 'case' } } });
+  assert.equal(ex.queryPlanner.collation, undefined);
+});
