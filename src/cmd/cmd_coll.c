@@ -750,6 +750,70 @@ exists_with_other_options(mf_op_t *op, const mf_coll_t *c)
                       c->name, uuid, opts[0] ? ", " : " }", opts[0] ? opts + 2 : "");
 }
 
+/* sub_doc_or_empty: the document or array field key of doc into *out (read-only view), an empty one if absent. */
+static void
+sub_doc_or_empty(const bson_t *doc, const char *key, bson_t *out)
+{
+    bson_iter_t it;
+    uint32_t len;
+    const uint8_t *data;
+    if (doc != NULL && bson_iter_init_find(&it, doc, key) &&
+        (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it))) {
+        if (BSON_ITER_HOLDS_DOCUMENT(&it))
+            bson_iter_document(&it, &len, &data);
+        else
+            bson_iter_array(&it, &len, &data);
+        if (bson_init_static(out, data, len))
+            return;
+    }
+    bson_init(out);
+}
+
+/*
+ * view_exists_with_other_options: create of a name that is a view, with
+ * other options: create_command.cpp's checkCollectionOptions for a view
+ * names what differs, in its order: viewOn, pipeline, collation (the
+ * view's full spec, then the collation as the command gave it). opts: the
+ * normalised options of the create. Returns -1 with op->err set.
+ */
+static int
+view_exists_with_other_options(mf_op_t *op, const mf_coll_t *c, const bson_t *opts)
+{
+    bson_iter_t it;
+    const char *old_on = "", *new_on = "";
+    bson_t a, b;
+    char sa[600], sb[600];
+    bool same;
+
+    if (c->options != NULL && bson_iter_init_find(&it, c->options, "viewOn") && BSON_ITER_HOLDS_UTF8(&it))
+        old_on = bson_iter_utf8(&it, NULL);
+    if (bson_iter_init_find(&it, opts, "viewOn") && BSON_ITER_HOLDS_UTF8(&it))
+        new_on = bson_iter_utf8(&it, NULL);
+    /* A create without viewOn names the database alone: a NamespaceString with an empty collection has no dot. */
+    if (strcmp(old_on, new_on) != 0)
+        return mf_err_set(&op->err, MF_E_NamespaceExists, "namespace %s.%s already exists, but is a view on %s.%s rather than %s%s%s",
+                          op->db, c->name, op->db, old_on, op->db, new_on[0] ? "." : "", new_on);
+    sub_doc_or_empty(c->options, "pipeline", &a);
+    sub_doc_or_empty(opts, "pipeline", &b);
+    same = bson_equal(&a, &b);
+    mf_fmt_doc(&a, sa, sizeof sa);
+    mf_fmt_doc(&b, sb, sizeof sb);
+    if (!same)
+        return mf_err_set(&op->err, MF_E_NamespaceExists, "namespace %s.%s already exists, but with pipeline %s rather than %s",
+                          op->db, c->name, sa, sb);
+    sub_doc_or_empty(c->options, "collation", &a);
+    sub_doc_or_empty(opts, "collation", &b);
+    if (!bson_equal(&a, &b)) {
+        bson_t given;
+        mf_fmt_doc(&a, sa, sizeof sa);
+        sub_doc_or_empty(op->cmd, "collation", &given);
+        mf_fmt_doc(&given, sb, sizeof sb);
+        return mf_err_set(&op->err, MF_E_NamespaceExists, "namespace %s.%s already exists, but with collation: %s rather than %s",
+                          op->db, c->name, sa, sb);
+    }
+    return mf_err_set(&op->err, MF_E_NamespaceExists, "Collection %s.%s already exists.", op->db, c->name);
+}
+
 static int
 cmd_create(mf_op_t *op)
 {
@@ -905,7 +969,7 @@ cmd_create(mf_op_t *op)
     if (c != NULL) {
         /* MongoDB 7+: creating an existing collection with the same options succeeds. */
         if (!bson_equal(c->options, &opts) && c->is_view)
-            rc = mf_err_set(&op->err, MF_E_NamespaceExists, "Collection %s.%s already exists.", op->db, name);
+            rc = view_exists_with_other_options(op, c, &opts);
         else if (!bson_equal(c->options, &opts))
             rc = exists_with_other_options(op, c);
     } else if (bson_iter_init_find(&vo, &opts, "viewOn") && BSON_ITER_HOLDS_UTF8(&vo) &&

@@ -304,3 +304,31 @@ h.test('explain shows queryPlanner.collation for a view\'s default collation and
   ex = await db.command({ explain: { find: 'case_sensitive_coll', filter: { f: 'case' } } });
   assert.equal(ex.queryPlanner.collation, undefined);
 });
+
+/*
+ * create of a name that is already a view: the same definition succeeds;
+ * another is 48 naming what differs, in create_command.cpp
+ * checkCollectionOptions' order: viewOn, pipeline, collation.
+ */
+h.test('creating an existing view again: ok when identical, else 48 naming the viewOn, pipeline or collation that differs', async () => {
+  const db = srv.freshDb('lv_viewexists');
+  const ns = db.databaseName;
+  const def = { create: 'v', viewOn: 's', pipeline: [{ $match: { a: 1 } }], collation: { locale: 'fr' } };
+  await db.command(def);
+  assert.equal((await db.command(def)).ok, 1);
+  await h.expectCode(db.command({ ...def, viewOn: 't' }), 48,
+    new RegExp(`^namespace ${ns}\\.v already exists, but is a view on ${ns}\\.s rather than ${ns}\\.t$`));
+  await h.expectCode(db.command({ create: 'v' }), 48,
+    new RegExp(`^namespace ${ns}\\.v already exists, but is a view on ${ns}\\.s rather than ${ns}$`));
+  await h.expectCode(db.command({ ...def, pipeline: [] }), 48,
+    new RegExp(`^namespace ${ns}\\.v already exists, but with pipeline \\{ 0: \\{ \\$match: \\{ a: 1 \\} \\} \\} rather than \\{\\}$`));
+  await h.expectCode(db.command({ ...def, collation: { locale: 'en', strength: 2 } }), 48,
+    new RegExp(`^namespace ${ns}\\.v already exists, but with collation: \\{ locale: "fr", caseLevel: false, caseFirst: "off", ` +
+      'strength: 3, numericOrdering: false, alternate: "non-ignorable", maxVariable: "punct", normalization: false, ' +
+      'backwards: false, version: "57\\.1" \\} rather than \\{ locale: "en", strength: 2 \\}$'));
+  await db.command({ create: 'v2', viewOn: 's' });
+  await h.expectCode(db.createCollection('v2', { viewOn: 's', collation: { locale: 'fr' } }), 48,
+    /already exists, but with collation: \{\} rather than \{ locale: "fr" \}$/);
+  // The simple collation spelled out is the view's own (no collation).
+  assert.equal((await db.command({ create: 'v2', viewOn: 's', collation: { locale: 'simple' } })).ok, 1);
+});
