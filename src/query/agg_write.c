@@ -28,6 +28,7 @@
 #include "catalog/coll_write.h"
 #include "catalog/timeseries.h"
 #include "common/alloc.h"
+#include "common/fmt.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "doc/check.h"
@@ -364,13 +365,14 @@ ts_check_target(mf_agg_writer_t *wr, const mf_coll_t *target, const bson_value_t
     }
     /* Both sides are in create's normal form (defaults filled in), so equal options are equal bytes. */
     if (target_ts && !bson_equal(&have, &want)) {
-        char *a = bson_as_relaxed_extended_json(&want, NULL), *b = bson_as_relaxed_extended_json(&have, NULL);
+        /* BSONObj::toString / BSONElement::toString: "{ timeField: \"t\", ... }", as mongod prints them. */
+        char a[512], b[512];
+        mf_fmt_doc(&want, a, sizeof a);
+        mf_fmt_doc(&have, b, sizeof b);
         mf_err_set(err, MF_E_Location7406103,
                    "Time-series options inputted must match the existing time-series collection. Received: %s"
                    "Found: timeseries: %s",
                    a, b);
-        bson_free(a);
-        bson_free(b);
         bson_destroy(&want);
         return -1;
     }

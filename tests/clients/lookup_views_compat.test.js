@@ -332,3 +332,18 @@ h.test('creating an existing view again: ok when identical, else 48 naming the v
   // The simple collation spelled out is the view's own (no collation).
   assert.equal((await db.command({ create: 'v2', viewOn: 's', collation: { locale: 'simple' } })).ok, 1);
 });
+
+/*
+ * $out {timeseries} into a time-series collection with other options: 7406103
+ * prints both option sets as BSONObj::toString does (document_source_out.cpp
+ * validateTimeseries), not as extended JSON.
+ */
+h.test('$out with time-series options other than the target\'s: 7406103 prints them as mongod\'s toString', async () => {
+  const db = srv.freshDb('lv_outts');
+  await db.createCollection('ts', { timeseries: { timeField: 't' } });
+  await db.collection('s').insertOne({ _id: 1 });
+  await h.expectCode(agg(db, 's', [{ $project: { t: '$$NOW' } }, { $out: { db: db.databaseName, coll: 'ts', timeseries: { timeField: 'u' } } }]),
+    7406103, new RegExp('^Time-series options inputted must match the existing time-series collection\\. ' +
+      'Received: \\{ timeField: "u", granularity: "seconds", bucketMaxSpanSeconds: 3600 \\}' +
+      'Found: timeseries: \\{ timeField: "t", granularity: "seconds", bucketMaxSpanSeconds: 3600 \\}$'));
+});
