@@ -1010,6 +1010,7 @@ cmd_drop(mf_op_t *op)
     }
     if (c != NULL) {
         int nidx = mf_coll_ready_indexes(c);
+        bool c_is_view = c->is_view;
         mf_coll_t *b = mf_ts_buckets_of(op->eng->cat, c);
         snprintf(ns, sizeof(ns), "%s", c->ns);
         /* A time-series collection: its buckets, then the view (start-up drops a view a crash left alone). */
@@ -1019,8 +1020,15 @@ cmd_drop(mf_op_t *op)
         if (rc == 0)
             rc = mf_catalog_coll_drop(op->eng->cat, c, &op->err);
         if (rc == 0) {
+            /*
+             * DropReply's fields in drop.idl's order, nIndexesWas then ns;
+             * a view has no indexes to count (drop_collection.cpp's _dropView
+             * sets ns alone), a time-series collection its buckets'.
+             */
+            bool plain_view = c_is_view && b == NULL;
+            if (!plain_view)
+                BSON_APPEND_INT32(op->reply, "nIndexesWas", nidx);
             BSON_APPEND_UTF8(op->reply, "ns", ns);
-            BSON_APPEND_INT32(op->reply, "nIndexesWas", nidx);
             mf_curops_top_forget(op->eng->curops, op->db, name);
         }
     }

@@ -347,3 +347,24 @@ h.test('$out with time-series options other than the target\'s: 7406103 prints t
       'Received: \\{ timeField: "u", granularity: "seconds", bucketMaxSpanSeconds: 3600 \\}' +
       'Found: timeseries: \\{ timeField: "t", granularity: "seconds", bucketMaxSpanSeconds: 3600 \\}$'));
 });
+
+/*
+ * drop's reply is drop.idl's DropReply in its field order (nIndexesWas, ns);
+ * dropping a view sets ns alone (drop_collection.cpp _dropView).
+ */
+h.test('drop of a view answers {ns, ok} with no nIndexesWas; a collection {nIndexesWas, ns, ok} in that order', async () => {
+  const db = srv.freshDb('lv_dropview');
+  await db.collection('s').insertOne({ a: 1 });
+  await db.collection('s').createIndex({ a: 1 });
+  await db.command({ create: 'v', viewOn: 's' });
+  const rv = await db.command({ drop: 'v' });
+  assert.deepEqual(Object.keys(rv), ['ns', 'ok']);
+  assert.equal(rv.ns, `${db.databaseName}.v`);
+  const rc = await db.command({ drop: 's' });
+  assert.deepEqual(Object.keys(rc), ['nIndexesWas', 'ns', 'ok']);
+  assert.equal(rc.nIndexesWas, 2);
+  // pymongo / the driver's drop() still report success.
+  await db.command({ create: 'v2', viewOn: 's' });
+  assert.equal(await db.collection('v2').drop(), true);
+  assert.deepEqual((await db.listCollections().toArray()).map((c) => c.name), []);
+});
