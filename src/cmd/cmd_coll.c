@@ -482,8 +482,29 @@ mf_cmd_check_view_options(mf_op_t *op, const bson_t *opts)
         return -1;
     bool writes = mf_pipeline_writes(pl);
     mf_pipeline_free(pl);
-    if (writes)
-        return mf_err_set(&op->err, MF_E_OptionNotSupportedOnView, "$out and $merge cannot be used in a view definition");
+    if (writes) {
+        /*
+         * view_catalog_helpers.cpp validatePipeline: the writing stage (the
+         * pipeline's last, where $out / $merge must be), its position, and
+         * the view ("create" and "collMod" both name it first).
+         */
+        bson_iter_t st, last, name;
+        uint32_t n = 0;
+        const char *stage = "$out", *view = "";
+        bson_iter_recurse(&it, &st);
+        while (bson_iter_next(&st)) {
+            last = st;
+            n++;
+        }
+        if (n > 0 && bson_iter_recurse(&last, &name) && bson_iter_next(&name))
+            stage = bson_iter_key(&name);
+        if (bson_iter_init(&name, op->cmd) && bson_iter_next(&name) && BSON_ITER_HOLDS_UTF8(&name))
+            view = bson_iter_utf8(&name, NULL);
+        return mf_err_set(&op->err, MF_E_OptionNotSupportedOnView,
+                          "The aggregation stage %s in location %u of the pipeline cannot be used in the view "
+                          "definition of %s.%s because it writes to disk",
+                          stage, n > 0 ? n - 1 : 0, op->db, view);
+    }
     return 0;
 }
 

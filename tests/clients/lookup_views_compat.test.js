@@ -368,3 +368,25 @@ h.test('drop of a view answers {ns, ok} with no nIndexesWas; a collection {nInde
   assert.equal(await db.collection('v2').drop(), true);
   assert.deepEqual((await db.listCollections().toArray()).map((c) => c.name), []);
 });
+
+/*
+ * A view whose pipeline writes: 167 naming the stage, its position and the
+ * view (view_catalog_helpers.cpp validatePipeline), at create and collMod;
+ * nested in $lookup it is $lookup's 51047, in $facet 40600
+ * (jstests/core/views/views_creation.js).
+ */
+h.test('a view pipeline with $out / $merge is 167 naming the stage, its location and the view; nested, the nesting stage\'s code', async () => {
+  const db = srv.freshDb('lv_viewwrites');
+  const ns = db.databaseName;
+  await db.collection('s').insertOne({ _id: 1 });
+  await h.expectCode(db.command({ create: 'v', viewOn: 's', pipeline: [{ $out: 'x' }] }), 167,
+    new RegExp(`^The aggregation stage \\$out in location 0 of the pipeline cannot be used in the view definition of ${ns}\\.v because it writes to disk$`));
+  await h.expectCode(db.createCollection('v', { viewOn: 's', pipeline: [{ $match: {} }, { $merge: 'x' }] }), 167,
+    new RegExp(`^The aggregation stage \\$merge in location 1 of the pipeline cannot be used in the view definition of ${ns}\\.v because it writes to disk$`));
+  await h.expectCode(db.command({ create: 'v', viewOn: 's', pipeline: [{ $lookup: { from: 'o', pipeline: [{ $out: 'x' }], as: 'r' } }] }), 51047);
+  await h.expectCode(db.command({ create: 'v', viewOn: 's', pipeline: [{ $facet: { o: [{ $out: 'x' }] } }] }), 40600);
+  await db.command({ create: 'w', viewOn: 's' });
+  await h.expectCode(db.command({ collMod: 'w', viewOn: 's', pipeline: [{ $out: 'x' }] }), 167,
+    new RegExp(`in the view definition of ${ns}\\.w because it writes to disk$`));
+  assert.deepEqual((await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name).sort(), ['s', 'w']);
+});
