@@ -501,6 +501,60 @@ is_view(mf_op_t *op, const char *coll)
 }
 
 /*
+ * explain_count_as_aggregate: a count on a view runs, and explains, as the
+ * aggregate count_command_as_aggregation_command.cpp makes of it: {$match:
+ * query} (when not empty), $skip, $limit, {$count: "count"}, with the
+ * count's collation, hint, comment, maxTimeMS and readConcern; the view
+ * then resolves over its collection as any aggregate on it does.
+ */
+static int
+explain_count_as_aggregate(mf_op_t *op, const char *coll, const bson_t *inner, const char *verbosity)
+{
+    bson_t agg = BSON_INITIALIZER, pl, st, q;
+    bson_iter_t it;
+    int k = 0;
+    char key[16];
+    int64_t skip = sub_int(inner, "skip"), limit = sub_int(inner, "limit");
+
+    if (limit < 0)
+        limit = -limit; /* a count's limit -n is n */
+    BSON_APPEND_UTF8(&agg, "aggregate", coll);
+    BSON_APPEND_ARRAY_BEGIN(&agg, "pipeline", &pl);
+    if (sub_doc(inner, "query", &q) && !bson_empty(&q)) {
+        snprintf(key, sizeof key, "%d", k++);
+        BSON_APPEND_DOCUMENT_BEGIN(&pl, key, &st);
+        BSON_APPEND_DOCUMENT(&st, "$match", &q);
+        bson_append_document_end(&pl, &st);
+    }
+    if (skip > 0) {
+        snprintf(key, sizeof key, "%d", k++);
+        BSON_APPEND_DOCUMENT_BEGIN(&pl, key, &st);
+        BSON_APPEND_INT64(&st, "$skip", skip);
+        bson_append_document_end(&pl, &st);
+    }
+    if (limit > 0) {
+        snprintf(key, sizeof key, "%d", k++);
+        BSON_APPEND_DOCUMENT_BEGIN(&pl, key, &st);
+        BSON_APPEND_INT64(&st, "$limit", limit);
+        bson_append_document_end(&pl, &st);
+    }
+    snprintf(key, sizeof key, "%d", k++);
+    BSON_APPEND_DOCUMENT_BEGIN(&pl, key, &st);
+    BSON_APPEND_UTF8(&st, "$count", "count");
+    bson_append_document_end(&pl, &st);
+    bson_append_array_end(&agg, &pl);
+    static const char *const carried[] = {"collation", "hint", "comment", "maxTimeMS", "readConcern", NULL};
+    for (int i = 0; carried[i] != NULL; i++)
+        if (bson_iter_init_find(&it, inner, carried[i]))
+            bson_append_value(&agg, carried[i], -1, bson_iter_value(&it));
+    BSON_APPEND_DOCUMENT_BEGIN(&agg, "cursor", &st);
+    bson_append_document_end(&agg, &st);
+    int rc = mf_crud_explain_aggregate(op, &agg, verbosity);
+    bson_destroy(&agg);
+    return rc;
+}
+
+/*
  * A find that runs as an aggregate explains as that aggregate: lead (a
  * find with $near: its $geoNear stage, owned and destroyed here) or else the
  * filter as $match, then $sort $skip $limit $project. On a view the view's
@@ -836,6 +890,11 @@ mf_cmd_explain(mf_op_t *op)
     const char *update_key = NULL;   /* where its change is ("u", "update"), NULL for a delete */
     if (strcmp(kind, "find") == 0 && is_view(op, coll))
         return explain_find_as_aggregate(op, coll, &inner, NULL, verbosity);
+    if (strcmp(kind, "count") == 0) {
+        bool plain = false;
+        if (is_view_of(op, coll, &plain) && plain)
+            return explain_count_as_aggregate(op, coll, &inner, verbosity);
+    }
     if (strcmp(kind, "update") == 0 || strcmp(kind, "delete") == 0 || strcasecmp(kind, "findAndModify") == 0) {
         /* Writes never run on a view, and neither does their explain (166, as the write itself). */
         bool plain = false;

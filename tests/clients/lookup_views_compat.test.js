@@ -390,3 +390,27 @@ h.test('a view pipeline with $out / $merge is 167 naming the stage, its location
     new RegExp(`in the view definition of ${ns}\\.w because it writes to disk$`));
   assert.deepEqual((await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name).sort(), ['s', 'w']);
 });
+
+/*
+ * explain of a count on a view: count_cmd.cpp runs it as the aggregate
+ * countCommandAsAggregationCommand builds ($match, $skip, $limit, $count),
+ * so it explains that aggregate over the view's collection, with the view's
+ * collation under $cursor (jstests/core/views/views_collation.js,
+ * getAggPlanStage(explain, "$cursor")).
+ */
+h.test('explain of a count on a view is the aggregate it runs: the view\'s collection, its real statistics, $cursor with the collation', async () => {
+  const db = srv.freshDb('lv_countexpl');
+  await db.command({ create: 'case_sensitive_coll' });
+  await db.command({ create: 'case_insensitive_view', viewOn: 'case_sensitive_coll', collation: { locale: 'en', strength: 1 } });
+  await db.collection('case_sensitive_coll').insertMany([{ f: 'case' }, { f: 'Case' }, { f: 'CASE' }, { f: 'other' }]);
+  assert.equal((await db.command({ count: 'case_insensitive_view', query: { f: 'case' } })).n, 3);
+  const ex = await db.command({ explain: { count: 'case_insensitive_view', query: { f: 'case' } }, verbosity: 'executionStats' });
+  assert.ok(Array.isArray(ex.stages), JSON.stringify(ex).slice(0, 300));
+  const cursor = ex.stages[0].$cursor;
+  assert.equal(cursor.queryPlanner.namespace, `${db.databaseName}.case_sensitive_coll`);
+  assert.equal(cursor.queryPlanner.collation.strength, 1);
+  assert.equal(cursor.executionStats.totalDocsExamined, 4);
+  assert.deepEqual(ex.stages[ex.stages.length - 1], { $count: 'count' });
+  // A collation other than the view's is 167, explained or run.
+  await h.expectCode(db.command({ explain: { count: 'case_insensitive_view', collation: { locale: 'fr' } } }), 167);
+});
