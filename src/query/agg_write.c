@@ -479,8 +479,10 @@ out:
 
 /*
  * on_index: c's (NULL: none yet) ready unique index, not partial, whose key
- * fields are exactly the n fields of on, in any order (mongod's $merge
- * supportsUniqueKey; the _id index for on: ["_id"]); NULL when none.
+ * fields are exactly the n fields of on, in any order, each with a numeric
+ * direction, and whose collation is the aggregation's (the calling thread's
+ * current one) (mongod's $merge supportsUniqueKey and
+ * keyPatternNamesExactPaths; the _id index for on: ["_id"]); NULL when none.
  * Catalog lock held; valid while it is.
  */
 static mf_index_t *
@@ -490,7 +492,8 @@ on_index(const mf_coll_t *c, const char *const *on, int n)
         const mf_index_t *ix = c->indexes[k];
         bson_iter_t it, key;
         if (ix->building || !(ix->unique || ix->is_id) || bson_iter_init_find(&it, ix->spec, "partialFilterExpression") ||
-            !bson_iter_init_find(&it, ix->spec, "key") || !bson_iter_recurse(&it, &key))
+            !bson_iter_init_find(&it, ix->spec, "key") || !bson_iter_recurse(&it, &key) ||
+            !mf_collation_equal(ix->kp.collation, mf_collation_current()))
             continue;
         int nkeys = 0;
         bool all = true;
@@ -498,7 +501,7 @@ on_index(const mf_coll_t *c, const char *const *on, int n)
             bool found = false;
             for (int i = 0; i < n && !found; i++)
                 found = strcmp(on[i], bson_iter_key(&key)) == 0;
-            all = found;
+            all = found && mf_value_is_number(bson_iter_value(&key));
             nkeys++;
         }
         if (all && nkeys == n)

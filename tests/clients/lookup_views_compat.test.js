@@ -414,3 +414,27 @@ h.test('explain of a count on a view is the aggregate it runs: the view\'s colle
   // A collation other than the view's is 167, explained or run.
   await h.expectCode(db.command({ explain: { count: 'case_insensitive_view', collation: { locale: 'fr' } } }), 167);
 });
+
+/*
+ * $merge 'on' needs a unique, non-partial index on exactly those fields whose
+ * collation is the aggregation's (supportsUniqueKey: collatorsMatch(index,
+ * expCtx)); otherwise 51183.
+ */
+h.test('$merge on a field whose unique index has another collation than the aggregation is 51183; with the same collation it merges', async () => {
+  const db = srv.freshDb('lv_mergecoll');
+  await db.collection('s').insertMany([{ _id: 1, k: 'a', v: 1 }]);
+  await db.collection('t').createIndex({ k: 1 }, { unique: true, collation: { locale: 'fr' } });
+  await db.collection('t').insertOne({ _id: 9, k: 'a', w: 0 });
+  await h.expectCode(agg(db, 's', [{ $project: { _id: 0 } }, { $merge: { into: 't', on: 'k' } }]), 51183,
+    /^Cannot find index to verify that join fields will be unique$/);
+  await agg(db, 's', [{ $project: { _id: 0 } }, { $merge: { into: 't', on: 'k' } }], { collation: { locale: 'fr' } });
+  assert.deepEqual(await db.collection('t').find().toArray(), [{ _id: 9, k: 'a', w: 0, v: 1 }]);
+  // A source collection's default collation is the aggregation's.
+  await db.createCollection('sfr', { collation: { locale: 'fr' } });
+  await db.collection('sfr').insertOne({ k: 'a', v: 2 });
+  await agg(db, 'sfr', [{ $project: { _id: 0 } }, { $merge: { into: 't', on: 'k' } }]);
+  assert.deepEqual(await db.collection('t').find().toArray(), [{ _id: 9, k: 'a', w: 0, v: 2 }]);
+  // A partial unique index does not qualify either.
+  await db.collection('tp').createIndex({ k: 1 }, { unique: true, partialFilterExpression: { v: { $gt: 0 } } });
+  await h.expectCode(agg(db, 's', [{ $merge: { into: 'tp', on: 'k' } }]), 51183);
+});
