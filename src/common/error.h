@@ -546,6 +546,7 @@
     X(51181, Location51181)                                                    \
     X(51199, Location51199)                                                    \
     X(51273, Location51273)                                                    \
+    X(51185, Location51185)                                                    \
     X(51191, Location51191)                                                    \
     X(31465, Location31465)                                                    \
     X(238, NotImplemented)                                                     \

@@ -104,8 +104,13 @@ merge_find(out_ctx_t *x, const bson_t *doc, int64_t *rid, mf_error_t *err)
     int ret;
 
     for (int k = 0; k < x->non; k++) {
-        if (!mf_path_get(doc, x->on[k], &v) || v.value_type == BSON_TYPE_NULL || v.value_type == BSON_TYPE_ARRAY ||
-            v.value_type == BSON_TYPE_UNDEFINED) {
+        bool found = mf_path_get(doc, x->on[k], &v);
+        if (found && v.value_type == BSON_TYPE_ARRAY) {
+            /* merge_processor.cpp's extractMergeOnFieldsFromDoc: an array is 51185, before the nullish check. */
+            bson_destroy(&filter);
+            return mf_err_set(err, MF_E_Location51185, "$merge write error: 'on' field '%s' is an array", x->on[k]);
+        }
+        if (!found || v.value_type == BSON_TYPE_NULL || v.value_type == BSON_TYPE_UNDEFINED) {
             bson_destroy(&filter);
             return mf_err_set(err, MF_E_Location51132,
                               "$merge write error: 'on' field '%s' cannot be missing, null, undefined or an array",

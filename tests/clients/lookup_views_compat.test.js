@@ -438,3 +438,20 @@ h.test('$merge on a field whose unique index has another collation than the aggr
   await db.collection('tp').createIndex({ k: 1 }, { unique: true, partialFilterExpression: { v: { $gt: 0 } } });
   await h.expectCode(agg(db, 's', [{ $merge: { into: 'tp', on: 'k' } }]), 51183);
 });
+
+/*
+ * A source document whose 'on' field is an array: 51185 "... is an array"
+ * (merge_processor.cpp extractMergeOnFieldsFromDoc checks it before the
+ * nullish 51132); missing or null stays 51132.
+ */
+h.test('$merge with an array in an \'on\' field is 51185; missing or null is 51132', async () => {
+  const db = srv.freshDb('lv_mergeonarr');
+  await db.collection('t').createIndex({ k: 1 }, { unique: true });
+  await db.collection('s').insertOne({ _id: 1, k: [1, 2] });
+  await h.expectCode(agg(db, 's', [{ $merge: { into: 't', on: 'k' } }]), 51185,
+    /\$merge write error: 'on' field 'k' is an array$/);
+  await h.expectCode(agg(db, 's', [{ $set: { k: null } }, { $merge: { into: 't', on: 'k' } }]), 51132,
+    /\$merge write error: 'on' field 'k' cannot be missing, null, undefined or an array$/);
+  await h.expectCode(agg(db, 's', [{ $unset: 'k' }, { $merge: { into: 't', on: 'k' } }]), 51132);
+  assert.equal(await db.collection('t').countDocuments(), 0);
+});
