@@ -2519,8 +2519,9 @@ parse_merge(stage_t *s, const bson_value_t *v, mf_error_t *err)
         if (parse_target(s, "$merge", v, err) < 0)
             return -1;
     } else if (v->value_type != BSON_TYPE_DOCUMENT) {
-        return mf_err_set(err, MF_E_Location51182,
-                          "$merge only supports a string or object argument, not %s", mf_type_name(v->value_type));
+        /* LiteParsed::parse answers before createFromBson's 51182 (document_source_merge.cpp). */
+        return mf_err_set(err, MF_E_TypeMismatch, "$merge requires a string or object argument, but found %s",
+                          mf_type_name(v->value_type));
     } else {
         bool have_into = false;
         bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
