@@ -994,6 +994,10 @@ cmd_create(mf_op_t *op)
         else if (!bson_equal(c->options, &opts))
             rc = exists_with_other_options(op, c);
     } else if (bson_iter_init_find(&vo, &opts, "viewOn") && BSON_ITER_HOLDS_UTF8(&vo) &&
+               (bson_iter_utf8(&vo, NULL)[0] == '.' || strchr(bson_iter_utf8(&vo, NULL), '$') != NULL)) {
+        /* collection_catalog.cpp createView: NamespaceString::validCollectionName(viewOn), after the existence check. */
+        rc = mf_err_set(&op->err, MF_E_InvalidNamespace, "invalid name for 'viewOn': %s", bson_iter_utf8(&vo, NULL));
+    } else if (bson_iter_init_find(&vo, &opts, "viewOn") && BSON_ITER_HOLDS_UTF8(&vo) &&
                mf_cmd_view_graph_check(op, op->db, name, bson_iter_utf8(&vo, NULL), view_pipeline(&opts, &pl_store), &opts) != 0) {
         rc = -1; /* after the existence check, as mongod's order */
     } else {

@@ -457,3 +457,13 @@ h.test('$merge with an array in an \'on\' field is 51185; missing or null is 511
   await h.expectCode(agg(db, 's', [{ $unset: 'k' }, { $merge: { into: 't', on: 'k' } }]), 51132);
   assert.equal(await db.collection('t').countDocuments(), 0);
 });
+
+/* A view on an invalid collection name: 73 "invalid name for 'viewOn': ..." (collection_catalog.cpp createView). */
+h.test('a view whose viewOn is not a valid collection name is 73 "invalid name for \'viewOn\'"', async () => {
+  const db = srv.freshDb('lv_viewonname');
+  await h.expectCode(db.command({ create: 'v', viewOn: 'a$b' }), 73, /^invalid name for 'viewOn': a\$b$/);
+  await h.expectCode(db.createCollection('v', { viewOn: '.x', pipeline: [] }), 73, /^invalid name for 'viewOn': \.x$/);
+  assert.equal((await db.listCollections().toArray()).length, 0);
+  // A dotted name is a valid collection name.
+  assert.equal((await db.command({ create: 'v', viewOn: 'a.b' })).ok, 1);
+});
