@@ -2976,8 +2976,41 @@ parse_graph_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
     bson_iter_t it;
 
     s->n = -1;
+    /*
+     * document_source_graph_lookup.cpp's LiteParsed::parse first: the spec
+     * is an object with a 'from' that is a string ({db, coll} only for an
+     * internal namespace mayfly does not have).
+     */
     if (v->value_type != BSON_TYPE_DOCUMENT)
-        return mf_err_set(err, MF_E_Location10065, "invalid parameter: expected an object ($graphLookup)");
+        return mf_err_set(err, MF_E_FailedToParse, "the $graphLookup stage specification must be an object, but found %s",
+                          mf_type_name(v->value_type));
+    if (!bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len) || !bson_iter_find(&it, "from")) {
+        bson_t spec;
+        char shown[512];
+        if (bson_init_static(&spec, v->value.v_doc.data, v->value.v_doc.data_len))
+            mf_fmt_doc(&spec, shown, sizeof shown);
+        else
+            snprintf(shown, sizeof shown, "{}");
+        return mf_err_set(err, MF_E_FailedToParse, "missing 'from' option to $graphLookup stage specification: %s",
+                          shown);
+    }
+    if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        bson_iter_t fi;
+        const char *db = "", *coll = "";
+        bson_iter_recurse(&it, &fi);
+        while (bson_iter_next(&fi)) {
+            if (BSON_ITER_HOLDS_UTF8(&fi) && strcmp(bson_iter_key(&fi), "db") == 0)
+                db = bson_iter_utf8(&fi, NULL);
+            else if (BSON_ITER_HOLDS_UTF8(&fi) && strcmp(bson_iter_key(&fi), "coll") == 0)
+                coll = bson_iter_utf8(&fi, NULL);
+        }
+        return mf_err_set(err, MF_E_FailedToParse,
+                          "$graphLookup with syntax {from: {db:<>, coll:<>},..} is not supported for db: %s and coll: %s",
+                          db, coll);
+    }
+    if (!BSON_ITER_HOLDS_UTF8(&it))
+        return mf_err_set(err, MF_E_FailedToParse, "$graphLookup 'from' field must be a string, but found %s",
+                          mf_type_name(bson_iter_type(&it)));
     bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);

@@ -467,3 +467,25 @@ h.test('a view whose viewOn is not a valid collection name is 73 "invalid name f
   // A dotted name is a valid collection name.
   assert.equal((await db.command({ create: 'v', viewOn: 'a.b' })).ok, 1);
 });
+
+/*
+ * $graphLookup's LiteParsed::parse answers before createFromBson's 401xx
+ * checks: the spec object, a 'from' that is present and a string
+ * (document_source_graph_lookup.cpp).
+ */
+h.test('$graphLookup spec and from errors are LiteParsed::parse\'s FailedToParse, as mongod', async () => {
+  const db = srv.freshDb('lv_graphlite');
+  await db.collection('e').insertOne({ _id: 1, r: 'a' });
+  const g = (spec) => agg(db, 'e', [{ $graphLookup: spec }]);
+  await h.expectCode(g(1), 9, /^the \$graphLookup stage specification must be an object, but found int$/);
+  await h.expectCode(g({ startWith: '$r', connectFromField: 'r', connectToField: 'n', as: 'g' }), 9,
+    /^missing 'from' option to \$graphLookup stage specification: \{ startWith: "\$r", connectFromField: "r", connectToField: "n", as: "g" \}$/);
+  await h.expectCode(g({ from: 1, startWith: '$r', connectFromField: 'r', connectToField: 'n', as: 'g' }), 9,
+    /^\$graphLookup 'from' field must be a string, but found int$/);
+  await h.expectCode(g({ from: { db: db.databaseName, coll: 'e' }, startWith: '$r', connectFromField: 'r', connectToField: 'n', as: 'g' }), 9,
+    new RegExp(`^\\$graphLookup with syntax \\{from: \\{db:<>, coll:<>\\},..\\} is not supported for db: ${db.databaseName} and coll: e$`));
+  // The other arguments keep createFromBson's codes.
+  await h.expectCode(g({ from: 'e', startWith: '$r', connectFromField: 'r', connectToField: 'n', as: 5 }), 40103,
+    /^expected string as argument for as, found: int$/);
+  await h.expectCode(g({ from: 'e', startWith: '$r', connectToField: 'n', as: 'g' }), 40105);
+});
