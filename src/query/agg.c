@@ -3401,8 +3401,8 @@ sub_pipeline_writes(const stage_t *s, mf_error_t *err)
     if (w == NULL)
         return false;
     const char *name = w->stages[w->n - 1].kind == S_OUT ? "$out" : "$merge";
-    if (s->kind == S_LOOKUP)
-        mf_err_set(err, MF_E_Location51047, "%s is not allowed to be used within a $lookup stage", name);
+    if (s->kind == S_LOOKUP) /* document_source_lookup.cpp's lookupPipeValidator */
+        mf_err_set(err, MF_E_Location51047, "%s is not allowed within a $lookup's sub-pipeline", name);
     else
         mf_err_set(err, MF_E_Location40600, "%s is not allowed to be used within a $facet stage", name);
     return true;

@@ -385,7 +385,11 @@ h.test('a view pipeline with $out / $merge is 167 naming the stage, its location
     new RegExp(`^The aggregation stage \\$out in location 0 of the pipeline cannot be used in the view definition of ${ns}\\.v because it writes to disk$`));
   await h.expectCode(db.createCollection('v', { viewOn: 's', pipeline: [{ $match: {} }, { $merge: 'x' }] }), 167,
     new RegExp(`^The aggregation stage \\$merge in location 1 of the pipeline cannot be used in the view definition of ${ns}\\.v because it writes to disk$`));
-  await h.expectCode(db.command({ create: 'v', viewOn: 's', pipeline: [{ $lookup: { from: 'o', pipeline: [{ $out: 'x' }], as: 'r' } }] }), 51047);
+  await h.expectCode(db.command({ create: 'v', viewOn: 's', pipeline: [{ $lookup: { from: 'o', pipeline: [{ $out: 'x' }], as: 'r' } }] }), 51047,
+    /^\$out is not allowed within a \$lookup's sub-pipeline$/);
+  // The same in an aggregate (lookupPipeValidator in document_source_lookup.cpp), $merge too.
+  await h.expectCode(agg(db, 's', [{ $lookup: { from: 'o', pipeline: [{ $merge: 'x' }], as: 'r' } }]), 51047,
+    /^\$merge is not allowed within a \$lookup's sub-pipeline$/);
   await h.expectCode(db.command({ create: 'v', viewOn: 's', pipeline: [{ $facet: { o: [{ $out: 'x' }] } }] }), 40600);
   await db.command({ create: 'w', viewOn: 's' });
   await h.expectCode(db.command({ collMod: 'w', viewOn: 's', pipeline: [{ $out: 'x' }] }), 167,
