@@ -480,8 +480,29 @@ mf_cmd_check_view_options(mf_op_t *op, const bson_t *opts)
     mf_pipeline_t *pl = mf_pipeline_new(bson_iter_value(&it), &op->err);
     if (pl == NULL)
         return -1;
-    bool writes = mf_pipeline_writes(pl);
+    bool writes = mf_pipeline_writes(pl), collectionless = mf_pipeline_is_collectionless(pl);
     mf_pipeline_free(pl);
+    if (collectionless) {
+        /*
+         * A stage independent of any collection cannot source a view: $currentOp
+         * and $listLocalSessions fail their own parse (as on a collection),
+         * $documents view_catalog_helpers.cpp's validator (73 both ways).
+         * $listSessions reads config.system.sessions and may.
+         */
+        bson_iter_t st, first;
+        const char *stage = "";
+        if (bson_iter_recurse(&it, &st) && bson_iter_next(&st) && BSON_ITER_HOLDS_DOCUMENT(&st) &&
+            bson_iter_recurse(&st, &first) && bson_iter_next(&first))
+            stage = bson_iter_key(&first);
+        if (strcmp(stage, "$currentOp") == 0)
+            return mf_err_set(&op->err, MF_E_InvalidNamespace,
+                              "$currentOp must be run against the 'admin' database with {aggregate: 1}");
+        if (strcmp(stage, "$listLocalSessions") == 0)
+            return mf_err_set(&op->err, MF_E_InvalidNamespace,
+                              "$listLocalSessions must be run against the database with {aggregate: 1}, not a collection");
+        if (strcmp(stage, "$listSessions") != 0)
+            return mf_err_set(&op->err, MF_E_InvalidNamespace, "'%s' cannot be used in a view definition", stage);
+    }
     if (writes) {
         /*
          * view_catalog_helpers.cpp validatePipeline: the writing stage (the

@@ -493,3 +493,22 @@ h.test('$graphLookup spec and from errors are LiteParsed::parse\'s FailedToParse
     /^expected string as argument for as, found: int$/);
   await h.expectCode(g({ from: 'e', startWith: '$r', connectToField: 'n', as: 'g' }), 40105);
 });
+
+/*
+ * A view cannot start from a stage independent of any collection: 73
+ * (view_catalog_helpers.cpp validatePipeline: "'$documents' cannot be used
+ * in a view definition"; $currentOp fails its own admin-database check
+ * first, as view_catalog_test's CreateViewWithPipelineFailsOnCollectionlessStage
+ * expects 73 for it). In a $lookup's pipeline $documents stays allowed.
+ */
+h.test('a view whose pipeline starts with $documents or $currentOp is 73; $documents inside $lookup is fine', async () => {
+  const db = srv.freshDb('lv_viewdocs');
+  await db.collection('s').insertOne({ _id: 1 });
+  await h.expectCode(db.command({ create: 'v', viewOn: 's', pipeline: [{ $documents: [{ a: 1 }] }] }), 73,
+    /^'\$documents' cannot be used in a view definition$/);
+  await h.expectCode(db.command({ create: 'v', viewOn: 's', pipeline: [{ $currentOp: {} }] }), 73);
+  await db.command({ create: 'w', viewOn: 's' });
+  await h.expectCode(db.command({ collMod: 'w', viewOn: 's', pipeline: [{ $documents: [] }] }), 73);
+  await db.command({ create: 'v', viewOn: 's', pipeline: [{ $lookup: { pipeline: [{ $documents: [{ a: 1 }] }], as: 'r' } }] });
+  assert.deepEqual(await db.collection('v').find().toArray(), [{ _id: 1, r: [{ a: 1 }] }]);
+});
