@@ -1,11 +1,16 @@
 'use strict';
 /*
  * $lookup, $graphLookup, $unionWith, $out, $merge and views as applications
- * meet them, checked against MongoDB 8.0's source: the $out / $merge target
- * checks (document_source_out.cpp, document_source_merge.cpp), $merge's
- * supported mode combinations and 'let' rules (merge_processor.cpp's
- * strategy table, document_source_merge.cpp's create), and the view
- * catalog's reserved names (create_collection.cpp's _createView).
+ * meet them (Node driver, raw commands, mongosh), checked against MongoDB
+ * 8.0's source, cited per test: the stages' parse errors
+ * (document_source_lookup.cpp, document_source_graph_lookup.cpp,
+ * document_source_merge.cpp, document_source_merge_spec.cpp), $lookup's
+ * localField join, the $out / $merge target checks and $merge's mode
+ * pairs, 'let' and unique-index rules (document_source_out.cpp,
+ * merge_processor.cpp, process interface supportsUniqueKey), and views:
+ * create / collMod validation and replies (create_command.cpp,
+ * create_collection.cpp, collection_catalog.cpp,
+ * view_catalog_helpers.cpp, drop_collection.cpp), explain of reads on views.
  */
 const assert = require('node:assert/strict');
 const h = require('./harness');
