@@ -22,8 +22,10 @@
  * variables from the incoming one; whenNotMatched: insert, discard, fail)
  * in chunked transactions.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "catalog/coll_write.h"
 #include "catalog/timeseries.h"
@@ -424,16 +426,37 @@ ts_out_begin(mf_agg_writer_t *wr, mf_coll_t *target, mf_error_t *err)
  * and secondary indexes; a time-series one when the target is time-series
  * or user_ts (the stage's 'timeseries' option, may be NULL) asks for one.
  */
+/*
+ * tmp_uuid: the suffix of $out's temporary collection, a random (version 4)
+ * UUID as mongod names it: "tmp.agg_out." << UUID::gen()
+ * (document_source_out.cpp), e.g. tmp.agg_out.9c79fa0c-4512-42ae-97bf-50d958271143.
+ * Without getrandom the bytes come from an ObjectId (unique per process).
+ */
+static void
+tmp_uuid(char out[37])
+{
+    uint8_t u[16];
+    if (getrandom(u, sizeof u, 0) != (ssize_t)sizeof u) {
+        bson_oid_t oid;
+        static _Atomic uint32_t seq;
+        uint32_t n = atomic_fetch_add(&seq, 1);
+        bson_oid_init(&oid, NULL);
+        memcpy(u, oid.bytes, 12);
+        memcpy(u + 12, &n, 4);
+    }
+    u[6] = (uint8_t)((u[6] & 0x0f) | 0x40);
+    u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);
+    mf_fmt_uuid(u, out);
+}
+
 static int
 out_begin(mf_agg_writer_t *wr, const bson_value_t *user_ts, mf_error_t *err)
 {
-    char hex[25];
-    bson_oid_t oid;
+    char hex[37];
     mf_coll_t *target, *t = NULL;
     int rc = -1;
 
-    bson_oid_init(&oid, NULL);
-    bson_oid_to_string(&oid, hex);
+    tmp_uuid(hex);
     mf_catalog_wrlock(wr->cat);
     target = mf_catalog_coll_find(wr->cat, wr->db, wr->coll);
     if (target != NULL && target->capped) {

@@ -517,3 +517,17 @@ h.test('a view whose pipeline starts with $documents or $currentOp is 73; $docum
   await db.command({ create: 'v', viewOn: 's', pipeline: [{ $lookup: { pipeline: [{ $documents: [{ a: 1 }] }], as: 'r' } }] });
   assert.deepEqual(await db.collection('v').find().toArray(), [{ _id: 1, r: [{ a: 1 }] }]);
 });
+
+/*
+ * $out writes into "tmp.agg_out." << UUID::gen() (document_source_out.cpp),
+ * which its errors name, e.g. a duplicate key in the pipeline's output.
+ */
+h.test('$out\'s temporary collection is tmp.agg_out.<UUID>, as its duplicate key error shows; none is left behind', async () => {
+  const db = srv.freshDb('lv_outtmp');
+  await db.collection('s').insertMany([{ _id: 1 }, { _id: 2 }]);
+  const e = await agg(db, 's', [{ $project: { _id: { $literal: 1 } } }, { $out: 'dd' }]).then(() => null, (x) => x);
+  assert.equal(e && e.code, 11000);
+  assert.match(e.message, new RegExp(`collection: ${db.databaseName}\\.tmp\\.agg_out\\.[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12} index: _id_ dup key: \\{ _id: 1 \\}`));
+  const names = (await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name);
+  assert.deepEqual(names, ['s']);
+});
