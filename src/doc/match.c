@@ -2201,6 +2201,24 @@ mf_matcher_new(const bson_t *filter, mf_error_t *err)
 }
 
 mf_matcher_t *
+mf_matcher_new_banned(const bson_t *filter, mf_error_t *err)
+{
+    /* kBanAllSpecialFeatures bans kGeoNear too: a nearest-first search filters nothing. */
+    if (mf_geo_filter_has_near(filter)) {
+        mf_err_set(err, MF_E_Location5626500, MF_GEO_NEAR_CONTEXT_MSG);
+        return NULL;
+    }
+    mf_matcher_t *m = mf_calloc(1, sizeof(*m));
+    m->root = parse_filter(bson_get_data(filter), filter->len, 0, P_BAN, err);
+    if (m->root == NULL) {
+        free(m);
+        return NULL;
+    }
+    prepare_order(m->root);
+    return m;
+}
+
+mf_matcher_t *
 mf_matcher_new_text_false(const bson_t *filter, mf_error_t *err)
 {
     mf_matcher_t *m = mf_calloc(1, sizeof(*m));

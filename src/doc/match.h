@@ -93,6 +93,14 @@ bool mf_match_opdoc_has_near(const bson_value_t *v);
 mf_matcher_t *mf_matcher_new(const bson_t *filter, mf_error_t *err);
 
 /*
+ * mf_matcher_new_banned: mf_matcher_new for a filter parsed as mongod's
+ * MatchExpressionParser with kBanAllSpecialFeatures (a partialFilterExpression):
+ * $expr and $jsonSchema are 224 QueryFeatureNotAllowed, $where 2, $near,
+ * $nearSphere and $geoNear 5626500. Freed with mf_matcher_free.
+ */
+mf_matcher_t *mf_matcher_new_banned(const bson_t *filter, mf_error_t *err);
+
+/*
  * mf_matcher_new_text_false: as mf_matcher_new for a filter with $text
  * (not NULL), except that $text is false where mf_matcher_new's is true:
  * what a document the text search does not match must still satisfy to

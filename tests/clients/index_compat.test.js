@@ -1,0 +1,149 @@
+'use strict';
+/*
+ * Index management as applications meet it, against mongod 8.0's source:
+ * what a partialFilterExpression may hold (index_catalog_impl.cpp's
+ * _checkValidFilterExpressions after index_key_validate.cpp's parse with
+ * kBanAllSpecialFeatures), and the messages of its refusals.
+ */
+const assert = require('node:assert/strict');
+const mongoose = require('mongoose');
+const h = require('./harness');
+
+const srv = h.useServer();
+
+const keys = async (db, coll, name) => Number((await db.command({ validate: coll })).keysPerIndex[name]);
+
+// _checkValidFilterExpressions allows $and / $or over EQ, LT, LTE, GT, GTE, EXISTS, TYPE,
+// MATCH_IN and GEO; $all is an $and of equalities and $comment makes no node at all.
+h.test('partial filters mongod 8.0 accepts: $geoWithin, $geoIntersects, $all, $comment; the index holds only the matching documents', async () => {
+  const db = srv.freshDb('ic_pf_ok');
+  const c = db.collection('c');
+  await c.insertMany([
+    { _id: 1, u: 'a', loc: [1, 1], gj: { type: 'Point', coordinates: [2, 2] }, tags: ['x', 'y'] },
+    { _id: 2, u: 'b', loc: [50, 50], gj: { type: 'Point', coordinates: [20, 20] }, tags: ['x'] },
+    { _id: 3, u: 'c', tags: ['x', 'y', 'z'] },
+  ]);
+  await c.createIndex({ u: 1 }, { name: 'near_origin', partialFilterExpression: { loc: { $geoWithin: { $center: [[0, 0], 10] } } } });
+  await c.createIndex({ u: 1 }, {
+    name: 'intersects',
+    partialFilterExpression: { gj: { $geoIntersects: { $geometry: { type: 'Polygon', coordinates: [[[0, 0], [5, 0], [5, 5], [0, 5], [0, 0]]] } } } },
+  });
+  await c.createIndex({ u: 1 }, { name: 'xy', unique: true, partialFilterExpression: { tags: { $all: ['x', 'y'] } } });
+  await c.createIndex({ _id: 1, u: 1 }, { name: 'commented', partialFilterExpression: { $comment: 'live rows', u: { $exists: true } } });
+  const by = Object.fromEntries((await c.indexes()).map((i) => [i.name, i]));
+  assert.deepEqual(by.xy.partialFilterExpression, { tags: { $all: ['x', 'y'] } });
+  assert.deepEqual(by.commented.partialFilterExpression, { $comment: 'live rows', u: { $exists: true } });
+  assert.equal(await keys(db, 'c', 'near_origin'), 1);
+  assert.equal(await keys(db, 'c', 'intersects'), 1);
+  assert.equal(await keys(db, 'c', 'xy'), 2);
+  assert.equal(await keys(db, 'c', 'commented'), 3);
+  // Unique only among the documents the filter takes.
+  await c.insertOne({ _id: 4, u: 'a', tags: ['x'] });
+  await h.expectCode(c.insertOne({ _id: 5, u: 'a', tags: ['y', 'x'] }), 11000, /index: xy dup key: \{ u: "a" \}/);
+  assert.equal((await db.command({ validate: 'c' })).valid, true);
+});
+
+// internalPartialFilterExpressionMaxDepth (4): jstests/core/index/index_partial_create_drop.js.
+h.test('a partial filter deeper than 4 levels is 67 "partialFilterExpression depth may not exceed 4"; 4 levels build', async () => {
+  const db = srv.freshDb('ic_pf_depth');
+  const c = db.collection('c');
+  await c.createIndex({ x: 1 }, { name: 'd4', partialFilterExpression: { $and: [{ $and: [{ $and: [{ x: 3 }] }] }] } });
+  const e = await h.expectCode(
+    c.createIndex({ x: 1 }, { name: 'd5', partialFilterExpression: { $and: [{ $and: [{ $and: [{ $and: [{ x: 3 }] }] }] }] } }), 67);
+  // The validated spec: the driver's field order, then the "v" mongod's validateIndexSpec appends.
+  assert.equal(e.message, 'Error in specification { name: "d5", partialFilterExpression: '
+    + '{ $and: [ { $and: [ { $and: [ { $and: [ { x: 3 } ] } ] } ] } ] }, key: { x: 1 }, v: 2 } :: caused by :: '
+    + 'partialFilterExpression depth may not exceed 4');
+  // Two predicates on a field are an $and of their own: one level more.
+  await h.expectCode(c.createIndex({ x: 1 }, { name: 'd5b', partialFilterExpression: { $or: [{ $or: [{ $or: [{ x: { $gt: 1, $lt: 5 } }] }] }] } }),
+    67, /depth may not exceed 4$/);
+  await h.expectCode(c.createIndex({ x: 1 }, { name: 'o5', partialFilterExpression: { $or: [{ $or: [{ $or: [{ $or: [{ x: 1 }] }] }] }] } }),
+    67, /depth may not exceed 4$/);
+  assert.deepEqual((await c.indexes()).map((i) => i.name), ['_id_', 'd4']);
+});
+
+// The parse with kBanAllSpecialFeatures fails before any tree check, under the spec as given.
+h.test('$expr and $jsonSchema are 224, $where 2, $near 5626500 in a partial filter, as mongod\'s parser with kBanAllSpecialFeatures', async () => {
+  const c = srv.freshDb('ic_pf_ban').collection('c');
+  const e = await h.expectCode(c.createIndex({ x: 1 }, { name: 'e', partialFilterExpression: { $expr: { $eq: ['$x', 5] } } }), 224);
+  assert.equal(e.codeName, 'QueryFeatureNotAllowed');
+  assert.equal(e.message, 'Error in specification { name: "e", partialFilterExpression: { $expr: { $eq: [ "$x", 5 ] } }, key: { x: 1 } } '
+    + ':: caused by :: $expr is not allowed in this context');
+  await h.expectCode(c.createIndex({ x: 1 }, { name: 'j', partialFilterExpression: { $jsonSchema: { required: ['x'] } } }), 224,
+    /caused by :: \$jsonSchema is not allowed in this context$/);
+  await h.expectCode(c.createIndex({ x: 1 }, { name: 'w', partialFilterExpression: { $where: 'true' } }), 2,
+    /caused by :: \$where is not allowed in this context$/);
+  await h.expectCode(c.createIndex({ x: 1 }, { name: 'n', partialFilterExpression: { x: { $near: [0, 0] } } }), 5626500,
+    /caused by :: \$geoNear, \$near, and \$nearSphere are not allowed in this context/);
+  await h.expectCode(c.createIndex({ x: 1 }, { name: 'n', sparse: true, partialFilterExpression: { $expr: { $eq: ['$x', 5] } } }), 224);
+  await h.expectCode(c.indexes(), 26); // nothing was created, not even the collection
+});
+
+// "Expression not supported in partial index: " + MatchExpression::debugString of the first bad node.
+h.test('refused partial filters name the node as mongod\'s debugString does', async () => {
+  const db = srv.freshDb('ic_pf_msg');
+  const c = db.collection('c');
+  const cases = [
+    [{ a: { $ne: 1 } }, '$not\n    a $eq 1\n'],
+    [{ a: { $exists: false } }, '$not\n    a exists\n'],
+    [{ a: { $nin: [3, 1, 'b', 1] } }, '$not\n    a $in [ 1 3 "b" ]\n'],
+    [{ a: { $not: { $gt: 1 } } }, '$not\n    $and\n        a $gt 1\n'],
+    [{ $nor: [{ a: 1 }, { b: { $lt: 2 } }] }, '$nor\n    a $eq 1\n    b $lt 2\n'],
+    [{ a: /ab+c/i }, 'a regex /ab+c/i\n'],
+    [{ a: { $regex: 'x', $options: 'm' } }, 'a regex /x/m\n'],
+    [{ a: { $size: 2 } }, 'a $size : 2\n'],
+    [{ a: { $mod: [2, 0] } }, 'a mod 2 % x == 0\n'],
+    [{ a: { $elemMatch: { $gt: 1 } } }, 'a $elemMatch (value)\n     $gt 1\n'],
+    [{ a: { $elemMatch: { b: 1, c: 2 } } }, 'a $elemMatch (obj)\n    $and\n        b $eq 1\n        c $eq 2\n'],
+    [{ a: { $bitsAllSet: 5 } }, 'a $bitsAllSet: [0, 2]\n'],
+    [{ a: { $all: [] } }, '$alwaysFalse\n'],
+    [{ $or: [{ a: 1 }, { b: { $ne: 2 } }] }, '$not\n    b $eq 2\n'], // $or is allowed; its bad branch is named
+    [{ a: { $gt: 1 }, b: { $exists: false } }, '$not\n    b exists\n'],
+  ];
+  for (const [pf, tree] of cases) {
+    const e = await h.expectCode(c.createIndex({ a: 1 }, { name: 'p', partialFilterExpression: pf }), 67);
+    assert.ok(e.message.endsWith(`, v: 2 } :: caused by :: Expression not supported in partial index: ${tree}`),
+      `${JSON.stringify(pf)} -> ${JSON.stringify(e.message)}`);
+    assert.equal(e.codeName, 'CannotCreateIndex');
+  }
+  // An explicit v stays where it was given.
+  const e = await h.expectCode(db.command({ createIndexes: 'c',
+    indexes: [{ v: 2, key: { a: 1 }, name: 'p', sparse: true, partialFilterExpression: { a: 1 } }] }), 67);
+  assert.equal(e.message, 'Error in specification { v: 2, key: { a: 1 }, name: "p", sparse: true, partialFilterExpression: { a: 1 } } '
+    + ':: caused by :: cannot mix "partialFilterExpression" and "sparse" options');
+});
+
+h.test('Mongoose: a schema\'s partial unique index over $geoWithin / $all syncs, and a $ne one fails syncIndexes with 67', async () => {
+  const db = srv.freshDb('ic_pf_mongoose');
+  const conn = await mongoose.createConnection(srv.uri, { dbName: db.databaseName }).asPromise();
+  try {
+    const schema = new mongoose.Schema({ sku: String, loc: [Number], tags: [String] });
+    schema.index({ sku: 1 }, { unique: true, partialFilterExpression: { tags: { $all: ['live'] } } });
+    schema.index({ loc: 1 }, { partialFilterExpression: { loc: { $geoWithin: { $box: [[0, 0], [10, 10]] } } } });
+    const M = conn.model('Item', schema);
+    await M.syncIndexes();
+    assert.deepEqual((await M.listIndexes()).map((i) => i.name).sort(), ['_id_', 'loc_1', 'sku_1']);
+    await M.create([{ sku: 'a', tags: ['live'], loc: [1, 1] }, { sku: 'a', tags: ['gone'], loc: [20, 20] }]);
+    await assert.rejects(M.create({ sku: 'a', tags: ['live', 'new'] }), (e) => e.code === 11000);
+    assert.equal(await keys(db, 'items', 'loc_1'), 1);
+
+    const bad = new mongoose.Schema({ sku: String, deletedAt: Date });
+    bad.index({ sku: 1 }, { unique: true, partialFilterExpression: { deletedAt: { $exists: false } } });
+    const B = conn.model('Bad', bad);
+    await assert.rejects(B.syncIndexes(), (e) => e.code === 67 && /Expression not supported in partial index: \$not\n {4}deletedAt exists\n$/.test(e.message));
+  } finally {
+    await conn.close();
+  }
+});
+
+h.test('mongosh: db.c.createIndex with a $geoWithin partial filter builds; a $ne one is refused with mongod\'s message', async () => {
+  const db = srv.freshDb('ic_pf_sh');
+  await db.collection('c').insertOne({ a: 1, g: [1, 1] });
+  const out = await h.mongosh(srv.port, db.databaseName, `
+    const ok = db.c.createIndex({ a: 1 }, { partialFilterExpression: { g: { $geoWithin: { $center: [[0, 0], 5] } } } });
+    let bad;
+    try { db.c.createIndex({ b: 1 }, { partialFilterExpression: { b: { $ne: null } } }); } catch (e) { bad = e.code + ' ' + e.message.split(':: caused by :: ')[1]; }
+    print(JSON.stringify({ ok, bad }));
+  `);
+  assert.deepEqual(JSON.parse(out), { ok: 'a_1', bad: '67 Expression not supported in partial index: $not\n    b $eq null\n' });
+});
