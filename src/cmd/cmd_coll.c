@@ -2270,8 +2270,21 @@ again:
             }
         }
         for (size_t j = 0; j < i && r == 0; j++) {
-            if (keep[j])
-                r = mf_index_spec_compare(norm[i], norm[j], &op->err);
+            if (!keep[j])
+                continue;
+            r = mf_index_spec_compare(norm[i], norm[j], &op->err);
+            /*
+             * On a collection that exists, mongod's index build meets a spec of its own
+             * request in MultiIndexBlock::init (prepareSpecForCreate against the in-progress
+             * index): an identical one is 96, any conflict fails the build, named as
+             * createIndexes names a failed build (create_indexes_cmd.cpp). A collection this
+             * request creates takes each spec in turn (createIndexesOnEmptyCollection).
+             */
+            if (!created_coll && r > 0)
+                r = mf_err_set(&op->err, MF_E_OperationFailed,
+                               "Cannot build two identical indexes. Try again without duplicate indexes.");
+            if (!created_coll && r < 0)
+                build_failed_context(&op->err, c->ns, c->uuid);
         }
         if (r < 0)
             rc = -1;
@@ -2368,11 +2381,20 @@ again:
                 mf_log(MF_LOG_WARN, "INDEX", "could not roll back collection %s.%s: %s", op->db, name, e2.msg);
         }
     } else {
+        /*
+         * create_indexes_cmd.cpp: when every index exists already (indexesAlreadyExist) the
+         * reply has no createdCollectionAutomatically; otherwise appendFinalIndexFieldsToResult
+         * notes "index already exists" when fewer were added than requested.
+         */
+        int after = counted_indexes(c);
         BSON_APPEND_INT32(op->reply, "numIndexesBefore", before);
-        BSON_APPEND_INT32(op->reply, "numIndexesAfter", counted_indexes(c));
-        BSON_APPEND_BOOL(op->reply, "createdCollectionAutomatically", created_coll);
-        if (nadded == 0)
+        BSON_APPEND_INT32(op->reply, "numIndexesAfter", after);
+        if (nadded > 0 || created_coll)
+            BSON_APPEND_BOOL(op->reply, "createdCollectionAutomatically", created_coll);
+        if (after == before)
             BSON_APPEND_UTF8(op->reply, "note", "all indexes already exist");
+        else if (after < before + (int)nspecs)
+            BSON_APPEND_UTF8(op->reply, "note", "index already exists");
     }
 out_unlock:
     mf_catalog_unlock(op->eng->cat);

@@ -147,3 +147,47 @@ h.test('mongosh: db.c.createIndex with a $geoWithin partial filter builds; a $ne
   `);
   assert.deepEqual(JSON.parse(out), { ok: 'a_1', bad: '67 Expression not supported in partial index: $not\n    b $eq null\n' });
 });
+
+// create_indexes_cmd.cpp: indexesAlreadyExist answers {numIndexesBefore, numIndexesAfter, note}
+// only; appendFinalIndexFieldsToResult adds "index already exists" when fewer indexes were
+// added than the request named (its numSpecs), and createdCollectionAutomatically otherwise.
+h.test('createIndexes replies: no createdCollectionAutomatically when all exist; "index already exists" when some did', async () => {
+  const db = srv.freshDb('ic_reply');
+  const c = db.collection('c');
+  const create = (coll, indexes) => db.command({ createIndexes: coll, indexes });
+  assert.deepEqual(await create('c', [{ key: { a: 1 }, name: 'a_1' }]),
+    { numIndexesBefore: 1, numIndexesAfter: 2, createdCollectionAutomatically: true, ok: 1 });
+  assert.deepEqual(await create('c', [{ key: { a: 1 }, name: 'a_1' }]),
+    { numIndexesBefore: 2, numIndexesAfter: 2, note: 'all indexes already exist', ok: 1 });
+  assert.deepEqual(await create('c', [{ key: { a: 1 }, name: 'a_1' }, { key: { b: 1 }, name: 'b_1' }]),
+    { numIndexesBefore: 2, numIndexesAfter: 3, createdCollectionAutomatically: false, note: 'index already exists', ok: 1 });
+  // A new collection's own _id index counts as one that existed.
+  assert.deepEqual(await create('n', [{ key: { _id: 1 }, name: '_id_' }, { key: { z: 1 }, name: 'z_1' }]),
+    { numIndexesBefore: 1, numIndexesAfter: 2, createdCollectionAutomatically: true, note: 'index already exists', ok: 1 });
+  // What the drivers hand back stays the name(s).
+  assert.equal(await c.createIndex({ a: 1 }), 'a_1');
+  assert.deepEqual(await c.createIndexes([{ key: { a: 1 } }, { key: { c: 1 } }]), ['a_1', 'c_1']);
+  const out = await h.mongosh(srv.port, db.databaseName, 'print(JSON.stringify(db.c.createIndex({ c: 1 })) + " " + JSON.stringify(db.runCommand({ createIndexes: "c", indexes: [{ key: { c: 1 }, name: "c_1" }] })))');
+  assert.equal(out, '"c_1" {"numIndexesBefore":4,"numIndexesAfter":4,"note":"all indexes already exist","ok":1}');
+});
+
+// MultiIndexBlock::init meets the request's own earlier spec as an index in progress: an
+// identical one is 96 "Cannot build two identical indexes", and any conflict fails the build
+// under createIndexes' "Index build failed: <build UUID>: Collection <ns> ( <UUID> )" context.
+h.test('one request naming an index twice on an existing collection: 96, or the conflict, as a failed build; nothing is built', async () => {
+  const db = srv.freshDb('ic_twice');
+  const c = db.collection('c');
+  await c.insertOne({ a: 1 });
+  const build = /^Index build failed: [0-9a-f-]{36}: Collection \w+\.c \( [0-9a-f-]{36} \) :: caused by :: /;
+  const e = await h.expectCode(c.createIndexes([{ key: { a: 1 } }, { key: { b: 1 } }, { key: { a: 1 } }]), 96);
+  assert.equal(e.codeName, 'OperationFailed');
+  assert.match(e.message, new RegExp(`${build.source}Cannot build two identical indexes\\. Try again without duplicate indexes\\.$`));
+  const e85 = await h.expectCode(c.createIndexes([{ key: { a: 1 }, name: 'x' }, { key: { a: 1 }, name: 'y' }]), 85);
+  assert.match(e85.message, new RegExp(`${build.source}Index already exists with a different name: x$`));
+  const e86 = await h.expectCode(c.createIndexes([{ key: { a: 1 }, name: 'x' }, { key: { b: 1 }, name: 'x' }]), 86);
+  assert.match(e86.message, new RegExp(`${build.source}An existing index has the same name as the requested index`));
+  assert.deepEqual((await c.indexes()).map((i) => i.name), ['_id_']);
+  // A conflict with an index that exists already is no build failure: bare, as before.
+  await c.createIndex({ a: 1 });
+  await h.expectCode(c.createIndex({ a: 1 }, { name: 'other' }), 85, /^Index already exists with a different name: a_1$/);
+});
