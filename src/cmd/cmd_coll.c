@@ -2239,7 +2239,11 @@ again:
     bson_iter_t dci;
     if (c->options != NULL && bson_iter_init_find(&dci, c->options, "collation") && BSON_ITER_HOLDS_DOCUMENT(&dci)) {
         for (size_t i = 0; i < nspecs; i++) {
+            bson_iter_t vi;
             if (bson_has_field(norm[i], "collation"))
+                continue;
+            /* validateIndexSpecCollation: a v1 index is implicitly simple. */
+            if (bson_iter_init_find(&vi, norm[i], "v") && mf_value_as_double(bson_iter_value(&vi)) < 2)
                 continue;
             bson_append_value(norm[i], "collation", -1, bson_iter_value(&dci));
         }

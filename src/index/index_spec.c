@@ -180,7 +180,7 @@ static const char *const known_plugins[] = {"2d", "2dsphere", "2dsphere_bucket",
 static int __attribute__((format(printf, 4, 5)))
 spec_err(mf_error_t *err, int code, const char *shown, const char *fmt, ...)
 {
-    char why[400];
+    char why[sizeof(err->msg)];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, sizeof(why), fmt, ap);
@@ -1180,10 +1180,20 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
             if (!mf_value_is_number(v))
                 return SPEC_ERR(err, MF_E_TypeMismatch, shown, "The field 'v' must be a number, but got %s",
                                 mf_type_name(v->value_type));
+            /*
+             * index_key_validate.cpp's validateIndexSpec: representAs<int>, then
+             * isIndexVersionAllowedForCreation (v 1 or 2); createIndexes names the spec.
+             */
             double d = mf_value_as_double(v);
+            if (!(d >= -2147483648.0 && d <= 2147483647.0) || d != floor(d)) {
+                char val[64];
+                mf_fmt_value(v, val, sizeof(val));
+                return SPEC_ERR(err, MF_E_BadValue, shown,
+                                "Index version must be representable as a 32-bit integer, but got %s", val);
+            }
             if (d != 1 && d != 2)
-                return mf_err_set(err, MF_E_CannotCreateIndex,
-                                  "Invalid index specification %s; cannot create an index with v=%g", shown, d);
+                return SPEC_ERR(err, MF_E_CannotCreateIndex, shown,
+                                "Invalid index specification %s; cannot create an index with v=%d", shown, (int)d);
             version_value = *v;
             version = &version_value;
         } else if (strcmp(k, "expireAfterSeconds") == 0) {
@@ -1201,10 +1211,15 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
                                 mf_type_name(v->value_type));
         }
     }
+    /* validateIndexSpec: a collation (even the simple one) needs a v2 index. */
+    if (bson_has_field(req, "collation") && version != NULL && mf_value_as_double(version) < 2)
+        return SPEC_ERR(err, MF_E_CannotCreateIndex, shown,
+                        "Invalid index specification %s; cannot create an index with the 'collation' option and v=%d",
+                        shown, (int)mf_value_as_double(version));
     if (bson_has_field(req, "weights") && strcmp(plugin_name(&key), "text") != 0)
-        return mf_err_set(err, MF_E_CannotCreateIndex,
-                          "Invalid index specification %s; the field 'weights' can only be specified with text indexes",
-                          shown);
+        return SPEC_ERR(err, MF_E_CannotCreateIndex, shown,
+                        "Invalid index specification %s; the field 'weights' can only be specified with text indexes",
+                        shown);
     if (bson_iter_init_find(&it, req, "unique") && (BSON_ITER_HOLDS_BOOL(&it) || mf_value_is_number(bson_iter_value(&it))))
         unique = bson_iter_as_bool(&it);
     if (hashed_rules(&key, unique, err) != 0 || wildcard_rules(req, &key, err) != 0)

@@ -191,3 +191,45 @@ h.test('one request naming an index twice on an existing collection: 96, or the 
   await c.createIndex({ a: 1 });
   await h.expectCode(c.createIndex({ a: 1 }, { name: 'other' }), 85, /^Index already exists with a different name: a_1$/);
 });
+
+// index_key_validate.cpp's validateIndexSpec, whose refusals createIndexes names
+// "Error in specification <spec as given> :: caused by :: ...": v must be representable as
+// an int (2 BadValue) and 1 or 2 (67, isIndexVersionAllowedForCreation); a collation needs v2.
+h.test('the v option: 2 for a non-integral v, 67 for other versions or a collation on v1, all under "Error in specification"', async () => {
+  const db = srv.freshDb('ic_v');
+  const create = (spec) => db.command({ createIndexes: 'c', indexes: [spec] });
+  let e = await h.expectCode(create({ key: { a: 1 }, name: 'a', v: 1.5 }), 2);
+  assert.equal(e.message, 'Error in specification { key: { a: 1 }, name: "a", v: 1.5 } :: caused by :: '
+    + 'Index version must be representable as a 32-bit integer, but got 1.5');
+  await h.expectCode(create({ key: { a: 1 }, name: 'a', v: 1e10 }), 2, /representable as a 32-bit integer, but got 10000000000\.0$/);
+  e = await h.expectCode(create({ key: { a: 1 }, name: 'a', v: 3 }), 67);
+  assert.equal(e.message, 'Error in specification { key: { a: 1 }, name: "a", v: 3 } :: caused by :: '
+    + 'Invalid index specification { key: { a: 1 }, name: "a", v: 3 }; cannot create an index with v=3');
+  await h.expectCode(create({ key: { a: 1 }, name: 'a', v: 0 }), 67, /^Error in specification .* cannot create an index with v=0$/);
+  e = await h.expectCode(create({ key: { a: 1 }, name: 'a', v: 1, collation: { locale: 'fr' } }), 67);
+  assert.equal(e.message, 'Error in specification { key: { a: 1 }, name: "a", v: 1, collation: { locale: "fr" } } :: caused by :: '
+    + 'Invalid index specification { key: { a: 1 }, name: "a", v: 1, collation: { locale: "fr" } }; '
+    + 'cannot create an index with the \'collation\' option and v=1');
+  await h.expectCode(create({ key: { a: 1 }, name: 'a', weights: { a: 1 } }), 67,
+    /^Error in specification \{ key: \{ a: 1 \}, name: "a", weights: \{ a: 1 \} \} :: caused by :: Invalid index specification .*; the field 'weights' can only be specified with text indexes$/);
+  // What builds: v 1 and 2 (2.0 is 2).
+  await create({ key: { a: 1 }, name: 'a1', v: 1 });
+  await create({ key: { b: 1 }, name: 'b2', v: 2.0 });
+  const by = Object.fromEntries((await db.collection('c').indexes()).map((i) => [i.name, i]));
+  assert.deepEqual([by.a1.v, by.b2.v], [1, 2]);
+});
+
+// validateIndexSpecCollation: only a v2 index inherits the collection's default collation.
+h.test('on a collection with a default collation a v1 index stays simple, a v2 one takes the default', async () => {
+  const db = srv.freshDb('ic_v1coll');
+  await db.createCollection('c', { collation: { locale: 'en', strength: 2 } });
+  const c = db.collection('c');
+  await c.insertMany([{ _id: 1, s: 'a' }, { _id: 2, s: 'A' }]);
+  await db.command({ createIndexes: 'c', indexes: [{ key: { s: 1 }, name: 'v1', v: 1 }, { key: { s: -1 }, name: 'v2' }] });
+  const by = Object.fromEntries((await c.indexes()).map((i) => [i.name, i]));
+  assert.equal(by.v1.collation, undefined, JSON.stringify(by.v1));
+  assert.equal(by.v2.collation.locale, 'en');
+  // The simple v1 index answers a simple-collation query; the collection default reads both cases.
+  assert.deepEqual((await c.find({ s: 'a' }).collation({ locale: 'simple' }).hint('v1').toArray()).map((d) => d._id), [1]);
+  assert.deepEqual((await c.find({ s: 'a' }).hint('v2').toArray()).map((d) => d._id).sort(), [1, 2]);
+});
