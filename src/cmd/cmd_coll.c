@@ -2013,6 +2013,16 @@ cmd_list_indexes(mf_op_t *op)
     if (mf_op_coll_name(op, &name) != 0 || mf_op_check_types(op, op->name, op->cmd, types, false, true) != 0 ||
         cursor_options(op) != 0)
         return -1;
+    /*
+     * list_indexes.cpp: the two flags exclude each other (72, mongod's wording);
+     * with includeIndexBuildInfo every built index comes as {spec: <spec>}.
+     */
+    bson_iter_t fi;
+    bool build_uuids = bson_iter_init_find(&fi, op->cmd, "includeBuildUUIDs") && bson_iter_as_bool(&fi);
+    bool build_info = bson_iter_init_find(&fi, op->cmd, "includeIndexBuildInfo") && bson_iter_as_bool(&fi);
+    if (build_uuids && build_info)
+        return mf_err_set(&op->err, MF_E_InvalidOptions,
+                          "The includeBuildUUIDs flag and includeBuildIndexInfo flag cannot both be set to true");
     mf_catalog_rdlock(op->eng->cat);
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
     if (c == NULL) {
@@ -2042,7 +2052,14 @@ cmd_list_indexes(mf_op_t *op)
             mf_index_spec_listed(ix->spec, &shown); /* mongod's field order and types */
         }
         snprintf(key, sizeof(key), "%d", n++);
-        BSON_APPEND_DOCUMENT(&batch, key, &shown);
+        if (build_info) {
+            bson_t item;
+            BSON_APPEND_DOCUMENT_BEGIN(&batch, key, &item);
+            BSON_APPEND_DOCUMENT(&item, "spec", &shown);
+            bson_append_document_end(&batch, &item);
+        } else {
+            BSON_APPEND_DOCUMENT(&batch, key, &shown);
+        }
         bson_destroy(&shown);
     }
     mf_catalog_unlock(op->eng->cat);

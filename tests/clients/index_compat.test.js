@@ -233,3 +233,20 @@ h.test('on a collection with a default collation a v1 index stays simple, a v2 o
   assert.deepEqual((await c.find({ s: 'a' }).collation({ locale: 'simple' }).hint('v1').toArray()).map((d) => d._id), [1]);
   assert.deepEqual((await c.find({ s: 'a' }).hint('v2').toArray()).map((d) => d._id).sort(), [1, 2]);
 });
+
+// list_indexes.cpp: with includeIndexBuildInfo each built index is {spec: <spec>}, in every
+// batch; includeBuildUUIDs leaves built ones as they are; both at once are 72 InvalidOptions.
+h.test('listIndexes includeIndexBuildInfo wraps each spec in {spec}; with includeBuildUUIDs too it is 72', async () => {
+  const db = srv.freshDb('ic_li');
+  await db.collection('c').createIndex({ a: 1 }, { unique: true });
+  const r = await db.command({ listIndexes: 'c', includeIndexBuildInfo: true });
+  assert.deepEqual(r.cursor.firstBatch, [{ spec: { v: 2, key: { _id: 1 }, name: '_id_' } },
+    { spec: { v: 2, key: { a: 1 }, name: 'a_1', unique: true } }]);
+  const paged = await db.command({ listIndexes: 'c', includeIndexBuildInfo: true, cursor: { batchSize: 1 } });
+  const more = await db.command({ getMore: paged.cursor.id, collection: 'c' });
+  assert.deepEqual(more.cursor.nextBatch, [{ spec: { v: 2, key: { a: 1 }, name: 'a_1', unique: true } }]);
+  assert.deepEqual((await db.command({ listIndexes: 'c', includeBuildUUIDs: true })).cursor.firstBatch.map((i) => i.name), ['_id_', 'a_1']);
+  const e = await h.expectCode(db.command({ listIndexes: 'c', includeBuildUUIDs: true, includeIndexBuildInfo: true }), 72);
+  assert.equal(e.message, 'The includeBuildUUIDs flag and includeBuildIndexInfo flag cannot both be set to true');
+  await h.expectCode(db.command({ listIndexes: 'nosuch', includeBuildUUIDs: true, includeIndexBuildInfo: true }), 72);
+});
