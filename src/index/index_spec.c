@@ -11,6 +11,7 @@
  * Pure functions over BSON: createIndexes (cmd/) calls them before touching
  * the catalog.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -764,6 +765,20 @@ dbg_in_list(const bson_value_t *arr, dbg_t *d)
     dbg_add(d, "]\n");
 }
 
+/* A number operand as a long long, saturating (NaN 0): no undefined conversion. */
+static long long
+dbg_ll(const bson_value_t *v)
+{
+    double d = mf_value_as_double(v);
+    if (d != d)
+        return 0;
+    if (d >= 9223372036854775807.0)
+        return LLONG_MAX;
+    if (d <= -9223372036854775808.0)
+        return LLONG_MIN;
+    return (long long)d;
+}
+
 /* BitTestMatchExpression's positions: the set bits of a number, or the array's. */
 static void
 dbg_bits(const bson_value_t *v, dbg_t *d)
@@ -771,9 +786,9 @@ dbg_bits(const bson_value_t *v, dbg_t *d)
     bool first = true;
     dbg_add(d, "[");
     if (mf_value_is_number(v)) {
-        int64_t mask = (int64_t)mf_value_as_double(v);
+        uint64_t mask = (uint64_t)dbg_ll(v);
         for (int b = 0; b < 64; b++)
-            if (mask & ((int64_t)1 << b)) {
+            if (mask & ((uint64_t)1 << b)) {
                 dbg_add(d, first ? "%d" : ", %d", b);
                 first = false;
             }
@@ -782,7 +797,7 @@ dbg_bits(const bson_value_t *v, dbg_t *d)
         bson_iter_t ai;
         if (value_doc(v, &a) && bson_iter_init(&ai, &a))
             while (bson_iter_next(&ai)) {
-                dbg_add(d, first ? "%lld" : ", %lld", (long long)mf_value_as_double(bson_iter_value(&ai)));
+                dbg_add(d, first ? "%lld" : ", %lld", dbg_ll(bson_iter_value(&ai)));
                 first = false;
             }
     }
@@ -863,16 +878,16 @@ dbg_item(const pitem_t *p, int indent, dbg_t *d)
             dbg_opdoc(p->path, &p->v, indent + 2, d);
         }
     } else if (strcmp(op, "$size") == 0) {
-        dbg_add(d, "%s $size : %lld\n", p->path, (long long)mf_value_as_double(&p->v));
+        dbg_add(d, "%s $size : %lld\n", p->path, dbg_ll(&p->v));
     } else if (strcmp(op, "$mod") == 0) {
         bson_t a;
         bson_iter_t ai;
         long long dv = 0, rm = 0;
         if (value_doc(&p->v, &a) && bson_iter_init(&ai, &a)) {
             if (bson_iter_next(&ai))
-                dv = (long long)mf_value_as_double(bson_iter_value(&ai));
+                dv = dbg_ll(bson_iter_value(&ai));
             if (bson_iter_next(&ai))
-                rm = (long long)mf_value_as_double(bson_iter_value(&ai));
+                rm = dbg_ll(bson_iter_value(&ai));
         }
         dbg_add(d, "%s mod %lld %% x == %lld\n", p->path, dv, rm);
     } else if (strcmp(op, "$elemMatch") == 0) {

@@ -250,3 +250,23 @@ h.test('listIndexes includeIndexBuildInfo wraps each spec in {spec}; with includ
   assert.equal(e.message, 'The includeBuildUUIDs flag and includeBuildIndexInfo flag cannot both be set to true');
   await h.expectCode(db.command({ listIndexes: 'nosuch', includeBuildUUIDs: true, includeIndexBuildInfo: true }), 72);
 });
+
+h.test('hostile partial filters are refused without harm: huge and negative operands, long $in lists, deep $nor / $not', async () => {
+  const db = srv.freshDb('ic_pf_hostile');
+  const c = db.collection('c');
+  let deep = { a: 1 };
+  for (let i = 0; i < 60; i++) deep = { $nor: [deep] };
+  const filters = [
+    { a: { $bitsAllSet: -1 } }, { a: { $bitsAnySet: 1e300 } }, { a: { $bitsAllClear: [0, 63, 62] } },
+    { a: { $size: 1e300 } }, { a: { $mod: [1e300, -1e300] } }, { a: { $nin: Array.from({ length: 5000 }, (_, i) => `v${i}`) } },
+    { a: { $not: { $not: { $gt: 1 } } } }, deep, { a: { $elemMatch: { $elemMatch: { $elemMatch: { b: { $ne: 1 } } } } } },
+    { a: { $regex: 'x'.repeat(3000) } }, { ['f'.repeat(2000)]: { $exists: false } },
+  ];
+  for (const pf of filters) {
+    const e = await c.createIndex({ a: 1 }, { name: 'h', partialFilterExpression: pf }).then(() => null, (err) => err);
+    assert.ok(e && [2, 9, 67].includes(e.code), `${JSON.stringify(pf).slice(0, 80)} -> ${e && e.code} ${e && e.message.slice(0, 200)}`);
+  }
+  const e = await h.expectCode(c.createIndex({ a: 1 }, { name: 'h', partialFilterExpression: { a: { $bitsAnySet: [63, 0] } } }), 67);
+  assert.ok(e.message.endsWith('Expression not supported in partial index: a $bitsAnySet: [63, 0]\n'), e.message);
+  assert.deepEqual(await db.command({ ping: 1 }), { ok: 1 });
+});
