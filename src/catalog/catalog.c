@@ -1914,6 +1914,39 @@ mf_coll_index_by_name(mf_coll_t *c, const char *name)
     return NULL;
 }
 
+/*
+ * Whether two key patterns are the same as mongod's findIndexesByKeyPattern
+ * compares them (SimpleBSONObjComparator): the same field names in order,
+ * numbers by value whatever their type ({a: 1.0} is {a: 1}), strings by bytes.
+ */
+static bool
+key_patterns_equal(const bson_t *a, const bson_t *b)
+{
+    bson_iter_t x, y;
+    if (!bson_iter_init(&x, a) || !bson_iter_init(&y, b))
+        return false;
+    for (;;) {
+        bool nx = bson_iter_next(&x), ny = bson_iter_next(&y);
+        if (nx != ny)
+            return false;
+        if (!nx)
+            return true;
+        if (strcmp(bson_iter_key(&x), bson_iter_key(&y)) != 0)
+            return false;
+        const bson_value_t *vx = bson_iter_value(&x), *vy = bson_iter_value(&y);
+        if (mf_value_is_number(vx) && mf_value_is_number(vy)) {
+            if (mf_value_cmp(vx, vy) != 0)
+                return false;
+        } else if (vx->value_type == BSON_TYPE_UTF8 && vy->value_type == BSON_TYPE_UTF8) {
+            if (vx->value.v_utf8.len != vy->value.v_utf8.len ||
+                memcmp(vx->value.v_utf8.str, vy->value.v_utf8.str, vx->value.v_utf8.len) != 0)
+                return false;
+        } else {
+            return false; /* a stored key pattern holds only numbers and strings */
+        }
+    }
+}
+
 int
 mf_coll_indexes_by_key(mf_coll_t *c, const bson_t *kp, bool ready_only, mf_index_t **first, mf_index_t **second)
 {
@@ -1922,7 +1955,7 @@ mf_coll_indexes_by_key(mf_coll_t *c, const bson_t *kp, bool ready_only, mf_index
     for (int i = 0; i < c->nindexes; i++) {
         bson_t key;
         if ((ready_only && c->indexes[i]->building) || !mf_index_spec_key(c->indexes[i]->spec, &key) ||
-            !bson_equal(&key, kp))
+            !key_patterns_equal(&key, kp))
             continue;
         if (n == 0)
             *first = c->indexes[i];

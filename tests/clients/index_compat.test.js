@@ -7,6 +7,7 @@
  */
 const assert = require('node:assert/strict');
 const mongoose = require('mongoose');
+const { Double, Long } = require('mongodb');
 const h = require('./harness');
 
 const srv = h.useServer();
@@ -269,4 +270,21 @@ h.test('hostile partial filters are refused without harm: huge and negative oper
   const e = await h.expectCode(c.createIndex({ a: 1 }, { name: 'h', partialFilterExpression: { a: { $bitsAnySet: [63, 0] } } }), 67);
   assert.ok(e.message.endsWith('Expression not supported in partial index: a $bitsAnySet: [63, 0]\n'), e.message);
   assert.deepEqual(await db.command({ ping: 1 }), { ok: 1 });
+});
+
+// IndexCatalogImpl::findIndexesByKeyPattern compares with SimpleBSONObjComparator: numbers by
+// value, so {a: 1.0} or {a: NumberLong(1)} names the index on {a: 1} (dropIndexes, collMod).
+h.test('dropIndexes and collMod find an index by a key pattern whose numbers are of another type', async () => {
+  const db = srv.freshDb('ic_kp');
+  const c = db.collection('c');
+  await c.createIndexes([{ key: { a: 1 } }, { key: { b: -1, c: 1 } }, { key: { h: 'hashed' } }]);
+  const m = await db.command({ collMod: 'c', index: { keyPattern: { b: Long.fromNumber(-1), c: new Double(1) }, hidden: true } });
+  assert.deepEqual([m.hidden_old, m.hidden_new], [false, true]);
+  assert.equal((await db.command({ dropIndexes: 'c', index: { a: new Double(1) } })).nIndexesWas, 4);
+  assert.equal((await db.command({ dropIndexes: 'c', index: { b: new Double(-1), c: Long.fromNumber(1) } })).nIndexesWas, 3);
+  assert.deepEqual((await c.indexes()).map((i) => i.name), ['_id_', 'h_hashed']);
+  // Field names and their order still count, and a string is not a number.
+  await h.expectCode(db.command({ dropIndexes: 'c', index: { H: 'hashed' } }), 27, /^can't find index with key: \{ H: "hashed" \}$/);
+  await h.expectCode(db.command({ dropIndexes: 'c', index: { h: 1 } }), 27);
+  await h.expectCode(db.command({ dropIndexes: 'c', index: { _id: new Double(1) } }), 72, /^cannot drop _id index$/);
 });
