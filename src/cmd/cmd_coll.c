@@ -2461,7 +2461,7 @@ drop_one_index(mf_op_t *op, mf_coll_t *c, const bson_value_t *which)
         }
     } else {
         return mf_err_set(&op->err, MF_E_TypeMismatch,
-                          "BSON field 'dropIndexes.index' is the wrong type '%s', expected types '[string, object, array]'",
+                          "BSON field 'dropIndexes.index' is the wrong type '%s', expected types '[string, object']",
                           mf_type_name(which->value_type));
     }
     if (ix->is_id)
@@ -2548,10 +2548,30 @@ cmd_drop_indexes(mf_op_t *op)
     if (!mf_op_find(op, "index", &it))
         return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'dropIndexes.index' is missing but a required field");
     const bson_value_t *v = bson_iter_value(&it);
+    /*
+     * drop_indexes.idl's index is a variant of string, array<string> and object, parsed
+     * before the collection is looked up: IDLParserContext::throwBadType lists the scalar
+     * alternatives (mongod's "'[...']" closing); an array is taken for array<string> by its
+     * first element, then each element must be a string.
+     */
     if (v->value_type != BSON_TYPE_UTF8 && v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY)
         return mf_err_set(&op->err, MF_E_TypeMismatch,
-                          "BSON field 'dropIndexes.index' is the wrong type '%s', expected types '[string, object, array]'",
+                          "BSON field 'dropIndexes.index' is the wrong type '%s', expected types '[string, object']",
                           mf_type_name(v->value_type));
+    if (v->value_type == BSON_TYPE_ARRAY) {
+        bson_iter_t ai;
+        bool first = true;
+        bson_iter_recurse(&it, &ai);
+        while (bson_iter_next(&ai)) {
+            if (!BSON_ITER_HOLDS_UTF8(&ai))
+                return first ? mf_err_set(&op->err, MF_E_TypeMismatch,
+                                          "BSON field 'dropIndexes.index' is the wrong type 'array', expected types '[string']")
+                             : mf_err_set(&op->err, MF_E_TypeMismatch,
+                                          "BSON field 'dropIndexes.index.%s' is the wrong type '%s', expected type 'string'",
+                                          bson_iter_key(&ai), mf_type_name(bson_iter_type(&ai)));
+            first = false;
+        }
+    }
     mf_catalog_wrlock(op->eng->cat);
     c = mf_catalog_coll_find(op->eng->cat, op->db, name);
     if (c == NULL) {

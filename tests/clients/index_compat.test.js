@@ -288,3 +288,21 @@ h.test('dropIndexes and collMod find an index by a key pattern whose numbers are
   await h.expectCode(db.command({ dropIndexes: 'c', index: { h: 1 } }), 27);
   await h.expectCode(db.command({ dropIndexes: 'c', index: { _id: new Double(1) } }), 72, /^cannot drop _id index$/);
 });
+
+// drop_indexes.idl: index is a variant of string, array<string> and object, parsed before the
+// collection is looked up. Real mongod replies (recorded by FerretDB's integration tests):
+// "... is the wrong type 'bool', expected types '[string, object']" and, for an array of
+// non-strings, "... is the wrong type 'array', expected types '[string']".
+h.test('dropIndexes: a wrong index type is 14 with the IDL variant\'s messages, before the collection is looked up', async () => {
+  const db = srv.freshDb('ic_dropty');
+  await db.collection('c').createIndexes([{ key: { v: -1 } }, { key: { 'v.foo': -1 } }]);
+  const drop = (index, coll = 'c') => db.command({ dropIndexes: coll, index });
+  await h.expectCode(drop(true), 14, /^BSON field 'dropIndexes\.index' is the wrong type 'bool', expected types '\[string, object'\]$/);
+  await h.expectCode(drop(5, 'nosuch'), 14, /^BSON field 'dropIndexes\.index' is the wrong type 'int', expected types '\[string, object'\]$/);
+  await h.expectCode(drop([{ v: -1 }, { 'v.foo': -1 }]), 14, /^BSON field 'dropIndexes\.index' is the wrong type 'array', expected types '\[string'\]$/);
+  await h.expectCode(drop([1], 'nosuch'), 14, /^BSON field 'dropIndexes\.index' is the wrong type 'array', expected types '\[string'\]$/);
+  await h.expectCode(drop(['v_-1', 2]), 14, /^BSON field 'dropIndexes\.index\.1' is the wrong type 'int', expected type 'string'$/);
+  await h.expectCode(drop(['non-existent', 'invalid']), 27, /^index not found with name \[non-existent\]$/);
+  assert.deepEqual((await db.collection('c').indexes()).map((i) => i.name), ['_id_', 'v_-1', 'v.foo_-1']);
+  assert.equal((await drop(['v_-1', 'v.foo_-1'])).nIndexesWas, 3);
+});
