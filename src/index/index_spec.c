@@ -1123,6 +1123,17 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
     const bson_value_t *version = NULL;
 
     mf_fmt_doc(req, shown, sizeof(shown));
+    /*
+     * The spec as validateIndexSpec returns it ("v" appended when not given): what
+     * _isSpecOk's refusals (prepareSpecForCreate's "Error in specification") and
+     * validateIdIndexSpec show.
+     */
+    char shown_v[640];
+    size_t sl = strlen(shown);
+    if (!bson_has_field(req, "v") && sl >= 2 && strcmp(shown + sl - 2, " }") == 0)
+        snprintf(shown_v, sizeof(shown_v), "%.*s, v: 2 }", (int)(sl - 2), shown);
+    else
+        snprintf(shown_v, sizeof(shown_v), "%s", shown);
     bson_iter_init(&it, req);
     while (bson_iter_next(&it)) {
         const char *k = bson_iter_key(&it);
@@ -1148,9 +1159,9 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
         uint32_t name_len;
         given_name = bson_iter_utf8(&it, &name_len);
         if (strlen(given_name) != name_len)
-            return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "index name cannot contain NUL bytes");
+            return SPEC_ERR(err, MF_E_CannotCreateIndex, shown_v, "index name cannot contain NUL bytes");
         if (given_name[0] == '\0')
-            return SPEC_ERR(err, MF_E_CannotCreateIndex, shown, "index name cannot be empty");
+            return SPEC_ERR(err, MF_E_CannotCreateIndex, shown_v, "index name cannot be empty");
         if (strcmp(given_name, "*") == 0)
             return mf_err_set(err, MF_E_BadValue, "The index name '*' is not valid.");
     }
@@ -1226,6 +1237,9 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
                                 mf_type_name(v->value_type));
         }
     }
+    /* validateIndexSpec: after its field loop, a name is required as the key is (9, wrapped). */
+    if (given_name == NULL)
+        return SPEC_ERR(err, MF_E_FailedToParse, shown, "The 'name' field is a required property of an index specification");
     /* validateIndexSpec: a collation (even the simple one) needs a v2 index. */
     if (bson_has_field(req, "collation") && version != NULL && mf_value_as_double(version) < 2)
         return SPEC_ERR(err, MF_E_CannotCreateIndex, shown,
@@ -1252,7 +1266,6 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
         const uint8_t *d;
         uint32_t l;
         mf_error_t perr = {0};
-        char shown_v[640];
         bson_iter_init_find(&it, req, "partialFilterExpression");
         bson_iter_document(&it, &l, &d);
         if (!bson_init_static(&pf, d, l))
@@ -1269,11 +1282,6 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
         if (m == NULL)
             return SPEC_ERR(err, perr.code, shown, "%s", perr.msg);
         mf_matcher_free(m);
-        size_t sl = strlen(shown);
-        if (!bson_has_field(req, "v") && sl >= 2 && strcmp(shown + sl - 2, " }") == 0)
-            snprintf(shown_v, sizeof(shown_v), "%.*s, v: 2 }", (int)(sl - 2), shown);
-        else
-            snprintf(shown_v, sizeof(shown_v), "%s", shown);
         if (sparse)
             return SPEC_ERR(err, MF_E_CannotCreateIndex, shown_v,
                             "cannot mix \"partialFilterExpression\" and \"sparse\" options");
@@ -1295,7 +1303,7 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
             const char *k = bson_iter_key(&it);
             if (strcmp(k, "v") && strcmp(k, "key") && strcmp(k, "name") && strcmp(k, "ns") && strcmp(k, "collation"))
                 return mf_err_set(err, MF_E_InvalidIndexSpecificationOption,
-                                  "The field '%s' is not valid for an _id index specification. Specification: %s", k, shown);
+                                  "The field '%s' is not valid for an _id index specification. Specification: %s", k, shown_v);
         }
     }
     if (key_is_id_pattern(&key)) {

@@ -306,3 +306,22 @@ h.test('dropIndexes: a wrong index type is 14 with the IDL variant\'s messages, 
   assert.deepEqual((await db.collection('c').indexes()).map((i) => i.name), ['_id_', 'v_-1', 'v.foo_-1']);
   assert.equal((await drop(['v_-1', 'v.foo_-1'])).nIndexesWas, 3);
 });
+
+// Real MongoDB replies recorded in FerretDB's integration tests (createIndexes invalid specs):
+// validateIndexSpec requires a name (9), and the refusals made on the validated spec
+// (_isSpecOk's, validateIdIndexSpec's) show it with the "v: 2" validateIndexSpec appended.
+h.test('createIndexes without a name is 9; refusals of the validated spec show it with v: 2', async () => {
+  const db = srv.freshDb('ic_named');
+  const create = (spec) => db.command({ createIndexes: 'c', indexes: [spec] });
+  let e = await h.expectCode(create({ key: { v: 1 } }), 9);
+  assert.equal(e.message, 'Error in specification { key: { v: 1 } } :: caused by :: The \'name\' field is a required property of an index specification');
+  e = await h.expectCode(create({ key: { v: -1 }, name: '' }), 67);
+  assert.equal(e.message, 'Error in specification { key: { v: -1 }, name: "", v: 2 } :: caused by :: index name cannot be empty');
+  e = await h.expectCode(create({ key: { _id: 1 }, name: '_id_', unique: true }), 197);
+  assert.equal(e.message, 'The field \'unique\' is not valid for an _id index specification. Specification: { key: { _id: 1 }, name: "_id_", unique: true, v: 2 }');
+  e = await h.expectCode(create({ key: { v: 1 }, name: 'u', unique: {} }), 14);
+  assert.equal(e.message, 'Error in specification { key: { v: 1 }, name: "u", unique: {} } :: caused by :: The field \'unique has value unique: {}, which is not convertible to bool');
+  await h.expectCode(db.collection('c').indexes(), 26); // nothing created
+  // The drivers and shells name what they create.
+  assert.equal(await db.collection('c').createIndex({ v: 1 }), 'v_1');
+});
