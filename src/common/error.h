@@ -752,6 +752,7 @@
     X(7246210, Location7246210)                                                \
     X(7246211, Location7246211)                                                \
     X(7369100, Location7369100)                                                \
+    X(13103, Location13103)                                                    \
     X(237, CursorKilled)                                                       \
     X(279, ClientDisconnect)
 

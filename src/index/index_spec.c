@@ -1317,6 +1317,12 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
     }
     if (hidden && given_name && strcmp(given_name, "_id_") == 0)
         return mf_err_set(err, MF_E_BadValue, "can't hide _id index");
+    /*
+     * More than 32 key fields: Ordering::make's uassert (bson/ordering.h), met when
+     * prepareSpecForCreate builds the spec's IndexDescriptor, after validateIndexSpec.
+     */
+    if (bson_count_keys(&key) > 32 && strcmp(plugin_name(&key), "text") != 0)
+        return mf_err_set(err, MF_E_Location13103, "too many compound keys");
     if (given_name == NULL)
         default_index_name(&key, name, sizeof(name));
     bson_init(&built);

@@ -325,3 +325,16 @@ h.test('createIndexes without a name is 9; refusals of the validated spec show i
   // The drivers and shells name what they create.
   assert.equal(await db.collection('c').createIndex({ v: 1 }), 'v_1');
 });
+
+// Ordering::make (bson/ordering.h): uassert 13103 "too many compound keys" past 32 key fields,
+// met when prepareSpecForCreate builds the spec's IndexDescriptor.
+h.test('an index of 33 fields is 13103 "too many compound keys"; 32 build', async () => {
+  const db = srv.freshDb('ic_33');
+  const c = db.collection('c');
+  const key = (n) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`f${i}`, i % 2 ? -1 : 1]));
+  const e = await h.expectCode(c.createIndex(key(33)), 13103, /^too many compound keys$/);
+  assert.equal(e.codeName, 'Location13103');
+  assert.equal(await c.createIndex(key(32), { name: 'k32' }), 'k32');
+  await c.insertOne(Object.fromEntries(Array.from({ length: 32 }, (_, i) => [`f${i}`, i])));
+  assert.equal(await c.countDocuments({ f0: 0, f31: 31 }), 1);
+});
