@@ -2224,6 +2224,20 @@ cmd_create_indexes(mf_op_t *op)
             rc = -1;
             break;
         }
+        /*
+         * index_key_validate.cpp's validateIndexSpec requires a name (9 FailedToParse,
+         * createIndexes' "Error in specification"); mf_index_spec_normalise would make one
+         * up (its default name, for its other callers).
+         */
+        if (!bson_has_field(&specs[nnorm], "name")) {
+            char shown[600];
+            mf_fmt_doc(&specs[nnorm], shown, sizeof(shown));
+            bson_destroy(&one);
+            rc = mf_err_set(&op->err, MF_E_FailedToParse,
+                            "Error in specification %s :: caused by :: The 'name' field is a required property of an "
+                            "index specification", shown);
+            break;
+        }
         norm[nnorm] = bson_copy(&one);
         bson_destroy(&one);
     }

@@ -1237,9 +1237,6 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
                                 mf_type_name(v->value_type));
         }
     }
-    /* validateIndexSpec: after its field loop, a name is required as the key is (9, wrapped). */
-    if (given_name == NULL)
-        return SPEC_ERR(err, MF_E_FailedToParse, shown, "The 'name' field is a required property of an index specification");
     /* validateIndexSpec: a collation (even the simple one) needs a v2 index. */
     if (bson_has_field(req, "collation") && version != NULL && mf_value_as_double(version) < 2)
         return SPEC_ERR(err, MF_E_CannotCreateIndex, shown,
