@@ -2215,31 +2215,46 @@ cmd_create_indexes(mf_op_t *op)
         free(specs);
         return mf_err_set(&op->err, MF_E_BadValue, "Must specify at least one index to create");
     }
+    /*
+     * create_indexes_cmd.cpp's parseAndValidateIndexSpecs: with ignoreUnknownIndexOptions
+     * (mongorestore sends it) each spec loses the fields no index spec has
+     * (removeUnknownFields) before it is validated, and is shown so in errors.
+     */
+    bson_iter_t ii;
+    bool ignore_unknown = bson_iter_init_find(&ii, op->cmd, "ignoreUnknownIndexOptions") && bson_iter_as_bool(&ii);
     /* Validate every spec before touching the catalog. */
     norm = mf_calloc(nspecs, sizeof(*norm));
     size_t nnorm = 0;
     for (; nnorm < nspecs; nnorm++) {
-        bson_t one;
-        if (mf_index_spec_normalise(&specs[nnorm], &one, &op->err) != 0) {
-            rc = -1;
-            break;
+        bson_t one, stripped;
+        const bson_t *req = &specs[nnorm];
+        if (ignore_unknown) {
+            if (mf_index_spec_remove_unknown(req, &stripped) > 0)
+                mf_log(MF_LOG_WARN, "INDEX", "Removing unknown fields from an index spec of %s.%s", op->db, name);
+            req = &stripped;
         }
-        /*
-         * index_key_validate.cpp's validateIndexSpec requires a name (9 FailedToParse,
-         * createIndexes' "Error in specification"); mf_index_spec_normalise would make one
-         * up (its default name, for its other callers).
-         */
-        if (!bson_has_field(&specs[nnorm], "name")) {
+        if (mf_index_spec_normalise(req, &one, &op->err) != 0) {
+            rc = -1;
+        } else if (!bson_has_field(req, "name")) {
+            /*
+             * index_key_validate.cpp's validateIndexSpec requires a name (9 FailedToParse,
+             * createIndexes' "Error in specification"); mf_index_spec_normalise would make one
+             * up (its default name, for its other callers).
+             */
             char shown[600];
-            mf_fmt_doc(&specs[nnorm], shown, sizeof(shown));
+            mf_fmt_doc(req, shown, sizeof(shown));
             bson_destroy(&one);
             rc = mf_err_set(&op->err, MF_E_FailedToParse,
                             "Error in specification %s :: caused by :: The 'name' field is a required property of an "
                             "index specification", shown);
-            break;
+        } else {
+            norm[nnorm] = bson_copy(&one);
+            bson_destroy(&one);
         }
-        norm[nnorm] = bson_copy(&one);
-        bson_destroy(&one);
+        if (ignore_unknown)
+            bson_destroy(&stripped);
+        if (rc != 0)
+            break;
     }
     free(specs);
     if (rc != 0)

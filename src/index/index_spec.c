@@ -172,6 +172,26 @@ static const char *const allowed_spec_fields[] = {
     "wildcardProjection", "coarsestIndexedLevel", "finestIndexedLevel", "clustered", "columnstoreProjection",
     "columnstoreCompressor", "originalSpec", NULL};
 
+int
+mf_index_spec_remove_unknown(const bson_t *req, bson_t *out)
+{
+    bson_iter_t it;
+    int removed = 0;
+    bson_init(out);
+    if (!bson_iter_init(&it, req))
+        return 0;
+    while (bson_iter_next(&it)) {
+        bool ok = false;
+        for (int i = 0; allowed_spec_fields[i] && !ok; i++)
+            ok = strcmp(allowed_spec_fields[i], bson_iter_key(&it)) == 0;
+        if (ok)
+            bson_append_value(out, bson_iter_key(&it), -1, bson_iter_value(&it));
+        else
+            removed++;
+    }
+    return removed;
+}
+
 /* Index plugins MongoDB knows (string key pattern values); mayfly builds 2dsphere, 2d, text and hashed. */
 static const char *const known_plugins[] = {"2d", "2dsphere", "2dsphere_bucket", "text", "hashed", "wildcard",
                                             "columnstore", NULL};

@@ -21,6 +21,14 @@
 int mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err) MF_WUR;
 
 /*
+ * mf_index_spec_remove_unknown: initialises out (the caller destroys it) with
+ * the fields of req an index spec may have, in order, as mongod's
+ * index_key_validate::removeUnknownFields does for createIndexes'
+ * ignoreUnknownIndexOptions; returns how many fields it left out.
+ */
+int mf_index_spec_remove_unknown(const bson_t *req, bson_t *out);
+
+/*
  * mf_index_spec_drop_simple_collation: removes a collation of {locale:
  * "simple"} from a normalised spec, once the collection's default has been
  * given to the specs without one: mongod stores a simple index without a

@@ -338,3 +338,28 @@ h.test('an index of 33 fields is 13103 "too many compound keys"; 32 build', asyn
   await c.insertOne(Object.fromEntries(Array.from({ length: 32 }, (_, i) => [`f${i}`, i])));
   assert.equal(await c.countDocuments({ f0: 0, f31: 31 }), 1);
 });
+
+// create_indexes_cmd.cpp's parseAndValidateIndexSpecs: ignoreUnknownIndexOptions (what
+// mongorestore sends) removes the fields no index spec has (removeUnknownFields) before the
+// spec is validated; without it they stay 197.
+h.test('ignoreUnknownIndexOptions: unknown fields (an old dump\'s "safe", "w", ...) are removed, the rest is validated and kept', async () => {
+  const db = srv.freshDb('ic_ignore');
+  const r = await db.command({ createIndexes: 'c', ignoreUnknownIndexOptions: true, indexes: [
+    { key: { a: 1 }, name: 'a_1', unique: true, safe: null, foo: 1 },
+    { key: { b: -1 }, name: 'b_-1', w: 1, sparse: true },
+  ] });
+  assert.deepEqual(r, { numIndexesBefore: 1, numIndexesAfter: 3, createdCollectionAutomatically: true, ok: 1 });
+  const by = Object.fromEntries((await db.collection('c').indexes()).map((i) => [i.name, i]));
+  assert.deepEqual(by.a_1, { v: 2, key: { a: 1 }, name: 'a_1', unique: true });
+  assert.deepEqual(by['b_-1'], { v: 2, key: { b: -1 }, name: 'b_-1', sparse: true });
+  // The same spec again is the same index.
+  const again = await db.command({ createIndexes: 'c', ignoreUnknownIndexOptions: true,
+    indexes: [{ key: { a: 1 }, name: 'a_1', unique: true, bar: 2 }] });
+  assert.equal(again.note, 'all indexes already exist');
+  // What remains is still validated, and shown as it remains.
+  const e = await h.expectCode(db.command({ createIndexes: 'c', ignoreUnknownIndexOptions: true,
+    indexes: [{ key: { z: 0 }, name: 'z', foo: 1 }] }), 67);
+  assert.equal(e.message, 'Error in specification { key: { z: 0 }, name: "z" } :: caused by :: Values in the index key pattern cannot be 0.');
+  await h.expectCode(db.command({ createIndexes: 'c', ignoreUnknownIndexOptions: false, indexes: [{ key: { y: 1 }, name: 'y', foo: 1 }] }),
+    197, /The field 'foo' is not valid for an index specification/);
+});
