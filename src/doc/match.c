@@ -2431,7 +2431,8 @@ clause_details(const char *k, const bson_value_t *v, const bson_t *doc, bson_t *
     const char *opname = k;
     bson_iter_t it;
     if (k[0] != '$') {
-        opname = "$eq";
+        /* {a: /re/} is mongod's $regex (expression_parser.cpp's parseRegexElement annotation). */
+        opname = v->value_type == BSON_TYPE_REGEX ? "$regex" : "$eq";
         if (v->value_type == BSON_TYPE_DOCUMENT && bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len) &&
             bson_iter_next(&it) && bson_iter_key(&it)[0] == '$')
             opname = bson_iter_key(&it);
@@ -2515,12 +2516,61 @@ clause_details(const char *k, const bson_value_t *v, const bson_t *doc, bson_t *
  * its one clause's, or, for several, an implicit $and's failing
  * (inverted: matching) clauses as {index, details}.
  */
+/*
+ * Appends to flat (initialised by the caller) the clauses of filter as
+ * mongod's MatchExpressionParser builds its top-level $and: one per
+ * operator of a field's operator object ({a: {$gt: 1, $lt: 5}} is two
+ * clauses, {a: {$gt: 1}} and {a: {$lt: 5}}), $regex with its $options as
+ * one; $comment is left out. Keys repeat where a field has several
+ * operators.
+ */
 static void
-filter_details(const bson_t *filter, const bson_t *doc, bson_t *out, uint32_t max_bytes, bool inverted)
+flatten_clauses(const bson_t *filter, bson_t *flat)
+{
+    bson_iter_t it, sub, opt;
+    if (!bson_iter_init(&it, filter))
+        return;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "$comment") == 0)
+            continue;
+        bool split = false;
+        if (k[0] != '$' && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &sub) && bson_iter_next(&sub)) {
+            const char *first = bson_iter_key(&sub);
+            /* An operator object of more than one key; a DBRef ({$ref, $id}) is a value. */
+            split = first[0] == '$' && strcmp(first, "$ref") != 0 && strcmp(first, "$id") != 0 &&
+                    strcmp(first, "$db") != 0 && bson_iter_next(&sub);
+        }
+        if (!split) {
+            bson_append_value(flat, k, -1, bson_iter_value(&it));
+            continue;
+        }
+        bool has_regex = bson_iter_recurse(&it, &opt) && bson_iter_find(&opt, "$regex");
+        bson_iter_recurse(&it, &sub);
+        while (bson_iter_next(&sub)) {
+            const char *op = bson_iter_key(&sub);
+            bson_t one;
+            if (has_regex && strcmp(op, "$options") == 0)
+                continue;
+            BSON_APPEND_DOCUMENT_BEGIN(flat, k, &one);
+            bson_append_value(&one, op, -1, bson_iter_value(&sub));
+            if (strcmp(op, "$regex") == 0 && bson_iter_recurse(&it, &opt) && bson_iter_find(&opt, "$options"))
+                bson_append_value(&one, "$options", -1, bson_iter_value(&opt));
+            bson_append_document_end(flat, &one);
+        }
+    }
+}
+
+static void
+filter_details(const bson_t *filter_in, const bson_t *doc, bson_t *out, uint32_t max_bytes, bool inverted)
 {
     bson_iter_t it;
     int nclauses = 0;
+    bson_t flat;
 
+    bson_init(&flat);
+    flatten_clauses(filter_in, &flat);
+    const bson_t *filter = &flat;
     if (bson_iter_init(&it, filter)) {
         while (bson_iter_next(&it)) {
             if (strcmp(bson_iter_key(&it), "$comment") != 0)
@@ -2531,6 +2581,7 @@ filter_details(const bson_t *filter, const bson_t *doc, bson_t *out, uint32_t ma
         while (bson_iter_next(&it)) {
             if (strcmp(bson_iter_key(&it), "$comment") != 0) {
                 clause_details(bson_iter_key(&it), bson_iter_value(&it), doc, out, max_bytes, inverted);
+                bson_destroy(&flat);
                 return;
             }
         }
@@ -2561,6 +2612,7 @@ filter_details(const bson_t *filter, const bson_t *doc, bson_t *out, uint32_t ma
         }
     }
     bson_append_array_end(out, &arr);
+    bson_destroy(&flat);
 }
 
 void
