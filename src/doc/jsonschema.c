@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "doc/match.h"
 #include "doc/value.h"
 
 enum { kMaxDepth = 100 };
@@ -147,6 +148,78 @@ mf_jsonschema_free(mf_jsonschema_t *s)
     free(s);
 }
 
+/* ---- equality ---- */
+
+/*
+ * Equality as mongod's UnorderedFieldsBSONElementComparator, which enum
+ * (InternalSchemaEqMatchExpression, InternalSchemaRootDocEqMatchExpression)
+ * and uniqueItems use: an object equals one with the same fields in any
+ * order, at any depth; arrays compare position by position; numbers across
+ * types; no collation (the caller's).
+ */
+static bool
+unordered_equal(const bson_value_t *a, const bson_value_t *b, int depth)
+{
+    bson_iter_t ia, ib;
+    if (a->value_type == BSON_TYPE_DOCUMENT && b->value_type == BSON_TYPE_DOCUMENT && depth < 200) {
+        size_t na = 0, nb = 0;
+        if (!bson_iter_init_from_data(&ia, a->value.v_doc.data, a->value.v_doc.data_len) ||
+            !bson_iter_init_from_data(&ib, b->value.v_doc.data, b->value.v_doc.data_len))
+            return false;
+        while (bson_iter_next(&ib))
+            nb++;
+        while (bson_iter_next(&ia)) {
+            na++;
+            if (!bson_iter_init_from_data(&ib, b->value.v_doc.data, b->value.v_doc.data_len) ||
+                !bson_iter_find(&ib, bson_iter_key(&ia)) ||
+                !unordered_equal(bson_iter_value(&ia), bson_iter_value(&ib), depth + 1))
+                return false;
+        }
+        return na == nb;
+    }
+    if (a->value_type == BSON_TYPE_ARRAY && b->value_type == BSON_TYPE_ARRAY && depth < 200) {
+        if (!bson_iter_init_from_data(&ia, a->value.v_doc.data, a->value.v_doc.data_len) ||
+            !bson_iter_init_from_data(&ib, b->value.v_doc.data, b->value.v_doc.data_len))
+            return false;
+        for (;;) {
+            bool ha = bson_iter_next(&ia), hb = bson_iter_next(&ib);
+            if (ha != hb)
+                return false;
+            if (!ha)
+                return true;
+            if (!unordered_equal(bson_iter_value(&ia), bson_iter_value(&ib), depth + 1))
+                return false;
+        }
+    }
+    return mf_value_equal(a, b);
+}
+
+/* The first element of array v equal (unordered_equal) to an earlier one, or NULL-typed eoo (false). */
+static bool
+first_duplicate(const bson_value_t *v, bson_value_t *dup)
+{
+    bson_iter_t a, b;
+    if (v->value_type != BSON_TYPE_ARRAY || !bson_iter_init_from_data(&a, v->value.v_doc.data, v->value.v_doc.data_len))
+        return false;
+    for (size_t i = 0; bson_iter_next(&a); i++) {
+        bson_iter_init_from_data(&b, v->value.v_doc.data, v->value.v_doc.data_len);
+        for (size_t j = 0; j < i && bson_iter_next(&b); j++) {
+            if (unordered_equal(bson_iter_value(&a), bson_iter_value(&b), 0)) {
+                if (dup)
+                    *dup = *bson_iter_value(&a);
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+static bool
+has_duplicate(const bson_value_t *v)
+{
+    return first_duplicate(v, NULL);
+}
+
 /* ---- parsing ---- */
 
 static jnode_t *parse_node(const bson_value_t *v, int depth, mf_error_t *err);
@@ -245,9 +318,20 @@ parse_type(rule_t *r, const char *kw, const bson_value_t *v, mf_error_t *err)
                           kw);
     int k = 0;
     while (bson_iter_next(&it)) {
+        bson_iter_t prev;
         if (!BSON_ITER_HOLDS_UTF8(&it))
             return mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword '%s' array elements must be strings", kw);
-        if (add_type_name(r, kw, bson_iter_utf8(&it, NULL), err) != 0)
+        const char *name = bson_iter_utf8(&it, NULL);
+        if (strcmp(name, "integer") != 0) { /* 'integer' is refused as such (add_type_name) */
+            /* json_schema_parser.cpp's parseTypeSet: a name twice is 9. */
+            iter_array(v, &prev);
+            for (int j = 0; j < k && bson_iter_next(&prev); j++) {
+                if (BSON_ITER_HOLDS_UTF8(&prev) && strcmp(bson_iter_utf8(&prev, NULL), name) == 0)
+                    return mf_err_set(err, MF_E_FailedToParse, "$jsonSchema keyword '%s' has duplicate value: %s", kw,
+                                      name);
+            }
+        }
+        if (add_type_name(r, kw, name, err) != 0)
             return -1;
         k++;
     }
@@ -256,17 +340,11 @@ parse_type(rule_t *r, const char *kw, const bson_value_t *v, mf_error_t *err)
     return 0;
 }
 
+/* The length and count keywords: mongod's parseIntegerElementToNonNegativeLong (9 FailedToParse, its messages). */
 static int
 nonneg_int(const bson_value_t *v, const char *kw, int64_t *out, mf_error_t *err)
 {
-    if (!mf_value_is_number(v))
-        return mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword '%s' must be a number", kw);
-    if (!mf_value_as_int64(v, out))
-        return mf_err_set(err, MF_E_FailedToParse, "$jsonSchema keyword '%s' must be a representable as a long integer",
-                          kw);
-    if (*out < 0)
-        return mf_err_set(err, MF_E_FailedToParse, "$jsonSchema keyword '%s' must be a non-negative integer", kw);
-    return 0;
+    return mf_match_parse_long("", kw, v, true, out, err);
 }
 
 /* Parses an array of schemas into r->kids. */
@@ -279,7 +357,14 @@ parse_schema_array(rule_t *r, const bson_value_t *v, const char *kw, int depth, 
         return mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword '%s' must be an array", kw);
     while (bson_iter_next(&it)) {
         if (!BSON_ITER_HOLDS_DOCUMENT(&it))
-            return mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword '%s' must be an array of objects", kw);
+            return allow_empty /* items */
+                       ? mf_err_set(err, MF_E_TypeMismatch,
+                                    "$jsonSchema keyword 'items' requires that each element of the array is an object, "
+                                    "but found a %s",
+                                    mf_type_name(bson_iter_type(&it)))
+                       : mf_err_set(err, MF_E_TypeMismatch,
+                                    "$jsonSchema keyword '%s' must be an array of objects, but found an element of type %s",
+                                    kw, mf_type_name(bson_iter_type(&it)));
         jnode_t *k = parse_node(bson_iter_value(&it), depth + 1, err);
         if (k == NULL)
             return -1;
@@ -304,8 +389,11 @@ parse_schema_map(rule_t *r, const bson_value_t *v, const char *kw, bool rx, int 
         return mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword '%s' must be an object", kw);
     while (bson_iter_next(&it)) {
         if (!BSON_ITER_HOLDS_DOCUMENT(&it))
-            return mf_err_set(err, MF_E_TypeMismatch, "Nested schema for $jsonSchema property '%s' must be an object",
-                              bson_iter_key(&it));
+            return rx ? mf_err_set(err, MF_E_TypeMismatch,
+                                   "$jsonSchema keyword 'patternProperties' has property '%s' which is not an object",
+                                   bson_iter_key(&it))
+                      : mf_err_set(err, MF_E_TypeMismatch,
+                                   "Nested schema for $jsonSchema property '%s' must be an object", bson_iter_key(&it));
         if (r->count == cap) {
             cap = cap ? cap * 2 : 4;
             r->names = mf_realloc(r->names, cap * sizeof(*r->names));
@@ -333,11 +421,14 @@ parse_required(rule_t *r, const bson_value_t *v, mf_error_t *err)
     bson_iter_t it;
     size_t cap = 0;
     if (!iter_array(v, &it))
-        return mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword 'required' must be an array");
+        return mf_err_set(err, MF_E_TypeMismatch,
+                          "$jsonSchema keyword 'required' must be an array, but found an element of type %s",
+                          mf_type_name(v->value_type));
     while (bson_iter_next(&it)) {
         if (!BSON_ITER_HOLDS_UTF8(&it))
             return mf_err_set(err, MF_E_TypeMismatch,
-                              "$jsonSchema keyword 'required' must be an array of strings");
+                              "$jsonSchema keyword 'required' must be an array of strings, but found an element of type: %s",
+                              mf_type_name(bson_iter_type(&it)));
         const char *name = bson_iter_utf8(&it, NULL);
         for (size_t i = 0; i < r->count; i++) {
             if (strcmp(r->names[i], name) == 0)
@@ -391,14 +482,27 @@ parse_dependencies(rule_t *r, const bson_value_t *v, int depth, mf_error_t *err)
             while (bson_iter_next(&ai))
                 n++;
             r->deps[i] = mf_calloc(n + 1, sizeof(char *));
+            /* json_schema_parser.cpp's translatePropertyDependency: non-empty, distinct strings. */
+            if (n == 0)
+                return mf_err_set(err, MF_E_FailedToParse,
+                                  "property '%s' in $jsonSchema keyword 'dependencies' cannot be an empty array",
+                                  r->names[i]);
             bson_iter_recurse(&it, &ai);
             n = 0;
             while (bson_iter_next(&ai)) {
                 if (!BSON_ITER_HOLDS_UTF8(&ai))
                     return mf_err_set(err, MF_E_TypeMismatch,
-                                      "property '%s' in $jsonSchema keyword 'dependencies' must be an array of strings",
-                                      r->names[i]);
-                r->deps[i][n++] = mf_strdup(bson_iter_utf8(&ai, NULL));
+                                      "array '%s' in $jsonSchema keyword 'dependencies' can only contain strings, but "
+                                      "found element of type: %s",
+                                      r->names[i], mf_type_name(bson_iter_type(&ai)));
+                const char *dep = bson_iter_utf8(&ai, NULL);
+                for (size_t j = 0; j < n; j++) {
+                    if (strcmp(r->deps[i][j], dep) == 0)
+                        return mf_err_set(err, MF_E_FailedToParse,
+                                          "array '%s' in $jsonSchema keyword 'dependencies' contains duplicate element: %s",
+                                          r->names[i], dep);
+                }
+                r->deps[i][n++] = mf_strdup(dep);
             }
         } else {
             return mf_err_set(err, MF_E_TypeMismatch,
@@ -441,11 +545,21 @@ parse_node(const bson_value_t *v, int depth, mf_error_t *err)
     n = mf_calloc(1, sizeof(*n));
     if (n == NULL)
         abort();
-    while (bson_iter_next(&it)) {
+    for (int pos = 0; bson_iter_next(&it); pos++) {
         const char *k = bson_iter_key(&it);
         const bson_value_t *kv = bson_iter_value(&it);
         rule_t *r;
         int rc = 0;
+        bson_iter_t prev;
+
+        /* json_schema_parser.cpp's _parse: a keyword twice is 9 (an unknown one was refused first). */
+        iter_doc(v, &prev);
+        for (int j = 0; j < pos && bson_iter_next(&prev); j++) {
+            if (strcmp(bson_iter_key(&prev), k) == 0 && !is_unsupported(k)) {
+                mf_err_set(err, MF_E_FailedToParse, "Duplicate $jsonSchema keyword: %s", k);
+                goto fail;
+            }
+        }
 
         if (strcmp(k, "title") == 0 || strcmp(k, "description") == 0) {
             if (kv->value_type != BSON_TYPE_UTF8) {
@@ -504,7 +618,7 @@ parse_node(const bson_value_t *v, int depth, mf_error_t *err)
                 rc = (r->sub = parse_node(kv, depth + 1, err)) == NULL ? -1 : 0;
             else
                 rc = mf_err_set(err, MF_E_TypeMismatch,
-                                "$jsonSchema keyword 'additionalProperties' must be either an object or a boolean");
+                                "$jsonSchema keyword 'additionalProperties' must be an object or a boolean");
         } else if (strcmp(k, "dependencies") == 0) {
             r = rule_add(n, R_DEPENDENCIES, k, kv);
             rc = parse_dependencies(r, kv, depth, err);
@@ -535,11 +649,18 @@ parse_node(const bson_value_t *v, int depth, mf_error_t *err)
         } else if (strcmp(k, "enum") == 0) {
             bson_iter_t ei;
             if (!iter_array(kv, &ei)) {
-                mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword 'enum' must be an array");
+                mf_err_set(err, MF_E_TypeMismatch,
+                           "$jsonSchema keyword 'enum' must be an array, but found an element of type %s",
+                           mf_type_name(kv->value_type));
                 goto fail;
             }
             if (!bson_iter_next(&ei)) {
                 mf_err_set(err, MF_E_FailedToParse, "$jsonSchema keyword 'enum' cannot be an empty array");
+                goto fail;
+            }
+            /* parseEnum: values equal under the field-order-blind comparison are 9. */
+            if (has_duplicate(kv)) {
+                mf_err_set(err, MF_E_FailedToParse, "$jsonSchema keyword 'enum' array cannot contain duplicate values.");
                 goto fail;
             }
             rule_add(n, R_ENUM, k, kv);
@@ -550,7 +671,8 @@ parse_node(const bson_value_t *v, int depth, mf_error_t *err)
             else if (kv->value_type == BSON_TYPE_ARRAY)
                 rc = parse_schema_array(r, kv, k, depth, true, err);
             else
-                rc = mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword 'items' must be an array or an object");
+                rc = mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword 'items' must be an array or an object, not %s",
+                                mf_type_name(kv->value_type));
         } else if (strcmp(k, "uniqueItems") == 0) {
             if (kv->value_type != BSON_TYPE_BOOL) {
                 mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword 'uniqueItems' must be a boolean");
@@ -563,7 +685,9 @@ parse_node(const bson_value_t *v, int depth, mf_error_t *err)
             rc = parse_schema_array(r, kv, k, depth, false, err);
         } else if (strcmp(k, "not") == 0) {
             if (kv->value_type != BSON_TYPE_DOCUMENT) {
-                mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword 'not' must be an object");
+                mf_err_set(err, MF_E_TypeMismatch,
+                           "$jsonSchema keyword 'not' must be an object, but found an element of type %s",
+                           mf_type_name(kv->value_type));
                 goto fail;
             }
             r = rule_add(n, R_NOT, k, kv);
@@ -616,7 +740,8 @@ parse_node(const bson_value_t *v, int depth, mf_error_t *err)
                 goto fail;
         } else {
             mf_err_set(err, MF_E_TypeMismatch,
-                       "$jsonSchema keyword 'additionalItems' must be either an object or a boolean");
+                       "$jsonSchema keyword 'additionalItems' must be either an object or a boolean, but got a %s",
+                       mf_type_name(addl_items->value_type));
             goto fail;
         }
         /* rule_add may have moved the rules: re-resolve. */
@@ -816,7 +941,7 @@ rule_ok(const jnode_t *n, const rule_t *r, const bson_value_t *v)
         if (!iter_array(&r->spec, &it))
             return false;
         while (bson_iter_next(&it)) {
-            if (mf_value_equal(bson_iter_value(&it), v))
+            if (unordered_equal(bson_iter_value(&it), v, 0))
                 return true;
         }
         return false;
@@ -850,19 +975,8 @@ rule_ok(const jnode_t *n, const rule_t *r, const bson_value_t *v)
         if (!is_arr(v))
             return true;
         return r->kind == R_MIN_ITEMS ? count_elems(v) >= r->n : count_elems(v) <= r->n;
-    case R_UNIQUE_ITEMS: {
-        bson_iter_t a, b;
-        if (!is_arr(v) || !bson_iter_init_from_data(&a, v->value.v_doc.data, v->value.v_doc.data_len))
-            return true;
-        for (size_t i = 0; bson_iter_next(&a); i++) {
-            bson_iter_init_from_data(&b, v->value.v_doc.data, v->value.v_doc.data_len);
-            for (size_t j = 0; j < i && bson_iter_next(&b); j++) {
-                if (mf_value_equal(bson_iter_value(&a), bson_iter_value(&b)))
-                    return false;
-            }
-        }
-        return true;
-    }
+    case R_UNIQUE_ITEMS:
+        return !is_arr(v) || !has_duplicate(v);
     case R_MIN_PROPS:
     case R_MAX_PROPS:
         if (!is_obj(v))
@@ -1255,19 +1369,10 @@ explain_items(const jnode_t *n, const rule_t *r, const bson_value_t *v, bson_t *
 static void
 explain_unique_items(const bson_value_t *v, bson_t *e, xctx_t *x)
 {
-    bson_iter_t a, b;
+    bson_value_t dup;
     append_small(e, "consideredValue", v, x);
-    if (!bson_iter_init_from_data(&a, v->value.v_doc.data, v->value.v_doc.data_len))
-        return;
-    for (size_t i = 0; bson_iter_next(&a); i++) {
-        bson_iter_init_from_data(&b, v->value.v_doc.data, v->value.v_doc.data_len);
-        for (size_t j = 0; j < i && bson_iter_next(&b); j++) {
-            if (mf_value_equal(bson_iter_value(&a), bson_iter_value(&b))) {
-                append_small(e, "duplicatedValue", bson_iter_value(&a), x);
-                return;
-            }
-        }
-    }
+    if (first_duplicate(v, &dup))
+        append_small(e, "duplicatedValue", &dup, x);
 }
 
 /* allOf / anyOf / oneOf: {index, title?, description?, details} per failing sub-schema (oneOf: or those matching). */

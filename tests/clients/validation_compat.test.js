@@ -8,6 +8,7 @@
  */
 const assert = require('node:assert/strict');
 const h = require('./harness');
+const { BSON } = require('mongodb');
 
 const srv = h.useServer();
 
@@ -57,4 +58,77 @@ h.test('a field with several operators is several clauses of mongod\'s top-level
     reason: 'regular expression did not match',
     consideredValue: 'b',
   });
+});
+
+h.test('enum and uniqueItems compare objects whatever their field order (UnorderedFieldsBSONElementComparator), at the top level too', async () => {
+  const db = srv.freshDb('valc_enum');
+  const c = db.collection('c');
+  await c.insertMany([
+    { _id: 1, o: { a: 1, b: 2 } }, { _id: 2, o: { b: 2, a: 1 } }, { _id: 3, o: { a: { x: 1, y: [{ p: 1, q: 2 }] } } },
+    { _id: 4, o: { a: { y: [{ q: 2, p: 1 }], x: 1 } } }, { _id: 5, arr: [{ a: 1, b: 2 }, { b: 2, a: 1 }] }, { _id: 6, arr: [{ a: 1 }, { a: 2 }] },
+  ]);
+  const ids = async (schema) => (await c.find({ $jsonSchema: schema }).sort({ _id: 1 }).toArray()).map((d) => d._id);
+  // InternalSchemaEqMatchExpression: {b: 2, a: 1} is the enum's {a: 1, b: 2}, at any depth (not inside arrays' order).
+  assert.deepEqual(await ids({ required: ['o'], properties: { o: { enum: [{ a: 1, b: 2 }] } } }), [1, 2]);
+  assert.deepEqual(await ids({ required: ['o'], properties: { o: { enum: [{ a: { x: 1, y: [{ p: 1, q: 2 }] } }] } } }), [3, 4]);
+  // InternalSchemaRootDocEqMatchExpression: a top-level enum matches the whole document, field order aside.
+  assert.deepEqual(await ids({ enum: [{ o: { b: 2, a: 1 }, _id: 1 }] }), [1]);
+  // InternalSchemaUniqueItemsMatchExpression: {a: 1, b: 2} and {b: 2, a: 1} are duplicates.
+  assert.deepEqual(await ids({ required: ['arr'], properties: { arr: { uniqueItems: true } } }), [6]);
+
+  // As a validator: the document with the fields in another order passes; the duplicate is named.
+  await db.createCollection('v', { validator: { $jsonSchema: { properties: { unit: { enum: [{ kind: 'kg', scale: 1 }] }, tags: { uniqueItems: true } } } } });
+  await db.collection('v').insertOne({ _id: 1, unit: { scale: 1, kind: 'kg' } });
+  const e = await h.expectCode(db.collection('v').insertOne({ _id: 2, tags: [{ k: 1, v: 2 }, { v: 2, k: 1 }] }), 121);
+  const rule = e.errInfo.details.schemaRulesNotSatisfied[0].propertiesNotSatisfied[0].details[0];
+  assert.equal(rule.operatorName, 'uniqueItems');
+  assert.deepEqual(rule.duplicatedValue, { v: 2, k: 1 });
+});
+
+h.test('$jsonSchema parse errors carry json_schema_parser.cpp\'s codes and messages', async () => {
+  const db = srv.freshDb('valc_parse');
+  const cases = [
+    [{ properties: { a: { bsonType: ['int', 'int'] } } }, 9, "$jsonSchema keyword 'bsonType' has duplicate value: int"],
+    [{ properties: { a: { type: ['string', 'null', 'string'] } } }, 9, "$jsonSchema keyword 'type' has duplicate value: string"],
+    [{ properties: { a: { enum: [1, 1.0] } } }, 9, "$jsonSchema keyword 'enum' array cannot contain duplicate values."],
+    [{ properties: { a: { enum: [{ x: 1, y: 2 }, { y: 2, x: 1 }] } } }, 9, "$jsonSchema keyword 'enum' array cannot contain duplicate values."],
+    [{ enum: 'x' }, 14, "$jsonSchema keyword 'enum' must be an array, but found an element of type string"],
+    [{ dependencies: { a: [] } }, 9, "property 'a' in $jsonSchema keyword 'dependencies' cannot be an empty array"],
+    [{ dependencies: { a: ['b', 'b'] } }, 9, "array 'a' in $jsonSchema keyword 'dependencies' contains duplicate element: b"],
+    [{ dependencies: { a: [1] } }, 14, "array 'a' in $jsonSchema keyword 'dependencies' can only contain strings, but found element of type: int"],
+    [{ required: 'a' }, 14, "$jsonSchema keyword 'required' must be an array, but found an element of type string"],
+    [{ required: [1] }, 14, "$jsonSchema keyword 'required' must be an array of strings, but found an element of type: int"],
+    [{ not: [] }, 14, "$jsonSchema keyword 'not' must be an object, but found an element of type array"],
+    [{ anyOf: [1] }, 14, "$jsonSchema keyword 'anyOf' must be an array of objects, but found an element of type int"],
+    [{ properties: { a: { items: 1 } } }, 14, "$jsonSchema keyword 'items' must be an array or an object, not int"],
+    [{ properties: { a: { items: ['x'] } } }, 14, "$jsonSchema keyword 'items' requires that each element of the array is an object, but found a string"],
+    [{ additionalProperties: 1 }, 14, "$jsonSchema keyword 'additionalProperties' must be an object or a boolean"],
+    [{ additionalItems: 1 }, 14, "$jsonSchema keyword 'additionalItems' must be either an object or a boolean, but got a int"],
+    [{ patternProperties: { '^a': 1 } }, 14, "$jsonSchema keyword 'patternProperties' has property '^a' which is not an object"],
+    // The length and count keywords go through parseIntegerElementToNonNegativeLong.
+    [{ properties: { a: { minLength: -1 } } }, 9, 'Expected a non-negative number in: minLength: -1'],
+    [{ properties: { a: { maxItems: 1.5 } } }, 9, 'Expected an integer: maxItems: 1.5'],
+    [{ minProperties: '3' }, 9, 'Expected a number in: minProperties: "3"'],
+  ];
+  for (const [schema, code, msg] of cases) {
+    const e = await h.expectCode(db.collection('c').findOne({ $jsonSchema: schema }), code);
+    assert.equal(e.message, msg, JSON.stringify(schema));
+    // The same at create, as a validator.
+    const e2 = await h.expectCode(db.createCollection(`v${seq++}`, { validator: { $jsonSchema: schema } }), code);
+    assert.equal(e2.message, msg);
+  }
+
+  // A keyword twice (only raw BSON can say it): "Duplicate $jsonSchema keyword", 9.
+  const conn = await h.rawConnect(srv.port);
+  try {
+    const body = Buffer.from(BSON.serialize({ find: 'c', filter: { $jsonSchema: { minProperties: 1, maxProperties: 2 } }, $db: db.databaseName }));
+    const at = body.indexOf(Buffer.from('maxProperties'));
+    body.write('minProperties', at);
+    await conn.send(h.buildOpMsg(1, null, {}, { rawBody: body }));
+    const r = await conn.readReply();
+    assert.equal(r.code, 9, JSON.stringify(r));
+    assert.equal(r.errmsg, 'Duplicate $jsonSchema keyword: minProperties');
+  } finally {
+    conn.close();
+  }
 });
