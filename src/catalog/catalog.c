@@ -46,6 +46,7 @@
 
 #include "common/clock.h"
 #include "common/curop.h"
+#include "common/fmt.h"
 #include "common/log.h"
 #include "doc/match.h"
 #include "doc/value.h"
@@ -327,6 +328,31 @@ parse_options(const bson_t *options, bool exact_size, parsed_opts_t *p, mf_error
 fail:
     parsed_opts_free(p);
     return -1;
+}
+
+int
+mf_coll_validator_allowed(const char *db, const char *name, const uint8_t uuid[16], const bson_t *options,
+                          mf_error_t *err)
+{
+    bson_iter_t it;
+    char u[37];
+    if (options == NULL || !bson_iter_init_find(&it, options, "validator") || !BSON_ITER_HOLDS_DOCUMENT(&it))
+        return 0;
+    const uint8_t *data;
+    uint32_t len;
+    bson_iter_document(&it, &len, &data);
+    if (len <= 5) /* {} */
+        return 0;
+    mf_fmt_uuid(uuid, u);
+    if (strncmp(name, "system.", 7) == 0 && strncmp(name, "system.buckets.", 15) != 0)
+        return mf_err_set(err, MF_E_InvalidOptions, "Document validators not allowed on system collection %s.%s with UUID %s",
+                          db, name, u);
+    bool internal = strcmp(db, "admin") == 0 || strcmp(db, "local") == 0 || strcmp(db, "config") == 0;
+    if (internal && !(strcmp(db, "config") == 0 && strcmp(name, "settings") == 0))
+        return mf_err_set(err, MF_E_InvalidOptions,
+                          "Document validators are not allowed on collection %s.%s with UUID %s in the %s internal database",
+                          db, name, u, db);
+    return 0;
 }
 
 int
@@ -2088,6 +2114,8 @@ mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, cons
     /* A replica set's secondary creates the collection with the primary's UUID (options.uuid, not stored). */
     bson_iter_t ui;
     bson_t stored;
+    if (mf_coll_validator_allowed(db, name, c->uuid, options, err) != 0)
+        goto err_free;
     bson_init(&stored);
     if (options != NULL && bson_iter_init_find(&ui, options, "uuid")) {
         /* Taken already (a log replayed from further back than needed): the collection keeps a fresh one. */

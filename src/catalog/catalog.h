@@ -237,6 +237,16 @@ enum { MF_VALIDATION_ERROR = 0, MF_VALIDATION_WARN = 1 };
  */
 int mf_coll_options_check(const bson_t *options, mf_error_t *err) MF_WUR;
 
+/*
+ * mf_coll_validator_allowed: whether collection db.name (UUID uuid) may have
+ * the validator in options (none, or empty, always may), as mongod's
+ * collection_impl.cpp checkValidatorCanBeUsedOnNs: not on a system.*
+ * collection (system.buckets.* aside), not in admin, local or config
+ * (config.settings aside); 72 InvalidOptions. Returns 0 or -1 with err.
+ */
+int mf_coll_validator_allowed(const char *db, const char *name, const uint8_t uuid[16], const bson_t *options,
+                              mf_error_t *err) MF_WUR;
+
 typedef struct mf_catalog mf_catalog_t;
 
 /*

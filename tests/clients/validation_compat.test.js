@@ -132,3 +132,27 @@ h.test('$jsonSchema parse errors carry json_schema_parser.cpp\'s codes and messa
     conn.close();
   }
 });
+
+h.test('no validator in admin, local or config, nor on a system.* collection: 72 InvalidOptions naming the UUID (checkValidatorCanBeUsedOnNs)', async () => {
+  const client = srv.client;
+  const uuidRe = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+  for (const dbName of ['admin', 'local', 'config']) {
+    const db = client.db(dbName);
+    const e = await h.expectCode(db.createCollection('valc_v', { validator: { x: { $exists: true } } }), 72);
+    assert.match(e.message, new RegExp(`^Document validators are not allowed on collection ${dbName}\\.valc_v with UUID ${uuidRe} in the ${dbName} internal database$`));
+    assert.equal((await db.listCollections({ name: 'valc_v' }).toArray()).length, 0, 'nothing is created');
+  }
+  // An empty validator is no validator; collMod may set the level but not a validator.
+  const admin = client.db('admin');
+  await admin.createCollection('valc_w', { validator: {} });
+  await admin.command({ collMod: 'valc_w', validationLevel: 'moderate' });
+  const e = await h.expectCode(admin.command({ collMod: 'valc_w', validator: { x: 1 } }), 72);
+  assert.match(e.message, /^Document validators are not allowed on collection admin\.valc_w with UUID .* in the admin internal database$/);
+  const [info] = await admin.listCollections({ name: 'valc_w' }).toArray();
+  assert.deepEqual(info.options, { validator: {}, validationLevel: 'moderate' });
+  await admin.collection('valc_w').drop();
+
+  const db = srv.freshDb('valc_sys');
+  const e2 = await h.expectCode(db.createCollection('system.js', { validator: { x: 1 } }), 72);
+  assert.match(e2.message, new RegExp(`^Document validators not allowed on system collection ${db.databaseName}\\.system\\.js with UUID ${uuidRe}$`));
+});
