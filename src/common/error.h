@@ -230,6 +230,8 @@
     X(50849, Location50849)                                                    \
     X(51074, Location51074)                                                    \
     X(51075, Location51075)                                                    \
+    X(51084, Location51084)                                                    \
+    X(51085, Location51085)                                                    \
     X(51091, Location51091)                                                    \
     X(51156, Location51156)                                                    \
     X(7749501, Location7749501)                                                \

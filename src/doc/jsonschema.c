@@ -56,6 +56,7 @@ typedef enum rkind {
     R_ANY_OF,
     R_ONE_OF,
     R_NOT,
+    R_ENCRYPT,
 } rkind_t;
 
 typedef struct jnode jnode_t;
@@ -64,10 +65,11 @@ typedef struct rule {
     rkind_t kind;
     char *keyword;      /* owned; as written */
     bson_value_t spec;  /* owned copy of the keyword's value */
-    bool types[256];    /* R_TYPE: accepted BSON type bytes (MinKey 0xff, MaxKey 0x7f) */
+    bool types[256];    /* R_TYPE, R_ENCRYPT: accepted BSON type bytes (MinKey 0xff, MaxKey 0x7f) */
     int64_t n;          /* lengths and counts */
     bool exclusive;     /* R_MINIMUM / R_MAXIMUM */
-    bool flag;          /* R_UNIQUE_ITEMS: true; R_ADDL_*: the boolean form's value */
+    bool flag;          /* R_UNIQUE_ITEMS: true; R_ADDL_*: the boolean form's value; R_TYPE: implied by
+                           encrypt (never explained); R_ENCRYPT: encrypt.bsonType given (types) */
     pcre2_code *rx;     /* R_PATTERN */
     char **names;       /* R_REQUIRED, R_PROPERTIES, R_PATTERN_PROPS (patterns), R_DEPENDENCIES */
     pcre2_code **rxs;   /* R_PATTERN_PROPS */
@@ -513,6 +515,58 @@ parse_dependencies(rule_t *r, const bson_value_t *v, int depth, mf_error_t *err)
     return 0;
 }
 
+/*
+ * The sub-document of encrypt (info: mongod's EncryptionInfo) or
+ * encryptMetadata (EncryptionMetadata), strict IDL structs named ctx:
+ * bsonType (encrypt only, into r->types, r->flag set), algorithm,
+ * initializationVector, keyId. encrypt_schema.idl, encrypt_schema_types.cpp.
+ */
+static int
+parse_encrypt_info(rule_t *r, const char *ctx, const bson_value_t *v, mf_error_t *err)
+{
+    bson_iter_t it, ki;
+    bool info = r != NULL;
+    iter_doc(v, &it);
+    while (bson_iter_next(&it)) {
+        const char *f = bson_iter_key(&it);
+        const bson_value_t *fv = bson_iter_value(&it);
+        if (info && strcmp(f, "bsonType") == 0) {
+            if (parse_type(r, f, fv, err) != 0)
+                return -1;
+            r->flag = true;
+        } else if (strcmp(f, "algorithm") == 0) {
+            if (fv->value_type != BSON_TYPE_UTF8)
+                return mf_err_set(err, MF_E_TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'string'",
+                                  ctx, f, mf_type_name(fv->value_type));
+            if (strcmp(fv->value.v_utf8.str, "AEAD_AES_256_CBC_HMAC_SHA_512-Deterministic") != 0 &&
+                strcmp(fv->value.v_utf8.str, "AEAD_AES_256_CBC_HMAC_SHA_512-Random") != 0)
+                return mf_err_set(err, MF_E_BadValue, "Enumeration value '%s' for field '%s.%s' is not a valid value.",
+                                  fv->value.v_utf8.str, ctx, f);
+        } else if (strcmp(f, "initializationVector") == 0) {
+            if (fv->value_type != BSON_TYPE_BINARY)
+                return mf_err_set(err, MF_E_TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'binData'",
+                                  ctx, f, mf_type_name(fv->value_type));
+        } else if (strcmp(f, "keyId") == 0) {
+            /* EncryptSchemaKeyId: a JSON pointer string, or an array of UUIDs. */
+            if (fv->value_type == BSON_TYPE_UTF8)
+                continue;
+            if (!iter_array(fv, &ki))
+                return mf_err_set(err, MF_E_Location51085,
+                                  "Expected either string or array of UUID for EncryptSchemaKeyId, found %s",
+                                  mf_type_name(fv->value_type));
+            while (bson_iter_next(&ki)) {
+                const bson_value_t *e = bson_iter_value(&ki);
+                if (e->value_type != BSON_TYPE_BINARY || e->value.v_binary.subtype != BSON_SUBTYPE_UUID)
+                    return mf_err_set(err, MF_E_Location51084, "Array elements must have type UUID, found %d",
+                                      e->value_type == BSON_TYPE_BINARY ? (int)e->value.v_binary.subtype : -1);
+            }
+        } else {
+            return mf_err_set(err, MF_E_Location40415, "BSON field '%s.%s' is an unknown field.", ctx, f);
+        }
+    }
+    return 0;
+}
+
 static bool
 is_unsupported(const char *k)
 {
@@ -531,7 +585,7 @@ parse_node(const bson_value_t *v, int depth, mf_error_t *err)
     /* bson_iter_value's result lives in the iterator: keep copies (their data stays in v's buffer). */
     bson_value_t excl_min_v, excl_max_v, addl_items_v;
     const bson_value_t *excl_min = NULL, *excl_max = NULL, *addl_items = NULL;
-    bool has_type = false, has_bson_type = false;
+    bool has_type = false, has_bson_type = false, has_encrypt = false, has_meta = false;
     jnode_t *n;
 
     if (depth > kMaxDepth) {
@@ -599,6 +653,8 @@ parse_node(const bson_value_t *v, int depth, mf_error_t *err)
                 mf_err_set(err, MF_E_FailedToParse, "Cannot specify both $jsonSchema keywords 'type' and 'bsonType'");
                 goto fail;
             }
+            if (has_encrypt)
+                goto encrypt_with_type;
             r = rule_add(n, R_TYPE, k, kv);
             rc = parse_type(r, k, kv, err);
         } else if (strcmp(k, "required") == 0) {
@@ -692,6 +748,36 @@ parse_node(const bson_value_t *v, int depth, mf_error_t *err)
             }
             r = rule_add(n, R_NOT, k, kv);
             rc = (r->sub = parse_node(kv, depth + 1, err)) == NULL ? -1 : 0;
+        } else if (strcmp(k, "encrypt") == 0 || strcmp(k, "encryptMetadata") == 0) {
+            /* json_schema_parser.cpp's translateEncryptionKeywords; encrypt implies bsonType binData. */
+            bool meta = k[7] == 'M';
+            if (meta)
+                has_meta = true;
+            else
+                has_encrypt = true;
+            if (has_encrypt && has_meta) {
+                mf_err_set(err, MF_E_FailedToParse, "Cannot specify both $jsonSchema keywords 'encrypt' and 'encryptMetadata'");
+                goto fail;
+            }
+            if (has_encrypt && (has_type || has_bson_type))
+                goto encrypt_with_type;
+            if (kv->value_type != BSON_TYPE_DOCUMENT) {
+                mf_err_set(err, MF_E_TypeMismatch, "$jsonSchema keyword '%s' must be an object ", k);
+                goto fail;
+            }
+            if (meta) {
+                if (kv->value.v_doc.data_len <= 5) {
+                    mf_err_set(err, MF_E_FailedToParse, "$jsonSchema keyword 'encryptMetadata' cannot be an empty object ");
+                    goto fail;
+                }
+                rc = parse_encrypt_info(NULL, k, kv, err);
+            } else {
+                r = rule_add(n, R_TYPE, k, kv);
+                r->types[BSON_TYPE_BINARY] = true;
+                r->flag = true;
+                r = rule_add(n, R_ENCRYPT, k, kv);
+                rc = parse_encrypt_info(r, k, kv, err);
+            }
         } else if (is_unsupported(k)) {
             mf_err_set(err, MF_E_FailedToParse, "$jsonSchema keyword '%s' is not currently supported", k);
             goto fail;
@@ -755,6 +841,11 @@ parse_node(const bson_value_t *v, int depth, mf_error_t *err)
         }
     }
     return n;
+encrypt_with_type:
+    mf_err_set(err, MF_E_FailedToParse,
+               "$jsonSchema keyword 'encrypt' cannot be used in conjunction with '%s', 'encrypt' implies type "
+               "'bsonType::BinData'",
+               has_type ? "type" : "bsonType");
 fail:
     node_free(n);
     return NULL;
@@ -857,6 +948,16 @@ rule_ok(const jnode_t *n, const rule_t *r, const bson_value_t *v)
     switch (r->kind) {
     case R_TYPE:
         return r->types[v->value_type & 0xff];
+    case R_ENCRYPT:
+        /* InternalSchemaBinDataSubTypeExpression (BinData 6) and, with bsonType, InternalSchemaBinDataEncryptedType. */
+        if (v->value_type != BSON_TYPE_BINARY || v->value.v_binary.subtype != BSON_SUBTYPE_ENCRYPTED)
+            return false;
+        if (!r->flag)
+            return true;
+        /* An FLE blob header: subtype (1 deterministic, 2 random), key UUID, the original BSON type. */
+        return v->value.v_binary.data_len >= 18 &&
+               (v->value.v_binary.data[0] == 1 || v->value.v_binary.data[0] == 2) &&
+               r->types[v->value.v_binary.data[17]];
     case R_REQUIRED:
         if (!is_obj(v))
             return true;
@@ -1043,7 +1144,7 @@ mf_jsonschema_match(const mf_jsonschema_t *s, const bson_t *doc)
  */
 static const rkind_t kExplainOrder[] = {
     R_PATTERN,    R_MAX_LENGTH, R_MIN_LENGTH,   R_MULTIPLE_OF, R_MAXIMUM,   R_MINIMUM,
-    R_MIN_ITEMS,  R_MAX_ITEMS,  R_UNIQUE_ITEMS, R_ITEMS,       R_ADDL_ITEMS, R_PROPERTIES,
+    R_MIN_ITEMS,  R_MAX_ITEMS,  R_UNIQUE_ITEMS, R_ITEMS,       R_ADDL_ITEMS, R_ENCRYPT,     R_PROPERTIES,
     R_ADDL_PROPS, R_PATTERN_PROPS, R_REQUIRED,  R_MIN_PROPS,   R_MAX_PROPS, R_DEPENDENCIES,
     R_ALL_OF,     R_ANY_OF,     R_ONE_OF,       R_NOT,         R_ENUM,      R_TYPE,
 };
@@ -1473,6 +1574,13 @@ explain_rule(const jnode_t *n, const rule_t *r, const bson_value_t *v, bson_t *a
     case R_NOT:
         BSON_APPEND_UTF8(&e, "reason", "child expression matched");
         break;
+    case R_ENCRYPT:
+        /* doc_validation_error.cpp: the subtype check, or (BinData 6 already) the encrypted type's. */
+        BSON_APPEND_UTF8(&e, "reason",
+                         v->value_type == BSON_TYPE_BINARY && v->value.v_binary.subtype == BSON_SUBTYPE_ENCRYPTED
+                             ? "encrypted value has wrong type"
+                             : "value was not encrypted");
+        break;
     case R_MIN_ITEMS:
     case R_MAX_ITEMS:
         append_specified_as(&e, r, x);
@@ -1576,7 +1684,7 @@ explain_node(const jnode_t *n, const bson_value_t *v, bson_t *arr, int *k, xctx_
         for (size_t i = 0; i < n->nrules; i++) {
             const rule_t *r = &n->rules[i];
             if (r->kind == kExplainOrder[o] && x->used < x->max_bytes && !rule_ok(n, r, v) &&
-                !restriction_dropped(n, r))
+                !restriction_dropped(n, r) && !(r->kind == R_TYPE && r->flag))
                 explain_rule(n, r, v, arr, k, x);
         }
     }

@@ -156,3 +156,60 @@ h.test('no validator in admin, local or config, nor on a system.* collection: 72
   const e2 = await h.expectCode(db.createCollection('system.js', { validator: { x: 1 } }), 72);
   assert.match(e2.message, new RegExp(`^Document validators not allowed on system collection ${db.databaseName}\\.system\\.js with UUID ${uuidRe}$`));
 });
+
+h.test('$jsonSchema encrypt (client-side field level encryption\'s server-side schema): BinData 6 of the stated type, mongod\'s errInfo and parse errors', async () => {
+  const { Binary, UUID } = require('mongodb');
+  /* An FLE blob: subtype (1 deterministic, 2 random, 0 intent-to-encrypt), key UUID, the original BSON type, ciphertext. */
+  const fle = (subtype, bsonType) => { const b = Buffer.alloc(40); b[0] = subtype; b[17] = bsonType; return new Binary(b, 6); };
+  const db = srv.freshDb('valc_enc');
+  const schema = {
+    bsonType: 'object',
+    properties: {
+      ssn: { encrypt: { bsonType: 'int', algorithm: 'AEAD_AES_256_CBC_HMAC_SHA_512-Deterministic', keyId: [new UUID()] } },
+      notes: { encrypt: { keyId: '/keyName' } },
+    },
+  };
+  await db.createCollection('patients', { validator: { $jsonSchema: schema } });
+  // The schema is stored and listed as given (libmongocrypt reads it back through listCollections).
+  const [info] = await db.listCollections({ name: 'patients' }).toArray();
+  assert.deepEqual(info.options.validator.$jsonSchema.properties.notes, { encrypt: { keyId: '/keyName' } });
+  const c = db.collection('patients');
+  await c.insertOne({ _id: 1, ssn: fle(1, 0x10), notes: fle(2, 0x02) });
+  const ruleOf = async (doc) => {
+    const e = await h.expectCode(c.insertOne(doc), 121);
+    return e.errInfo.details.schemaRulesNotSatisfied[0].propertiesNotSatisfied[0];
+  };
+  // InternalSchemaBinDataSubTypeExpression: not BinData 6.
+  assert.deepEqual(await ruleOf({ _id: 2, ssn: 123456789 }),
+    { propertyName: 'ssn', details: [{ operatorName: 'encrypt', reason: 'value was not encrypted' }] });
+  // InternalSchemaBinDataEncryptedTypeExpression: encrypted, but a string where an int was declared; or an intent-to-encrypt placeholder.
+  assert.deepEqual(await ruleOf({ _id: 3, ssn: fle(2, 0x02) }),
+    { propertyName: 'ssn', details: [{ operatorName: 'encrypt', reason: 'encrypted value has wrong type' }] });
+  await h.expectCode(c.insertOne({ _id: 4, ssn: fle(0, 0x10) }), 121);
+  assert.deepEqual(await ruleOf({ _id: 5, notes: 'plain text' }),
+    { propertyName: 'notes', details: [{ operatorName: 'encrypt', reason: 'value was not encrypted' }] });
+  // In queries too (kDefaultSpecialFeatures has kEncryptKeywords); a top-level encrypt can match no document.
+  assert.deepEqual((await c.find({ $jsonSchema: { required: ['ssn'], properties: { ssn: { encrypt: { bsonType: 'int' } } } } }).toArray()).map((d) => d._id), [1]);
+  assert.equal(await c.countDocuments({ $jsonSchema: { encrypt: {} } }), 0);
+
+  const cases = [
+    [{ properties: { a: { encrypt: 1 } } }, 14, "$jsonSchema keyword 'encrypt' must be an object "],
+    [{ properties: { a: { encrypt: {}, type: 'string' } } }, 9, "$jsonSchema keyword 'encrypt' cannot be used in conjunction with 'type', 'encrypt' implies type 'bsonType::BinData'"],
+    [{ properties: { a: { bsonType: 'string', encrypt: {} } } }, 9, "$jsonSchema keyword 'encrypt' cannot be used in conjunction with 'bsonType', 'encrypt' implies type 'bsonType::BinData'"],
+    [{ properties: { a: { encrypt: {}, encryptMetadata: { keyId: '/k' } } } }, 9, "Cannot specify both $jsonSchema keywords 'encrypt' and 'encryptMetadata'"],
+    [{ encryptMetadata: {} }, 9, "$jsonSchema keyword 'encryptMetadata' cannot be an empty object "],
+    [{ encryptMetadata: 'x' }, 14, "$jsonSchema keyword 'encryptMetadata' must be an object "],
+    [{ properties: { a: { encrypt: { algorithm: 'AES' } } } }, 2, "Enumeration value 'AES' for field 'encrypt.algorithm' is not a valid value."],
+    [{ properties: { a: { encrypt: { algorithm: 1 } } } }, 14, "BSON field 'encrypt.algorithm' is the wrong type 'int', expected type 'string'"],
+    [{ properties: { a: { encrypt: { bsonTypes: 'int' } } } }, 40415, "BSON field 'encrypt.bsonTypes' is an unknown field."],
+    [{ encryptMetadata: { bsonType: 'int' } }, 40415, "BSON field 'encryptMetadata.bsonType' is an unknown field."],
+    [{ properties: { a: { encrypt: { keyId: 1 } } } }, 51085, 'Expected either string or array of UUID for EncryptSchemaKeyId, found int'],
+  ];
+  for (const [s, code, msg] of cases) {
+    const e = await h.expectCode(c.findOne({ $jsonSchema: s }), code);
+    assert.equal(e.message, msg, JSON.stringify(s));
+  }
+  // encryptMetadata alone is accepted and checks nothing by itself.
+  await db.createCollection('meta', { validator: { $jsonSchema: { encryptMetadata: { algorithm: 'AEAD_AES_256_CBC_HMAC_SHA_512-Random', keyId: [new UUID()] } } } });
+  await db.collection('meta').insertOne({ _id: 1, any: 'thing' });
+});
