@@ -1184,6 +1184,9 @@ cmd_coll_mod(mf_op_t *op)
         while (bson_iter_next(&oi)) {
             if (strcmp(bson_iter_key(&oi), "changeStreamPreAndPostImages") == 0 && !pre_on)
                 continue; /* disabled: the option goes */
+            if (strcmp(bson_iter_key(&oi), "validator") == 0 && BSON_ITER_HOLDS_DOCUMENT(&oi) &&
+                bson_iter_value(&oi)->value.v_doc.data_len <= 5)
+                continue; /* validator: {} removes it (CollectionOptions::toBSON shows no empty validator) */
             bson_append_value(&merged, bson_iter_key(&oi), -1, bson_iter_value(&oi));
         }
         /* A new validator where mongod's parseValidator refuses one (checkValidatorCanBeUsedOnNs). */

@@ -149,7 +149,7 @@ h.test('no validator in admin, local or config, nor on a system.* collection: 72
   const e = await h.expectCode(admin.command({ collMod: 'valc_w', validator: { x: 1 } }), 72);
   assert.match(e.message, /^Document validators are not allowed on collection admin\.valc_w with UUID .* in the admin internal database$/);
   const [info] = await admin.listCollections({ name: 'valc_w' }).toArray();
-  assert.deepEqual(info.options, { validator: {}, validationLevel: 'moderate' });
+  assert.deepEqual(info.options, { validationLevel: 'moderate' });
   await admin.collection('valc_w').drop();
 
   const db = srv.freshDb('valc_sys');
@@ -212,4 +212,18 @@ h.test('$jsonSchema encrypt (client-side field level encryption\'s server-side s
   // encryptMetadata alone is accepted and checks nothing by itself.
   await db.createCollection('meta', { validator: { $jsonSchema: { encryptMetadata: { algorithm: 'AEAD_AES_256_CBC_HMAC_SHA_512-Random', keyId: [new UUID()] } } } });
   await db.collection('meta').insertOne({ _id: 1, any: 'thing' });
+});
+
+h.test('an empty validator is no validator: listCollections leaves it out after create and after collMod (CollectionOptions::toBSON)', async () => {
+  const db = srv.freshDb('valc_empty');
+  await db.createCollection('a', { validator: {} });
+  await db.createCollection('b', { validator: { x: { $exists: true } }, validationAction: 'error' });
+  await h.expectCode(db.collection('b').insertOne({ _id: 1 }), 121);
+  await db.command({ collMod: 'b', validator: {} });
+  await db.collection('b').insertOne({ _id: 1 });
+  const infos = await db.listCollections({}, { nameOnly: false }).toArray();
+  const opts = Object.fromEntries(infos.map((i) => [i.name, i.options]));
+  assert.deepEqual(opts, { a: {}, b: { validationAction: 'error' } });
+  // Creating it again with the same (empty) validator is no conflict.
+  await db.createCollection('a', { validator: {} });
 });
