@@ -842,6 +842,21 @@ first_stage_flag(const bson_t *cmd, const char *stage, const char *option)
     return false;
 }
 
+/*
+ * The bypassDocumentValidation action a write asks for with
+ * bypassDocumentValidation: true (a safeBool), as mongod's
+ * checkAuthForInsert / checkAuthForUpdate, findAndModify's privileges,
+ * bulkWrite's getPrivileges and $out / $merge's requiredPrivileges; 0 when
+ * it does not (delete never asks).
+ */
+static uint32_t
+bypass_acts(const bson_t *cmd)
+{
+    bson_iter_t it;
+    return bson_iter_init_find(&it, cmd, "bypassDocumentValidation") && bson_iter_as_bool(&it) ? MF_ACT_BYPASS_VALIDATION
+                                                                                                : 0;
+}
+
 static int
 denied(mf_op_t *op, const char *db, const char *name)
 {
@@ -1001,7 +1016,7 @@ stage_target(const bson_iter_t *v, const char *coll_key, const char *dflt_db, ch
  * on a $merge target, in whatever database they name.
  */
 static bool
-pipeline_allowed(const mf_privs_t *p, const char *db, const bson_iter_t *arr, int depth)
+pipeline_allowed(const mf_privs_t *p, const char *db, const bson_iter_t *arr, int depth, uint32_t bypass)
 {
     bson_iter_t st, s, f;
     if (depth > 32)
@@ -1017,23 +1032,23 @@ pipeline_allowed(const mf_privs_t *p, const char *db, const bson_iter_t *arr, in
         if (strcmp(name, "$facet") == 0) {
             if (BSON_ITER_HOLDS_DOCUMENT(&s) && bson_iter_recurse(&s, &f))
                 while (bson_iter_next(&f))
-                    if (!pipeline_allowed(p, db, &f, depth + 1))
+                    if (!pipeline_allowed(p, db, &f, depth + 1, bypass))
                         return false;
         } else if (strcmp(name, "$out") == 0) {
             if (stage_target(&s, "coll", db, dbbuf, sizeof(dbbuf), &tdb, &tc) &&
-                !mf_privs_allow(p, tdb, tc, MF_ACT_INSERT | MF_ACT_REMOVE))
+                !mf_privs_allow(p, tdb, tc, MF_ACT_INSERT | MF_ACT_REMOVE | bypass))
                 return false;
         } else if (strcmp(name, "$merge") == 0) {
             /* The string form, or every "into" of the document (a repeated one: whichever the parser keeps). */
             if (!BSON_ITER_HOLDS_DOCUMENT(&s)) {
                 if (stage_target(&s, "coll", db, dbbuf, sizeof(dbbuf), &tdb, &tc) &&
-                    !mf_privs_allow(p, tdb, tc, MF_ACT_INSERT | MF_ACT_UPDATE))
+                    !mf_privs_allow(p, tdb, tc, MF_ACT_INSERT | MF_ACT_UPDATE | bypass))
                     return false;
             } else if (bson_iter_recurse(&s, &f)) {
                 while (bson_iter_next(&f))
                     if (strcmp(bson_iter_key(&f), "into") == 0 &&
                         stage_target(&f, "coll", db, dbbuf, sizeof(dbbuf), &tdb, &tc) &&
-                        !mf_privs_allow(p, tdb, tc, MF_ACT_INSERT | MF_ACT_UPDATE))
+                        !mf_privs_allow(p, tdb, tc, MF_ACT_INSERT | MF_ACT_UPDATE | bypass))
                         return false;
             }
         } else if (strcmp(name, "$unionWith") == 0 || strcmp(name, "$lookup") == 0 ||
@@ -1059,7 +1074,7 @@ pipeline_allowed(const mf_privs_t *p, const char *db, const bson_iter_t *arr, in
             /* The sub-pipeline runs in the database it reads; every copy of a repeated one is checked. */
             if (bson_iter_recurse(&s, &f))
                 while (bson_iter_next(&f))
-                    if (strcmp(bson_iter_key(&f), "pipeline") == 0 && !pipeline_allowed(p, rdb, &f, depth + 1))
+                    if (strcmp(bson_iter_key(&f), "pipeline") == 0 && !pipeline_allowed(p, rdb, &f, depth + 1, bypass))
                         return false;
         }
     }
@@ -1078,7 +1093,7 @@ static bool split_ns(const char *ns, char *buf, size_t cap, const char **coll);
  * too malformed to read is let through: the command itself refuses it.
  */
 static bool
-bulkwrite_allowed(mf_op_t *op, const mf_privs_t *p)
+bulkwrite_allowed(mf_op_t *op, const mf_privs_t *p, uint32_t bypass)
 {
     bson_t *ops = NULL, *nsinfo = NULL;
     size_t nops = 0, nns = 0;
@@ -1110,7 +1125,7 @@ bulkwrite_allowed(mf_op_t *op, const mf_privs_t *p)
         if (acts[i] == 0 || !bson_iter_init_find(&it, &nsinfo[i], "ns") || !BSON_ITER_HOLDS_UTF8(&it))
             continue;
         if (split_ns(bson_iter_utf8(&it, NULL), dbbuf, sizeof(dbbuf), &coll))
-            ok = mf_privs_allow(p, dbbuf, coll, acts[i]);
+            ok = mf_privs_allow(p, dbbuf, coll, acts[i] | bypass);
     }
 out:
     op->err = saved;
@@ -1142,12 +1157,15 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
     static const char *const curop[] = {"$currentOp", NULL};
 
     if (strcmp(name, "update") == 0)
-        return mf_privs_allow(p, db, coll, MF_ACT_UPDATE | (upserts(op, cmd) ? MF_ACT_INSERT : 0)) ? 0 : denied(op, db, name);
+        return mf_privs_allow(p, db, coll, MF_ACT_UPDATE | (upserts(op, cmd) ? MF_ACT_INSERT : 0) | bypass_acts(cmd))
+                   ? 0
+                   : denied(op, db, name);
     if (strcmp(name, "bulkWrite") == 0)
-        return bulkwrite_allowed(op, p) ? 0 : denied(op, db, name);
+        return bulkwrite_allowed(op, p, bypass_acts(cmd)) ? 0 : denied(op, db, name);
     if (strcmp(name, "findAndModify") == 0 || strcmp(name, "findandmodify") == 0) {
         bool remove = bson_iter_init_find(&it, cmd, "remove") && bson_iter_as_bool(&it);
-        uint32_t acts = MF_ACT_FIND | (remove ? MF_ACT_REMOVE : MF_ACT_UPDATE) | (upserts(op, cmd) ? MF_ACT_INSERT : 0);
+        uint32_t acts = MF_ACT_FIND | (remove ? MF_ACT_REMOVE : MF_ACT_UPDATE) | (upserts(op, cmd) ? MF_ACT_INSERT : 0) |
+                        bypass_acts(cmd);
         return mf_privs_allow(p, db, coll, acts) ? 0 : denied(op, db, name);
     }
     if (strcmp(name, "_mergeAuthzCollections") == 0) {
@@ -1225,7 +1243,7 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
         if (current_op && first_stage_flag(cmd, "$currentOp", "allUsers") && !mf_privs_cluster(p, MF_CACT_MONITOR))
             return denied(op, db, name);
         /* Every collection it reads or writes besides its source: $lookup, $unionWith, $out, $merge ... */
-        if (bson_iter_init_find(&it, cmd, "pipeline") && !pipeline_allowed(p, db, &it, 0))
+        if (bson_iter_init_find(&it, cmd, "pipeline") && !pipeline_allowed(p, db, &it, 0, bypass_acts(cmd)))
             return denied(op, db, name);
         /* {aggregate: 1} starting with $currentOp reads no collection: the cluster privilege checked above is enough. */
         bson_iter_t fs;
@@ -1294,7 +1312,7 @@ special(mf_op_t *op, const mf_privs_t *p, const rule_t *r, const char *db, const
         if (bson_iter_init_find(&it, cmd, "viewOn") && BSON_ITER_HOLDS_UTF8(&it) &&
             !mf_privs_allow(p, db, bson_iter_utf8(&it, NULL), MF_ACT_FIND))
             return denied(op, db, name);
-        if (bson_iter_init_find(&it, cmd, "pipeline") && !pipeline_allowed(p, db, &it, 0))
+        if (bson_iter_init_find(&it, cmd, "pipeline") && !pipeline_allowed(p, db, &it, 0, 0))
             return denied(op, db, name);
         return 0;
     }
@@ -1360,7 +1378,9 @@ check_command(mf_op_t *op, const mf_privs_t *p, const char *db, const char *name
     case R_AUTHED:
         return 0;
     case R_DATA:
-        return mf_privs_allow(p, db, first_coll(cmd), r->acts) ? 0 : denied(op, db, name);
+        return mf_privs_allow(p, db, first_coll(cmd), r->acts | (strcmp(name, "insert") == 0 ? bypass_acts(cmd) : 0))
+                   ? 0
+                   : denied(op, db, name);
     case R_DB:
         return mf_privs_allow(p, db, NULL, r->acts) ? 0 : denied(op, db, name);
     case R_CLUSTER:

@@ -11,6 +11,8 @@ const h = require('./harness');
 const { BSON } = require('mongodb');
 
 const srv = h.useServer();
+/* A second server, under --auth, for the bypassDocumentValidation action. */
+const authSrv = h.useServer({ args: ['--auth'] });
 
 let seq = 0;
 
@@ -226,4 +228,39 @@ h.test('an empty validator is no validator: listCollections leaves it out after 
   assert.deepEqual(opts, { a: {}, b: { validationAction: 'error' } });
   // Creating it again with the same (empty) validator is no conflict.
   await db.createCollection('a', { validator: {} });
+});
+
+h.test('bypassDocumentValidation: true needs the bypassDocumentValidation action (dbAdmin, restore, root), not readWrite: 13 otherwise', async () => {
+  const { MongoClient } = require('mongodb');
+  const local = new MongoClient(`mongodb://127.0.0.1:${authSrv.port}/?directConnection=true`);
+  authSrv.clients.push(local);
+  await local.db('admin').command({ createUser: 'root', pwd: 'r00t-Valc!', roles: ['root'] });
+  const root = await authSrv.login('root', 'r00t-Valc!');
+  const bp = root.db('bp');
+  await bp.createCollection('c', { validator: { n: { $type: 'int' } } });
+  await bp.createCollection('out', { validator: { n: { $type: 'int' } } });
+  await bp.collection('c').insertOne({ _id: 0, n: 1 });
+  await bp.command({ createUser: 'rw', pwd: 'rw-Valc!1', roles: ['readWrite'] });
+  await bp.command({ createUser: 'dba', pwd: 'dba-Valc!1', roles: ['readWrite', 'dbAdmin'] });
+
+  const rw = (await authSrv.login('rw', 'rw-Valc!1', 'bp')).db('bp');
+  // Without bypass the validator decides (121); with it, readWrite lacks the action (checkAuthForInsert / checkAuthForUpdate ...).
+  await h.expectCode(rw.collection('c').insertOne({ _id: 1, n: 'x' }), 121);
+  await h.expectCode(rw.command({ insert: 'c', documents: [{ _id: 1, n: 'x' }], bypassDocumentValidation: true }), 13);
+  await h.expectCode(rw.command({ update: 'c', updates: [{ q: { _id: 0 }, u: { $set: { n: 'x' } } }], bypassDocumentValidation: true }), 13);
+  await h.expectCode(rw.collection('c').findOneAndUpdate({ _id: 0 }, { $set: { n: 'x' } }, { bypassDocumentValidation: true }), 13);
+  await h.expectCode(rw.collection('c').aggregate([{ $out: 'out' }], { bypassDocumentValidation: true }).toArray(), 13);
+  await h.expectCode(rw.client.db('admin').command({
+    bulkWrite: 1, ops: [{ insert: 0, document: { _id: 2, n: 'x' } }], nsInfo: [{ ns: 'bp.c' }], bypassDocumentValidation: true,
+  }), 13);
+  // bypassDocumentValidation: false asks nothing more; delete never asks.
+  await rw.command({ insert: 'c', documents: [{ _id: 3, n: 3 }], bypassDocumentValidation: false });
+  await rw.command({ delete: 'c', deletes: [{ q: { _id: 3 }, limit: 1 }], bypassDocumentValidation: true });
+  assert.deepEqual(await root.db('bp').collection('c').find().toArray(), [{ _id: 0, n: 1 }], 'nothing bypassed the validator');
+
+  // dbAdmin holds the action.
+  const dba = (await authSrv.login('dba', 'dba-Valc!1', 'bp')).db('bp');
+  await dba.command({ insert: 'c', documents: [{ _id: 1, n: 'x' }], bypassDocumentValidation: true });
+  await dba.collection('c').aggregate([{ $match: { _id: 1 } }, { $out: 'out' }], { bypassDocumentValidation: true }).toArray();
+  assert.deepEqual(await dba.collection('out').find().toArray(), [{ _id: 1, n: 'x' }]);
 });
