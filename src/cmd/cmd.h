@@ -417,6 +417,14 @@ int mf_cmd_check_inner_fields(mf_op_t *op, const bson_t *cmd) MF_WUR;
  */
 int mf_cmd_pre_images_option(mf_op_t *op, const char *cmd_name, const bson_iter_t *it, bool *enabled) MF_WUR;
 /*
+ * mf_cmd_validation_option: a create's or collMod's (cmd_name) validator,
+ * validationLevel or validationAction at it, as their IDL fields parse them
+ * (an object; the ValidationLevel / ValidationAction enums of
+ * collection_options.idl): 14 or 2 with the "<cmd_name>.<field>" path. Other
+ * fields pass. 0, or -1 with op->err.
+ */
+int mf_cmd_validation_option(mf_op_t *op, const char *cmd_name, const bson_iter_t *it) MF_WUR;
+/*
  * mf_cmd_append_command_metrics: serverStatus metrics.commands into out:
  * {"<UNKNOWN>": n, <name>: {failed, total}} for each command, by name.
  */

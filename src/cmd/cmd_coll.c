@@ -891,6 +891,10 @@ cmd_create(mf_op_t *op)
             return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'create.%s' is the wrong type '%s', expected type 'object'",
                               k, mf_type_name(bson_iter_type(&it)));
         }
+        if (mf_cmd_validation_option(op, "create", &it) != 0) {
+            bson_destroy(&opts);
+            return -1;
+        }
         /* An empty validator is none: CollectionOptions::toBSON leaves it out of listCollections. */
         if (strcmp(k, "validator") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_value(&it)->value.v_doc.data_len <= 5)
             continue;

@@ -963,6 +963,10 @@ cmd_coll_mod(mf_op_t *op)
             has_index = true;
         } else if (strcmp(k, "validator") == 0 || strcmp(k, "validationLevel") == 0 ||
                    strcmp(k, "validationAction") == 0) {
+            if (mf_cmd_validation_option(op, "collMod", &it) != 0) {
+                bson_destroy(&opts);
+                return -1;
+            }
             bson_append_value(&opts, k, -1, bson_iter_value(&it));
         } else if (strcmp(k, "viewOn") == 0 || strcmp(k, "pipeline") == 0) {
             /* A view's definition (collmod.idl: viewOn a string, pipeline an array). */

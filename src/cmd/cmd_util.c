@@ -687,6 +687,33 @@ mf_cmd_cursor_register(mf_op_t *op, mf_cursor_t *cur)
 }
 
 int
+mf_cmd_validation_option(mf_op_t *op, const char *cmd_name, const bson_iter_t *it)
+{
+    static const char *const levels[] = {"off", "strict", "moderate", NULL};
+    static const char *const actions[] = {"error", "warn", "errorAndLog", NULL};
+    const char *k = bson_iter_key(it);
+    const char *const *values = strcmp(k, "validationLevel") == 0 ? levels : strcmp(k, "validationAction") == 0 ? actions : NULL;
+    if (strcmp(k, "validator") == 0) {
+        if (!BSON_ITER_HOLDS_DOCUMENT(it))
+            return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'object'",
+                              cmd_name, k, mf_type_name(bson_iter_type(it)));
+        return 0;
+    }
+    if (values == NULL)
+        return 0;
+    if (!BSON_ITER_HOLDS_UTF8(it))
+        return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'string'",
+                          cmd_name, k, mf_type_name(bson_iter_type(it)));
+    const char *v = bson_iter_utf8(it, NULL);
+    for (int i = 0; values[i] != NULL; i++) {
+        if (strcmp(values[i], v) == 0)
+            return 0;
+    }
+    /* IDLParserContext::throwBadEnumValue: the field's whole path. */
+    return mf_err_set(&op->err, MF_E_BadValue, "Enumeration value '%s' for field '%s.%s' is not a valid value.", v, cmd_name, k);
+}
+
+int
 mf_cmd_pre_images_option(mf_op_t *op, const char *cmd_name, const bson_iter_t *it, bool *enabled)
 {
     bson_iter_t e;

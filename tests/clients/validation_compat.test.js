@@ -264,3 +264,22 @@ h.test('bypassDocumentValidation: true needs the bypassDocumentValidation action
   await dba.collection('c').aggregate([{ $match: { _id: 1 } }, { $out: 'out' }], { bypassDocumentValidation: true }).toArray();
   assert.deepEqual(await dba.collection('out').find().toArray(), [{ _id: 1, n: 'x' }]);
 });
+
+h.test('create / collMod name validator, validationLevel and validationAction by their IDL path in type and enumeration errors', async () => {
+  const db = srv.freshDb('valc_idl');
+  await db.createCollection('c');
+  const cases = [
+    [{ create: 'd', validationLevel: 'lenient' }, 2, "Enumeration value 'lenient' for field 'create.validationLevel' is not a valid value."],
+    [{ create: 'd', validationAction: 'reject' }, 2, "Enumeration value 'reject' for field 'create.validationAction' is not a valid value."],
+    [{ collMod: 'c', validationLevel: 'lenient' }, 2, "Enumeration value 'lenient' for field 'collMod.validationLevel' is not a valid value."],
+    [{ collMod: 'c', validationAction: 'reject' }, 2, "Enumeration value 'reject' for field 'collMod.validationAction' is not a valid value."],
+    [{ collMod: 'c', validationLevel: 1 }, 14, "BSON field 'collMod.validationLevel' is the wrong type 'int', expected type 'string'"],
+    [{ collMod: 'c', validationAction: true }, 14, "BSON field 'collMod.validationAction' is the wrong type 'bool', expected type 'string'"],
+    [{ collMod: 'c', validator: 'x' }, 14, "BSON field 'collMod.validator' is the wrong type 'string', expected type 'object'"],
+  ];
+  for (const [cmd, code, msg] of cases) {
+    const e = await h.expectCode(db.command(cmd), code);
+    assert.equal(e.message, msg, JSON.stringify(cmd));
+  }
+  assert.deepEqual((await db.listCollections().toArray()).map((c) => [c.name, c.options]), [['c', {}]]);
+});
