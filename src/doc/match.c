@@ -2356,6 +2356,39 @@ clause_matches(const char *k, const bson_value_t *v, const bson_t *doc)
 }
 
 /*
+ * The rest of an $expr clause's details, as doc_validation_error.cpp's
+ * ExprMatchExpression visit: the expression's value as expressionResult
+ * (none when missing), or, if evaluating it fails, reason "failed to
+ * evaluate aggregation expression" and the error as details {code,
+ * codeName, errmsg} (the write is then still a 121, SERVER-51839).
+ */
+static void
+expr_details(const bson_value_t *v, const bson_t *doc, bson_t *out, uint32_t max_bytes, bool inverted)
+{
+    mf_error_t err;
+    bson_value_t res;
+    bson_t det;
+    mf_err_clear(&err);
+    mf_expr_t *e = mf_expr_parse(v, &err);
+    if (e != NULL && mf_expr_eval(e, doc, &res, &err) == 0) {
+        BSON_APPEND_UTF8(out, "reason", inverted ? "expression did match" : "expression did not match");
+        if (res.value_type != BSON_TYPE_EOD &&
+            ((res.value_type != BSON_TYPE_DOCUMENT && res.value_type != BSON_TYPE_ARRAY) ||
+             res.value.v_doc.data_len < max_bytes / 4))
+            bson_append_value(out, "expressionResult", -1, &res);
+        bson_value_destroy(&res);
+    } else {
+        BSON_APPEND_UTF8(out, "reason", "failed to evaluate aggregation expression");
+        BSON_APPEND_DOCUMENT_BEGIN(out, "details", &det);
+        BSON_APPEND_INT32(&det, "code", err.code);
+        BSON_APPEND_UTF8(&det, "codeName", mf_err_codename(err.code));
+        BSON_APPEND_UTF8(&det, "errmsg", err.msg);
+        bson_append_document_end(out, &det);
+    }
+    mf_expr_free(e);
+}
+
+/*
  * $and, $or, $nor {k: [filters]}: the clauses that decided the outcome, as
  * mongod's doc_validation_error.cpp: failing (clausesNotSatisfied) or, for
  * $nor and under an inversion, matching (clausesSatisfied) ones, each
@@ -2456,8 +2489,7 @@ clause_details(const char *k, const bson_value_t *v, const bson_t *doc, bson_t *
         bson_append_value(&spec, k, -1, v);
     bson_append_document_end(out, &spec);
     if (strcmp(k, "$expr") == 0) {
-        BSON_APPEND_UTF8(out, "reason", inverted ? "$expr did match" : "$expr did not match");
-        BSON_APPEND_BOOL(out, "expressionResult", inverted);
+        expr_details(v, doc, out, max_bytes, inverted);
         return;
     }
     if (k[0] == '$') {

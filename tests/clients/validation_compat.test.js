@@ -283,3 +283,27 @@ h.test('create / collMod name validator, validationLevel and validationAction by
   }
   assert.deepEqual((await db.listCollections().toArray()).map((c) => [c.name, c.options]), [['c', {}]]);
 });
+
+h.test('$expr validators explain "expression did not match" with the expression\'s value, or its evaluation error (still 121)', async () => {
+  assert.deepEqual(await detailsFor({ $expr: { $eq: ['$total', { $add: ['$net', '$tax'] }] } }, { _id: 1, total: 10, net: 8, tax: 1 }), {
+    operatorName: '$expr',
+    specifiedAs: { $expr: { $eq: ['$total', { $add: ['$net', '$tax'] }] } },
+    reason: 'expression did not match',
+    expressionResult: false,
+  });
+  // expressionResult is the expression's value as evaluated, whatever its type; a missing value leaves it out.
+  assert.deepEqual(await detailsFor({ $expr: '$qty' }, { _id: 2, qty: 0 }),
+    { operatorName: '$expr', specifiedAs: { $expr: '$qty' }, reason: 'expression did not match', expressionResult: 0 });
+  assert.deepEqual(await detailsFor({ $expr: '$qty' }, { _id: 3 }),
+    { operatorName: '$expr', specifiedAs: { $expr: '$qty' }, reason: 'expression did not match' });
+  // Under $nor the reason is inverted.
+  assert.deepEqual((await detailsFor({ $nor: [{ $expr: { $eq: ['$a', 1] } }] }, { _id: 4, a: 1 })).clausesSatisfied[0].details,
+    { operatorName: '$expr', specifiedAs: { $expr: { $eq: ['$a', 1] } }, reason: 'expression did match', expressionResult: true });
+  // A throwing expression fails validation (121, not its own code) and says why (SERVER-51839).
+  const d = await detailsFor({ $expr: { $gt: [{ $divide: ['$a', 0] }, 1] } }, { _id: 5, a: 1 });
+  assert.equal(d.reason, 'failed to evaluate aggregation expression');
+  assert.equal(d.expressionResult, undefined);
+  assert.equal(d.details.errmsg, "can't $divide by zero");
+  assert.equal(typeof d.details.code, 'number');
+  assert.equal(typeof d.details.codeName, 'string');
+});
