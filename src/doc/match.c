@@ -2435,6 +2435,227 @@ logical_details(const char *k, const bson_value_t *v, const bson_t *doc, bson_t 
     bson_append_array_end(out, &arr);
 }
 
+/* The values a leaf operator considers at a path, as doc_validation_error.cpp's createValuesArray. */
+typedef struct considered {
+    bson_t vals;     /* array "0", "1" ... of at most kMaxConsidered values */
+    int n;
+    bool present;    /* the path exists (pathExists: the leaf itself counts, an empty array too) */
+    bool omit;       /* LeafArrayBehavior::kTraverseOmitArray: a leaf array's elements, not the array */
+    bool truncated;  /* more than kMaxConsidered (consideredValuesTruncated) */
+} considered_t;
+
+/* internalQueryMaxDocValidationErrorConsideredValues' default. */
+enum { kMaxConsidered = 10 };
+
+static void
+considered_add(considered_t *c, const bson_value_t *v)
+{
+    char key[16];
+    if (c->n >= kMaxConsidered) {
+        c->truncated = true;
+        return;
+    }
+    snprintf(key, sizeof(key), "%d", c->n++);
+    bson_append_value(&c->vals, key, -1, v);
+}
+
+static bool
+considered_visit(void *arg, const bson_value_t *v, int32_t array_pos, bool whole)
+{
+    considered_t *c = arg;
+    bson_iter_t it;
+    (void)array_pos;
+    if (v == NULL)
+        return false;
+    c->present = true;
+    if (c->omit && !whole && v->value_type == BSON_TYPE_ARRAY &&
+        bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len)) {
+        while (bson_iter_next(&it))
+            considered_add(c, bson_iter_value(&it));
+    } else {
+        considered_add(c, v);
+    }
+    return c->truncated;
+}
+
+/* Appends name (consideredType / expectedType) for one distinct type name, else names+"s" as a sorted array. */
+static void
+append_type_names(bson_t *out, const char *one, const char *many, const char **names, int n)
+{
+    /* Sorted and distinct, as the std::set<std::string> mongod fills. */
+    for (int i = 1; i < n; i++) {
+        for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+            const char *t = names[j];
+            names[j] = names[j - 1];
+            names[j - 1] = t;
+        }
+    }
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (m == 0 || strcmp(names[m - 1], names[i]) != 0)
+            names[m++] = names[i];
+    }
+    if (m == 1) {
+        BSON_APPEND_UTF8(out, one, names[0]);
+    } else if (m > 1) {
+        bson_t arr;
+        char key[16];
+        BSON_APPEND_ARRAY_BEGIN(out, many, &arr);
+        for (int i = 0; i < m; i++) {
+            snprintf(key, sizeof(key), "%d", i);
+            BSON_APPEND_UTF8(&arr, key, names[i]);
+        }
+        bson_append_array_end(out, &arr);
+    }
+}
+
+/* The type names of the considered values (consideredType / consideredTypes); none when there are none. */
+static void
+append_considered_types(bson_t *out, const considered_t *c)
+{
+    const char *names[kMaxConsidered];
+    bson_iter_t it;
+    int n = 0;
+    if (bson_iter_init(&it, &c->vals)) {
+        while (bson_iter_next(&it) && n < kMaxConsidered)
+            names[n++] = mf_type_name(bson_iter_type(&it));
+    }
+    append_type_names(out, "consideredType", "consideredTypes", names, n);
+}
+
+/*
+ * The reason and considered values of a leaf clause {k: {opname: ...}} that
+ * failed on doc (inverted: matched it), as doc_validation_error.cpp's
+ * generatePathError and its kin: "field was missing"; "type did not match"
+ * with consideredType(s) and expectedType(s) when no value has a type the
+ * operator reads; else the operator's reason; then consideredValue (one
+ * value) or consideredValues (the elements of leaf arrays for most
+ * operators, at most 10, consideredValuesTruncated past that).
+ */
+static void
+leaf_details(const char *opname, const char *k, const bson_t *doc, bson_t *out, uint32_t max_bytes, bool inverted)
+{
+    /* operator, reason, inverted reason, leaf arrays whole (kNoTraversal), expected types (sorted names) */
+    static const struct {
+        const char *op, *reason, *inv;
+        bool whole;
+        const char *types[6];
+    } ops[] = {
+        {"$eq", "comparison failed", "comparison succeeded", false, {NULL}},
+        {"$gt", "comparison failed", "comparison succeeded", false, {NULL}},
+        {"$gte", "comparison failed", "comparison succeeded", false, {NULL}},
+        {"$lt", "comparison failed", "comparison succeeded", false, {NULL}},
+        {"$lte", "comparison failed", "comparison succeeded", false, {NULL}},
+        {"$ne", "comparison succeeded", "comparison failed", false, {NULL}},
+        {"$type", "type did not match", "type did match", false, {NULL}},
+        {"$regex", "regular expression did not match", "regular expression did match", false, {"regex", "string", "symbol", NULL}},
+        {"$in", "no matching value found in array", "matching value found in array", false, {NULL}},
+        {"$nin", "matching value found in array", "no matching value found in array", false, {NULL}},
+        {"$size", "array length was not equal to given size", "array length was equal to given size", true, {"array", NULL}},
+        {"$all", "array did not contain all specified values", "array did contain all specified values", true, {NULL}},
+        {"$mod", "$mod did not evaluate to expected remainder", "$mod did evaluate to expected remainder", false,
+         {"decimal", "double", "int", "long", NULL}},
+        {"$elemMatch", "array did not satisfy the child predicate", "array did satisfy the child predicate", true, {"array", NULL}},
+        {"$bitsAllSet", "bitwise operator failed to match", "bitwise operator matched successfully", false,
+         {"binData", "decimal", "double", "int", "long", NULL}},
+        {"$bitsAllClear", "bitwise operator failed to match", "bitwise operator matched successfully", false,
+         {"binData", "decimal", "double", "int", "long", NULL}},
+        {"$bitsAnySet", "bitwise operator failed to match", "bitwise operator matched successfully", false,
+         {"binData", "decimal", "double", "int", "long", NULL}},
+        {"$bitsAnyClear", "bitwise operator failed to match", "bitwise operator matched successfully", false,
+         {"binData", "decimal", "double", "int", "long", NULL}},
+        {"$geoWithin", "none of the considered geometries were contained within the expression\u2019s geometry",
+         "at least one of considered geometries was contained within the expression\u2019s geometry", false, {NULL}},
+        {"$within", "none of the considered geometries were contained within the expression\u2019s geometry",
+         "at least one of considered geometries was contained within the expression\u2019s geometry", false, {NULL}},
+        {"$geoIntersects", "none of the considered geometries intersected the expression\u2019s geometry",
+         "at least one of considered geometries intersected the expression\u2019s geometry", false, {NULL}},
+    };
+    considered_t c;
+    int o = -1;
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]) && o < 0; i++) {
+        if (strcmp(opname, ops[i].op) == 0)
+            o = (int)i;
+    }
+    memset(&c, 0, sizeof(c));
+    bson_init(&c.vals);
+    c.omit = o < 0 || !ops[o].whole;
+    mf_path_walk_whole(doc, k, considered_visit, &c);
+    if (strcmp(opname, "$exists") == 0) {
+        BSON_APPEND_UTF8(out, "reason", c.present ? "path does exist" : "path does not exist");
+        goto done;
+    }
+    if (!c.present) {
+        BSON_APPEND_UTF8(out, "reason", "field was missing");
+        goto done;
+    }
+    bool reasoned = false;
+    if (o >= 0 && ops[o].types[0] != NULL) {
+        bson_iter_t it;
+        bool typed = false;
+        if (bson_iter_init(&it, &c.vals)) {
+            while (bson_iter_next(&it) && !typed) {
+                const char *tn = mf_type_name(bson_iter_type(&it));
+                for (int t = 0; ops[o].types[t] != NULL && !typed; t++)
+                    typed = strcmp(tn, ops[o].types[t]) == 0;
+            }
+        }
+        if (!typed) {
+            const char *names[6];
+            int n = 0;
+            BSON_APPEND_UTF8(out, "reason", "type did not match");
+            append_considered_types(out, &c);
+            while (ops[o].types[n] != NULL) {
+                names[n] = ops[o].types[n];
+                n++;
+            }
+            append_type_names(out, "expectedType", "expectedTypes", names, n);
+            reasoned = true;
+        }
+    }
+    if (!reasoned && o >= 0 && (strcmp(opname, "$geoWithin") == 0 || strcmp(opname, "$within") == 0 ||
+                                strcmp(opname, "$geoIntersects") == 0)) {
+        /* appendGeoTypeError: none of the values (nor the top-level field of that name) is a geometry. */
+        bool geometry = false;
+        bson_iter_t it;
+        if (bson_iter_init(&it, &c.vals)) {
+            while (bson_iter_next(&it) && !geometry) {
+                mf_geo_t *g = NULL;
+                mf_error_t ge;
+                geometry = mf_geo_parse_stored(bson_iter_value(&it), &g, &ge) == 0;
+                mf_geo_free(g);
+            }
+        }
+        if (!geometry && bson_iter_init_find(&it, doc, k)) {
+            mf_geo_t *g = NULL;
+            mf_error_t ge;
+            geometry = mf_geo_parse_stored(bson_iter_value(&it), &g, &ge) == 0;
+            mf_geo_free(g);
+        }
+        if (!geometry) {
+            BSON_APPEND_UTF8(out, "reason", "could not find a valid geometry at the given path");
+            reasoned = true;
+        }
+    }
+    if (!reasoned)
+        BSON_APPEND_UTF8(out, "reason",
+                         o < 0 ? (inverted ? "clause did match" : "clause did not match")
+                               : inverted ? ops[o].inv : ops[o].reason);
+    if (c.vals.len < max_bytes / 4) {
+        bson_iter_t it;
+        if (c.n == 1 && bson_iter_init(&it, &c.vals) && bson_iter_next(&it))
+            bson_append_value(out, "consideredValue", -1, bson_iter_value(&it));
+        else
+            BSON_APPEND_ARRAY(out, "consideredValues", &c.vals);
+        if (c.truncated)
+            BSON_APPEND_BOOL(out, "consideredValuesTruncated", true);
+    }
+    if (strcmp(opname, "$type") == 0)
+        append_considered_types(out, &c);
+done:
+    bson_destroy(&c.vals);
+}
+
 /*
  * Fills out (initialised here) with the details of one clause {k: v} that
  * failed on doc, or, inverted (under $not or $nor), that matched it.
@@ -2496,51 +2717,7 @@ clause_details(const char *k, const bson_value_t *v, const bson_t *doc, bson_t *
         BSON_APPEND_UTF8(out, "reason", inverted ? "clause did match" : "clause did not match");
         return;
     }
-    bson_value_t found;
-    bool present = mf_path_get(doc, k, &found);
-    if (strcmp(opname, "$exists") == 0) {
-        /* mongod's reasons for $exists: true / false; no considered value. */
-        BSON_APPEND_UTF8(out, "reason", present ? "path does exist" : "path does not exist");
-        return;
-    }
-    if (!present) {
-        BSON_APPEND_UTF8(out, "reason", "field was missing");
-        return;
-    }
-    /* The reasons of mongod's doc_validation_error.cpp, per operator: failed, and (inverted) matched. */
-    static const char *const reasons[][3] = {
-        {"$eq", "comparison failed", "comparison succeeded"},
-        {"$gt", "comparison failed", "comparison succeeded"},
-        {"$gte", "comparison failed", "comparison succeeded"},
-        {"$lt", "comparison failed", "comparison succeeded"},
-        {"$lte", "comparison failed", "comparison succeeded"},
-        {"$ne", "comparison succeeded", "comparison failed"},
-        {"$type", "type did not match", "type did match"},
-        {"$regex", "regular expression did not match", "regular expression did match"},
-        {"$in", "no matching value found in array", "matching value found in array"},
-        {"$nin", "matching value found in array", "no matching value found in array"},
-        {"$size", "array length was not equal to given size", "array length was equal to given size"},
-        {"$all", "array did not contain all specified values", "array did contain all specified values"},
-        {"$mod", "$mod did not evaluate to expected remainder", "$mod did evaluate to expected remainder"},
-        {"$elemMatch", "array did not satisfy the child predicate", "array did satisfy the child predicate"},
-        {"$bitsAllSet", "bitwise operator failed to match", "bitwise operator matched successfully"},
-        {"$bitsAllClear", "bitwise operator failed to match", "bitwise operator matched successfully"},
-        {"$bitsAnySet", "bitwise operator failed to match", "bitwise operator matched successfully"},
-        {"$bitsAnyClear", "bitwise operator failed to match", "bitwise operator matched successfully"},
-    };
-    const char *reason = inverted ? "clause did match" : "clause did not match";
-    for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++) {
-        if (strcmp(opname, reasons[i][0]) == 0) {
-            reason = reasons[i][inverted ? 2 : 1];
-            break;
-        }
-    }
-    BSON_APPEND_UTF8(out, "reason", reason);
-    if ((found.value_type != BSON_TYPE_DOCUMENT && found.value_type != BSON_TYPE_ARRAY) ||
-        found.value.v_doc.data_len < max_bytes / 4)
-        bson_append_value(out, "consideredValue", -1, &found);
-    if (strcmp(opname, "$type") == 0)
-        BSON_APPEND_UTF8(out, "consideredType", mf_type_name(found.value_type));
+    leaf_details(opname, k, doc, out, max_bytes, inverted);
 }
 
 /*

@@ -307,3 +307,43 @@ h.test('$expr validators explain "expression did not match" with the expression\
   assert.equal(typeof d.details.code, 'number');
   assert.equal(typeof d.details.codeName, 'string');
 });
+
+h.test('query-operator errInfo: arrays give consideredValues, a type the operator cannot read gives "type did not match" with expectedType(s) (generatePathError)', async () => {
+  // kTraverseOmitArray: a leaf array's elements, along dotted paths through arrays too.
+  assert.deepEqual(await detailsFor({ scores: { $gte: 50 } }, { _id: 1, scores: [10, 20] }),
+    { operatorName: '$gte', specifiedAs: { scores: { $gte: 50 } }, reason: 'comparison failed', consideredValues: [10, 20] });
+  assert.deepEqual(await detailsFor({ 'items.qty': { $gt: 5 } }, { _id: 2, items: [{ qty: 1 }, { qty: [2, 3] }] }),
+    { operatorName: '$gt', specifiedAs: { 'items.qty': { $gt: 5 } }, reason: 'comparison failed', consideredValues: [1, 2, 3] });
+  assert.deepEqual(await detailsFor({ tags: { $in: ['a'] } }, { _id: 3, tags: [] }),
+    { operatorName: '$in', specifiedAs: { tags: { $in: ['a'] } }, reason: 'no matching value found in array', consideredValues: [] });
+  // At most 10 (internalQueryMaxDocValidationErrorConsideredValues).
+  const many = await detailsFor({ n: { $gt: 100 } }, { _id: 4, n: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12] });
+  assert.deepEqual(many.consideredValues, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  assert.equal(many.consideredValuesTruncated, true);
+  // $type lists the considered types.
+  assert.deepEqual(await detailsFor({ v: { $type: 'bool' } }, { _id: 5, v: [1, 'x'] }),
+    { operatorName: '$type', specifiedAs: { v: { $type: 'bool' } }, reason: 'type did not match', consideredValues: [1, 'x'], consideredTypes: ['int', 'string'] });
+  // Operators reading certain types only.
+  assert.deepEqual(await detailsFor({ code: /^[A-Z]+$/ }, { _id: 6, code: 42 }), {
+    operatorName: '$regex', specifiedAs: { code: /^[A-Z]+$/ }, reason: 'type did not match', consideredType: 'int',
+    expectedTypes: ['regex', 'string', 'symbol'], consideredValue: 42,
+  });
+  assert.deepEqual(await detailsFor({ n: { $mod: [2, 0] } }, { _id: 7, n: 'two' }), {
+    operatorName: '$mod', specifiedAs: { n: { $mod: [2, 0] } }, reason: 'type did not match', consideredType: 'string',
+    expectedTypes: ['decimal', 'double', 'int', 'long'], consideredValue: 'two',
+  });
+  assert.deepEqual(await detailsFor({ tags: { $size: 2 } }, { _id: 8, tags: 'a,b' }), {
+    operatorName: '$size', specifiedAs: { tags: { $size: 2 } }, reason: 'type did not match', consideredType: 'string',
+    expectedType: 'array', consideredValue: 'a,b',
+  });
+  // $exists follows dotted paths through arrays.
+  assert.deepEqual(await detailsFor({ 'a.b': { $exists: false } }, { _id: 9, a: [{ b: 1 }] }),
+    { operatorName: '$exists', specifiedAs: { 'a.b': { $exists: false } }, reason: 'path does exist' });
+  // Geo: mongod's reasons (with its typographic apostrophe), or no geometry at all.
+  assert.deepEqual(await detailsFor({ loc: { $geoWithin: { $box: [[0, 0], [1, 1]] } } }, { _id: 10, loc: [5, 5] }), {
+    operatorName: '$geoWithin', specifiedAs: { loc: { $geoWithin: { $box: [[0, 0], [1, 1]] } } },
+    reason: 'none of the considered geometries were contained within the expression\u2019s geometry', consideredValues: [5, 5],
+  });
+  assert.equal((await detailsFor({ loc: { $geoWithin: { $box: [[0, 0], [1, 1]] } } }, { _id: 11, loc: 'here' })).reason,
+    'could not find a valid geometry at the given path');
+});
