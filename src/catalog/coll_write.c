@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/curop.h"
 #include "common/fmt.h"
 #include "common/log.h"
 #include "index/index.h"
@@ -861,6 +862,37 @@ validation_failure_info(const mf_coll_t *c, const bson_t *newdoc, mf_error_t *er
     bson_destroy(&info);
 }
 
+/*
+ * validationAction "warn": mongod's log line 20294 "Document would fail
+ * validation" with attr {namespace, document, errInfo} (collection_impl.cpp
+ * checkValidation), errInfo as a 121 would carry it.
+ */
+static void
+log_would_fail(const mf_coll_t *c, const bson_t *newdoc)
+{
+    mf_error_t e;
+    bson_t attr, info;
+    bson_iter_t it;
+    char ctx[32];
+    mf_err_clear(&e);
+    validation_failure_info(c, newdoc, &e);
+    bson_init(&attr);
+    BSON_APPEND_UTF8(&attr, "namespace", c->ns);
+    BSON_APPEND_DOCUMENT(&attr, "document", newdoc);
+    if (e.info_len > 0 && bson_init_static(&info, e.info, e.info_len) && bson_iter_init_find(&it, &info, "errInfo"))
+        bson_append_value(&attr, "errInfo", -1, bson_iter_value(&it));
+    int64_t conn = mf_curop_client_id(mf_curop_current());
+    if (conn > 0)
+        snprintf(ctx, sizeof(ctx), "conn%lld", (long long)conn);
+    else
+        snprintf(ctx, sizeof(ctx), "%s", "-");
+    char *json = bson_as_relaxed_extended_json(&attr, NULL);
+    if (json != NULL)
+        mf_log_attr(MF_LOG_WARN, "STORAGE", 20294, ctx, "Document would fail validation", json);
+    bson_free(json);
+    bson_destroy(&attr);
+}
+
 int
 mf_coll_validate(mf_coll_t *c, const bson_t *newdoc, const bson_t *olddoc, mf_error_t *err)
 {
@@ -875,7 +907,7 @@ mf_coll_validate(mf_coll_t *c, const bson_t *newdoc, const bson_t *olddoc, mf_er
                 (olddoc != NULL && c->validation_level == MF_VALIDATION_MODERATE &&
                  !mf_matcher_match(c->validator, olddoc, NULL));
     if (!pass && c->validation_action == MF_VALIDATION_WARN) {
-        mf_log(MF_LOG_WARN, "STORAGE", "Document would fail validation: namespace %s", c->ns);
+        log_would_fail(c, newdoc);
         pass = true;
     }
     if (!pass) {

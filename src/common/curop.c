@@ -108,6 +108,12 @@ struct mf_curop {
 /* The calling thread's operation: per-thread state, not shared. */
 static _Thread_local mf_curop_t *current_op;
 
+int64_t
+mf_curop_client_id(const mf_curop_t *op)
+{
+    return op != NULL ? op->client_id : 0;
+}
+
 mf_curops_t *
 mf_curops_new(void)
 {

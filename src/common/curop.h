@@ -212,6 +212,9 @@ void mf_curop_end(mf_curop_t *op);
 void mf_curop_set_current(mf_curop_t *op);
 mf_curop_t *mf_curop_current(void);
 
+/* mf_curop_client_id: op's connection id (0 for background work or a NULL op). */
+int64_t mf_curop_client_id(const mf_curop_t *op);
+
 /*
  * mf_curops_report_each: calls fn with each operation's currentOp document
  * (valid during the call), outside the registry's mutex, in opid order: as

@@ -347,3 +347,21 @@ h.test('query-operator errInfo: arrays give consideredValues, a type the operato
   assert.equal((await detailsFor({ loc: { $geoWithin: { $box: [[0, 0], [1, 1]] } } }, { _id: 11, loc: 'here' })).reason,
     'could not find a valid geometry at the given path');
 });
+
+h.test('validationAction "warn" writes the document and logs 20294 "Document would fail validation" with namespace, document and errInfo', async () => {
+  const db = srv.freshDb('valc_warn');
+  await db.createCollection('w', { validator: { qty: { $type: 'int' } }, validationAction: 'warn' });
+  await db.collection('w').insertOne({ _id: 'w1', qty: 'ten' });
+  assert.deepEqual(await db.collection('w').findOne({ _id: 'w1' }), { _id: 'w1', qty: 'ten' });
+  const { log } = await srv.client.db('admin').command({ getLog: 'global' });
+  const line = log.map((l) => JSON.parse(l)).filter((l) => l.id === 20294 && l.attr.namespace === `${db.databaseName}.w`).pop();
+  assert.ok(line, 'the warning is logged');
+  assert.equal(line.s, 'W');
+  assert.equal(line.c, 'STORAGE');
+  assert.equal(line.msg, 'Document would fail validation');
+  assert.deepEqual(line.attr.document, { _id: 'w1', qty: 'ten' });
+  assert.deepEqual(line.attr.errInfo, {
+    failingDocumentId: 'w1',
+    details: { operatorName: '$type', specifiedAs: { qty: { $type: 'int' } }, reason: 'type did not match', consideredValue: 'ten', consideredType: 'string' },
+  });
+});
