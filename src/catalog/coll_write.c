@@ -894,6 +894,20 @@ log_would_fail(const mf_coll_t *c, const bson_t *newdoc)
 }
 
 int
+mf_coll_schema_check(mf_coll_t *c, const bson_t *doc)
+{
+    if (c->validator == NULL || c->validation_level == MF_VALIDATION_OFF)
+        return 0;
+    const mf_collation_t *saved = mf_collation_current();
+    mf_collation_set_current(c->validator_coll);
+    int r = mf_matcher_match(c->validator, doc, NULL) ? 0 : c->validation_action == MF_VALIDATION_WARN ? 1 : 2;
+    if (r == 1)
+        log_would_fail(c, doc);
+    mf_collation_set_current(saved);
+    return r;
+}
+
+int
 mf_coll_validate(mf_coll_t *c, const bson_t *newdoc, const bson_t *olddoc, mf_error_t *err)
 {
     if (c->is_timeseries && !c->is_view && bucket_doc_check(c, newdoc, err) != 0)

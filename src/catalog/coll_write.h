@@ -238,6 +238,14 @@ int mf_coll_dup_key_error(mf_coll_t *c, mf_index_t *ix, const bson_t *doc, const
 int mf_coll_validate(mf_coll_t *c, const bson_t *newdoc, const bson_t *olddoc, mf_error_t *err) MF_WUR;
 
 /*
+ * mf_coll_schema_check: what mongod's CollectionImpl::checkValidation says
+ * of a stored doc, as the validate command asks it: 0 it passes (no
+ * validator, validationLevel "off", or it matches), 1 it fails under
+ * validationAction "warn" (logged as 20294), 2 it fails under "error".
+ */
+int mf_coll_schema_check(mf_coll_t *c, const bson_t *doc);
+
+/*
  * The duplicates a unique index build met (mf_coll_index_build_chunk): its
  * scan goes on past them, and the build then fails with the lowest key of
  * the first index that has one, as mongod's, which checks the keys in

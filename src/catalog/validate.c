@@ -30,6 +30,8 @@ mf_catalog_validate(mf_catalog_t *cat, mf_sess_t *s, mf_coll_t *c, bson_t *repor
     mf_cur_t *rc = NULL;
     int64_t nrecords = 0, missing = 0, extra = 0, corrupt = 0, datasize = 0;
     int64_t expected[MF_MAX_INDEXES] = {0}, actual[MF_MAX_INDEXES] = {0};
+    int64_t noncompliant = 0; /* documents the validator refuses */
+    int schema_first = 0;     /* mf_coll_schema_check's answer for the first of them */
     int sret = MF_NOTFOUND; /* the first storage error of the scans (MF_NOTFOUND: none) */
     bool saw_multikey[MF_MAX_INDEXES] = {false};
     uint32_t(*saw_paths)[MF_KP_MAX_FIELDS] = mf_calloc(MF_MAX_INDEXES, sizeof(*saw_paths)); /* multikey paths seen */
@@ -79,6 +81,28 @@ mf_catalog_validate(mf_catalog_t *cat, mf_sess_t *s, mf_coll_t *c, bson_t *repor
         if (!bson_init_static(&doc, v, len) || !bson_validate(&doc, BSON_VALIDATE_NONE, NULL)) {
             corrupt++;
             continue;
+        }
+        /*
+         * validate_adaptor.cpp: a document the collection's validator refuses
+         * is counted (nNonCompliantDocuments) and logged (5363500); the first
+         * one decides the one message (schemaValidationFailed).
+         */
+        int schema = mf_coll_schema_check(c, &doc);
+        if (schema != 0) {
+            char ridbuf[32];
+            bson_t attr;
+            bson_init(&attr);
+            snprintf(ridbuf, sizeof(ridbuf), "%lld", (long long)rid);
+            BSON_APPEND_UTF8(&attr, "namespace", c->ns);
+            BSON_APPEND_UTF8(&attr, "recordId", ridbuf);
+            char *json = bson_as_relaxed_extended_json(&attr, NULL);
+            if (json != NULL)
+                mf_log_attr(MF_LOG_WARN, "STORAGE", 5363500, "-", "Document is not compliant with the collection's schema",
+                            json);
+            bson_free(json);
+            bson_destroy(&attr);
+            if (noncompliant++ == 0)
+                schema_first = schema;
         }
         for (int i = 0; i < c->nindexes; i++) {
             mf_index_t *ix = c->indexes[i];
@@ -181,6 +205,18 @@ mf_catalog_validate(mf_catalog_t *cat, mf_sess_t *s, mf_coll_t *c, bson_t *repor
         bson_destroy(&warnings);
         goto err_free;
     }
+    if (noncompliant > 0) {
+        /* schemaValidationFailed: a warning under validationAction "warn", else an error (not valid). */
+        static const char schema_msg[] =
+            "Detected one or more documents not compliant with the collection's schema. Check logs for log id 5363500.";
+        if (schema_first == 1) {
+            snprintf(key, sizeof(key), "%d", nwarnings++);
+            BSON_APPEND_UTF8(&warnings, key, schema_msg);
+        } else {
+            snprintf(key, sizeof(key), "%d", nerrors++);
+            BSON_APPEND_UTF8(&errors, key, schema_msg);
+        }
+    }
     bson_init(&kpi);
     bson_init(&details);
     for (int i = 0; i < c->nindexes; i++) {
@@ -214,7 +250,7 @@ mf_catalog_validate(mf_catalog_t *cat, mf_sess_t *s, mf_coll_t *c, bson_t *repor
     BSON_APPEND_UTF8(report, "ns", c->ns);
     bson_append_binary(report, "uuid", 4, BSON_SUBTYPE_UUID, c->uuid, 16);
     mf_append_number(report, "nInvalidDocuments", corrupt);
-    mf_append_number(report, "nNonCompliantDocuments", 0);
+    mf_append_number(report, "nNonCompliantDocuments", noncompliant);
     mf_append_number(report, "nrecords", nrecords);
     BSON_APPEND_INT32(report, "nIndexes", mf_coll_ready_indexes(c));
     BSON_APPEND_DOCUMENT(report, "keysPerIndex", &kpi);

@@ -365,3 +365,35 @@ h.test('validationAction "warn" writes the document and logs 20294 "Document wou
     details: { operatorName: '$type', specifiedAs: { qty: { $type: 'int' } }, reason: 'type did not match', consideredValue: 'ten', consideredType: 'string' },
   });
 });
+
+h.test('validate counts documents the validator refuses (nNonCompliantDocuments) and says so once: a warning under "warn", an error (not valid) under "error"', async () => {
+  const db = srv.freshDb('valc_validate');
+  const msg = "Detected one or more documents not compliant with the collection's schema. Check logs for log id 5363500.";
+  for (const action of ['warn', 'error']) {
+    await db.createCollection(action, { validator: { a: { $exists: true } }, validationAction: action });
+    await db.command({ insert: action, documents: [{ _id: 1, a: 1 }, { _id: 2, b: 1 }, { _id: 3, c: 1 }], bypassDocumentValidation: true });
+    let r = await db.command({ validate: action });
+    assert.equal(r.nNonCompliantDocuments, 2, action);
+    if (action === 'warn') {
+      assert.equal(r.valid, true);
+      assert.deepEqual(r.warnings, [msg]);
+      assert.deepEqual(r.errors, []);
+    } else {
+      assert.equal(r.valid, false);
+      assert.deepEqual(r.warnings, []);
+      assert.deepEqual(r.errors, [msg]);
+    }
+    // validationLevel "off" checks nothing.
+    await db.command({ collMod: action, validationLevel: 'off' });
+    r = await db.command({ validate: action });
+    assert.equal(r.nNonCompliantDocuments, 0);
+    assert.equal(r.valid, true);
+    await db.command({ collMod: action, validationLevel: 'strict' });
+    await db.collection(action).deleteMany({ a: { $exists: false } });
+    r = await db.command({ validate: action });
+    assert.deepEqual([r.valid, r.nNonCompliantDocuments, r.warnings, r.errors], [true, 0, [], []]);
+  }
+  const { log } = await srv.client.db('admin').command({ getLog: 'global' });
+  const lines = log.map((l) => JSON.parse(l)).filter((l) => l.id === 5363500 && l.attr.namespace === `${db.databaseName}.error`);
+  assert.deepEqual(lines.map((l) => l.attr.recordId), ['2', '3']);
+});
