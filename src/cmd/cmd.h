@@ -425,6 +425,16 @@ int mf_cmd_pre_images_option(mf_op_t *op, const char *cmd_name, const bson_iter_
  */
 int mf_cmd_validation_option(mf_op_t *op, const char *cmd_name, const bson_iter_t *it) MF_WUR;
 /*
+ * mf_cmd_options_canonical: reorders a collection's stored options (not a
+ * view's) as mongod's CollectionOptions::appendBSON writes them, which is
+ * what listCollections shows: capped, size, max, autoIndexId, temp,
+ * recordPreImages, changeStreamPreAndPostImages, storageEngine,
+ * indexOptionDefaults, validator, validationLevel, validationAction,
+ * collation, clusteredIndex, expireAfterSeconds, viewOn, pipeline, idIndex,
+ * timeseries, encryptedFields; any other field after them, in its order.
+ */
+void mf_cmd_options_canonical(bson_t *opts);
+/*
  * mf_cmd_append_command_metrics: serverStatus metrics.commands into out:
  * {"<UNKNOWN>": n, <name>: {failed, total}} for each command, by name.
  */

@@ -944,6 +944,7 @@ cmd_create(mf_op_t *op)
         bson_append_value(&opts, k, -1, bson_iter_value(&it));
     }
     capped_options_normalise(&opts);
+    mf_cmd_options_canonical(&opts);
     bson_iter_t ti;
     if (bson_iter_init_find(&ti, &opts, "timeseries")) {
         rc = create_timeseries(op, name, &opts);

@@ -1206,6 +1206,7 @@ cmd_coll_mod(mf_op_t *op)
     }
     if (!bson_empty(&opts)) {
         bson_t *old = c->options;
+        mf_cmd_options_canonical(&merged);
         c->options = bson_copy(&merged);
         bson_destroy(&merged);
         if ((rc = mf_catalog_coll_persist(op->eng->cat, c, &op->err)) != 0) {

@@ -686,6 +686,37 @@ mf_cmd_cursor_register(mf_op_t *op, mf_cursor_t *cur)
     return id;
 }
 
+void
+mf_cmd_options_canonical(bson_t *opts)
+{
+    static const char *const order[] = {"capped", "size", "max", "autoIndexId", "temp", "recordPreImages",
+                                        "changeStreamPreAndPostImages", "storageEngine", "indexOptionDefaults",
+                                        "validator", "validationLevel", "validationAction", "collation",
+                                        "clusteredIndex", "expireAfterSeconds", "viewOn", "pipeline", "idIndex",
+                                        "timeseries", "encryptedFields", NULL};
+    bson_iter_t it;
+    bson_t out;
+    if (bson_has_field(opts, "viewOn"))
+        return; /* a view's options are listed viewOn, pipeline, collation (list_collections.cpp) */
+    bson_init(&out);
+    for (int i = 0; order[i] != NULL; i++) {
+        if (bson_iter_init_find(&it, opts, order[i]))
+            bson_append_value(&out, order[i], -1, bson_iter_value(&it));
+    }
+    bson_iter_init(&it, opts);
+    while (bson_iter_next(&it)) {
+        bool known = false;
+        for (int i = 0; order[i] != NULL && !known; i++)
+            known = strcmp(order[i], bson_iter_key(&it)) == 0;
+        if (!known)
+            bson_append_value(&out, bson_iter_key(&it), -1, bson_iter_value(&it));
+    }
+    bson_destroy(opts);
+    bson_init(opts);
+    bson_concat(opts, &out);
+    bson_destroy(&out);
+}
+
 int
 mf_cmd_validation_option(mf_op_t *op, const char *cmd_name, const bson_iter_t *it)
 {

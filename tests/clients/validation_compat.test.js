@@ -397,3 +397,17 @@ h.test('validate counts documents the validator refuses (nNonCompliantDocuments)
   const lines = log.map((l) => JSON.parse(l)).filter((l) => l.id === 5363500 && l.attr.namespace === `${db.databaseName}.error`);
   assert.deepEqual(lines.map((l) => l.attr.recordId), ['2', '3']);
 });
+
+h.test('listCollections lists options in CollectionOptions::appendBSON\'s order (validator, validationLevel, validationAction, collation ...), whatever order create and collMod gave them', async () => {
+  const db = srv.freshDb('valc_order');
+  await db.command({ create: 'a', validationAction: 'warn', collation: { locale: 'fr' }, validator: { x: 1 }, validationLevel: 'moderate' });
+  const keys = async (name) => Object.keys((await db.listCollections({ name }).toArray())[0].options);
+  assert.deepEqual(await keys('a'), ['validator', 'validationLevel', 'validationAction', 'collation']);
+  // The same options in another order are the same options: no 48.
+  await db.command({ create: 'a', validator: { x: 1 }, validationLevel: 'moderate', validationAction: 'warn', collation: { locale: 'fr' } });
+  await db.command({ create: 'b', validationLevel: 'moderate' });
+  await db.command({ collMod: 'b', validator: { y: 1 } });
+  assert.deepEqual(await keys('b'), ['validator', 'validationLevel']);
+  await db.command({ create: 'c', validator: { z: 1 }, size: 5000, capped: true });
+  assert.deepEqual(await keys('c'), ['capped', 'size', 'validator']);
+});
