@@ -48,6 +48,7 @@
 #include "common/curop.h"
 #include "common/fmt.h"
 #include "common/log.h"
+#include "doc/jsonschema.h"
 #include "doc/match.h"
 #include "doc/value.h"
 #include "doc/geo.h"
@@ -183,6 +184,14 @@ uuid_of(const bson_iter_t *it, uint8_t uuid[16])
         memcpy(uuid, bin, 16);
 }
 
+/* Whether options has field k set to the string v. */
+static bool
+opt_is(const bson_t *options, const char *k, const char *v)
+{
+    bson_iter_t it;
+    return bson_iter_init_find(&it, options, k) && BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), v) == 0;
+}
+
 static int
 parse_options(const bson_t *options, bool exact_size, parsed_opts_t *p, mf_error_t *err)
 {
@@ -266,7 +275,11 @@ parse_options(const bson_t *options, bool exact_size, parsed_opts_t *p, mf_error
                 goto fail;
             const mf_collation_t *saved = mf_collation_current();
             mf_collation_set_current(p->validator_coll);
+            /* No encrypt keywords where a failing document would be logged or kept in plain (warn, moderate). */
+            bool allowed = mf_jsonschema_allow_encrypt(!opt_is(options, "validationAction", "warn") &&
+                                                       !opt_is(options, "validationLevel", "moderate"));
             p->validator = bson_empty(&vd) ? NULL : mf_matcher_new(&vd, err);
+            mf_jsonschema_allow_encrypt(allowed);
             mf_collation_set_current(saved);
             if (!bson_empty(&vd) && p->validator == NULL)
                 goto fail;

@@ -1194,8 +1194,8 @@ cmd_coll_mod(mf_op_t *op)
             bson_append_value(&merged, bson_iter_key(&oi), -1, bson_iter_value(&oi));
         }
         /* A new validator where mongod's parseValidator refuses one (checkValidatorCanBeUsedOnNs). */
-        if ((rc = mf_coll_options_check(&merged, &op->err)) != 0 ||
-            (rc = mf_coll_validator_allowed(c->db, c->name, c->uuid, &opts, &op->err)) != 0) {
+        if ((rc = mf_coll_validator_allowed(c->db, c->name, c->uuid, &opts, &op->err)) != 0 ||
+            (rc = mf_coll_options_check(&merged, &op->err)) != 0) {
             bson_destroy(&merged);
             goto out;
         }

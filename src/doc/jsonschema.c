@@ -224,6 +224,17 @@ has_duplicate(const bson_value_t *v)
 
 /* ---- parsing ---- */
 
+/* The calling thread's mf_jsonschema_allow_encrypt setting (per thread: parses run on many). */
+static _Thread_local bool encrypt_banned;
+
+bool
+mf_jsonschema_allow_encrypt(bool allow)
+{
+    bool was = !encrypt_banned;
+    encrypt_banned = !allow;
+    return was;
+}
+
 static jnode_t *parse_node(const bson_value_t *v, int depth, mf_error_t *err);
 
 static rule_t *
@@ -751,6 +762,11 @@ parse_node(const bson_value_t *v, int depth, mf_error_t *err)
         } else if (strcmp(k, "encrypt") == 0 || strcmp(k, "encryptMetadata") == 0) {
             /* json_schema_parser.cpp's translateEncryptionKeywords; encrypt implies bsonType binData. */
             bool meta = k[7] == 'M';
+            if (encrypt_banned) {
+                mf_err_set(err, MF_E_QueryFeatureNotAllowed,
+                           "Encryption-related validator keywords are not allowed in this context");
+                goto fail;
+            }
             if (meta)
                 has_meta = true;
             else

@@ -34,6 +34,16 @@ typedef struct mf_jsonschema mf_jsonschema_t;
  * err on a bad schema. The result does not reference schema's memory.
  */
 mf_jsonschema_t *mf_jsonschema_new(const bson_value_t *schema, mf_error_t *err);
+
+/*
+ * mf_jsonschema_allow_encrypt: whether the calling thread's following
+ * parses accept the encrypt / encryptMetadata keywords (initially true).
+ * mongod drops them from a validator's allowed features under
+ * validationAction "warn" or validationLevel "moderate"
+ * (database_impl.cpp, collection_impl.cpp parseValidator): they are then
+ * 224 QueryFeatureNotAllowed. Returns the previous setting.
+ */
+bool mf_jsonschema_allow_encrypt(bool allow);
 void mf_jsonschema_free(mf_jsonschema_t *s);
 
 /* mf_jsonschema_match_value: true if v (NULL = missing, which never matches) satisfies s. */

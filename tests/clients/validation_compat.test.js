@@ -411,3 +411,23 @@ h.test('listCollections lists options in CollectionOptions::appendBSON\'s order 
   await db.command({ create: 'c', validator: { z: 1 }, size: 5000, capped: true });
   assert.deepEqual(await keys('c'), ['capped', 'size', 'validator']);
 });
+
+h.test('encrypt keywords are refused (224) in a validator under validationAction "warn" or validationLevel "moderate", at create and when collMod turns them on', async () => {
+  const db = srv.freshDb('valc_encwarn');
+  const validator = { $jsonSchema: { properties: { ssn: { encrypt: { bsonType: 'int' } } } } };
+  const msg = 'Encryption-related validator keywords are not allowed in this context';
+  // database_impl.cpp userCreateNS: kEncryptKeywords is dropped from the allowed features.
+  let e = await h.expectCode(db.createCollection('w', { validator, validationAction: 'warn' }), 224);
+  assert.equal(e.message, msg);
+  e = await h.expectCode(db.createCollection('m', { validator, validationLevel: 'moderate' }), 224);
+  assert.equal(e.message, msg);
+  // collection_impl.cpp setValidationLevel / setValidationAction reparse the validator without them.
+  await db.createCollection('s', { validator });
+  e = await h.expectCode(db.command({ collMod: 's', validationLevel: 'moderate' }), 224);
+  assert.match(e.message, /Encryption-related validator keywords are not allowed in this context$/);
+  await h.expectCode(db.command({ collMod: 's', validationAction: 'warn' }), 224);
+  const [info] = await db.listCollections({ name: 's' }).toArray();
+  assert.deepEqual(info.options, { validator }, 'nothing changed');
+  // Without encrypt keywords, warn and moderate are fine; the names of ordinary fields do not matter.
+  await db.createCollection('ok', { validator: { $jsonSchema: { properties: { encrypt: { bsonType: 'bool' } } } }, validationAction: 'warn' });
+});
