@@ -435,6 +435,15 @@ int mf_cmd_validation_option(mf_op_t *op, const char *cmd_name, const bson_iter_
  */
 void mf_cmd_options_canonical(bson_t *opts);
 /*
+ * mf_cmd_count_validator: counts a create's (collmod false) or collMod's
+ * non-empty validator v in serverStatus metrics.commands.<cmd>.validator
+ * (total; failed when !parsed; jsonSchema when it has a top-level
+ * $jsonSchema), as mongod's ValidatorCounters::incrementCounters.
+ */
+void mf_cmd_count_validator(mf_op_t *op, bool collmod, const bson_value_t *v, bool parsed);
+/* mf_cmd_validator_parses: whether the validator in opts parses under its level, action and collation (true: none). */
+bool mf_cmd_validator_parses(const bson_t *opts);
+/*
  * mf_cmd_append_command_metrics: serverStatus metrics.commands into out:
  * {"<UNKNOWN>": n, <name>: {failed, total}} for each command, by name.
  */

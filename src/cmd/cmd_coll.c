@@ -1008,6 +1008,9 @@ cmd_create(mf_op_t *op)
         bson_destroy(&opts);
         return mf_err_set(&op->err, MF_E_InvalidOptions, "Clustered capped collections are not supported");
     }
+    bson_iter_t vi;
+    if (mf_op_find(op, "validator", &vi))
+        mf_cmd_count_validator(op, false, bson_iter_value(&vi), mf_cmd_validator_parses(&opts));
     if (mf_cmd_check_view_options(op, &opts) != 0 || mf_coll_options_check(&opts, &op->err) != 0) {
         bson_destroy(&opts);
         return -1;

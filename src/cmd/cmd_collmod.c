@@ -1193,6 +1193,9 @@ cmd_coll_mod(mf_op_t *op)
                 continue; /* validator: {} removes it (CollectionOptions::toBSON shows no empty validator) */
             bson_append_value(&merged, bson_iter_key(&oi), -1, bson_iter_value(&oi));
         }
+        bson_iter_t vi;
+        if (bson_iter_init_find(&vi, &opts, "validator"))
+            mf_cmd_count_validator(op, true, bson_iter_value(&vi), mf_cmd_validator_parses(&merged));
         /* A new validator where mongod's parseValidator refuses one (checkValidatorCanBeUsedOnNs). */
         if ((rc = mf_coll_validator_allowed(c->db, c->name, c->uuid, &opts, &op->err)) != 0 ||
             (rc = mf_coll_options_check(&merged, &op->err)) != 0) {

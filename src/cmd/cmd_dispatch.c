@@ -130,6 +130,16 @@ mf_cmd_append_command_metrics(mf_engine_t *eng, bson_t *out)
         BSON_APPEND_DOCUMENT_BEGIN(out, e[k].def->name, &one);
         BSON_APPEND_INT64(&one, "failed", atomic_load_explicit(&c[2 * e[k].index + 1], memory_order_relaxed));
         BSON_APPEND_INT64(&one, "total", atomic_load_explicit(&c[2 * e[k].index], memory_order_relaxed));
+        int vc = strcmp(e[k].def->name, "create") == 0 ? 0 : strcmp(e[k].def->name, "collMod") == 0 ? 1 : -1;
+        if (vc >= 0) {
+            /* mongod's ValidatorCounters, under the command's own counters (the metrics tree is sorted). */
+            bson_t v;
+            BSON_APPEND_DOCUMENT_BEGIN(&one, "validator", &v);
+            BSON_APPEND_INT64(&v, "failed", atomic_load_explicit(&eng->validator_counts[vc][1], memory_order_relaxed));
+            BSON_APPEND_INT64(&v, "jsonSchema", atomic_load_explicit(&eng->validator_counts[vc][2], memory_order_relaxed));
+            BSON_APPEND_INT64(&v, "total", atomic_load_explicit(&eng->validator_counts[vc][0], memory_order_relaxed));
+            bson_append_document_end(&one, &v);
+        }
         bson_append_document_end(out, &one);
     }
     free(e);

@@ -686,6 +686,38 @@ mf_cmd_cursor_register(mf_op_t *op, mf_cursor_t *cur)
     return id;
 }
 
+bool
+mf_cmd_validator_parses(const bson_t *opts)
+{
+    static const char *const keys[] = {"validator", "validationLevel", "validationAction", "collation", NULL};
+    bson_t v;
+    bson_iter_t it;
+    mf_error_t e;
+    bson_init(&v);
+    for (int i = 0; keys[i] != NULL; i++) {
+        if (bson_iter_init_find(&it, opts, keys[i]))
+            bson_append_value(&v, keys[i], -1, bson_iter_value(&it));
+    }
+    mf_err_clear(&e);
+    bool ok = mf_coll_options_check(&v, &e) == 0;
+    bson_destroy(&v);
+    return ok;
+}
+
+void
+mf_cmd_count_validator(mf_op_t *op, bool collmod, const bson_value_t *v, bool parsed)
+{
+    bson_iter_t it;
+    if (v == NULL || v->value_type != BSON_TYPE_DOCUMENT || v->value.v_doc.data_len <= 5)
+        return;
+    _Atomic int64_t *c = op->eng->validator_counts[collmod ? 1 : 0];
+    atomic_fetch_add_explicit(&c[0], 1, memory_order_relaxed);
+    if (!parsed)
+        atomic_fetch_add_explicit(&c[1], 1, memory_order_relaxed);
+    if (bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len) && bson_iter_find(&it, "$jsonSchema"))
+        atomic_fetch_add_explicit(&c[2], 1, memory_order_relaxed);
+}
+
 void
 mf_cmd_options_canonical(bson_t *opts)
 {

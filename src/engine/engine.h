@@ -285,6 +285,13 @@ typedef struct mf_engine {
     _Atomic int8_t log_verbosity[MF_LOG_COMPONENTS];
     _Atomic int64_t cmd_unknown, docs_returned;
     /*
+     * serverStatus metrics.commands.create.validator / collMod.validator
+     * (mongod's ValidatorCounters): [0] create, [1] collMod; each total,
+     * failed, jsonSchema (validators given, refused, with a top-level
+     * $jsonSchema).
+     */
+    _Atomic int64_t validator_counts[2][3];
+    /*
      * serverStatus metrics.queryExecutor and metrics.operation, summed from
      * each finished operation's scan figures (mf_curop_scan_t): keys and
      * documents examined, operations that scanned a whole collection (and

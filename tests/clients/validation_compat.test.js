@@ -431,3 +431,29 @@ h.test('encrypt keywords are refused (224) in a validator under validationAction
   // Without encrypt keywords, warn and moderate are fine; the names of ordinary fields do not matter.
   await db.createCollection('ok', { validator: { $jsonSchema: { properties: { encrypt: { bsonType: 'bool' } } } }, validationAction: 'warn' });
 });
+
+h.test('serverStatus metrics.commands.create / collMod.validator count validators given, refused and with $jsonSchema (ValidatorCounters)', async () => {
+  const db = srv.freshDb('valc_metrics');
+  const admin = srv.client.db('admin');
+  const counts = async () => {
+    const c = (await admin.command({ serverStatus: 1 })).metrics.commands;
+    const n = (v) => ({ failed: Number(v.failed), jsonSchema: Number(v.jsonSchema), total: Number(v.total) });
+    return { create: n(c.create.validator), collMod: n(c.collMod.validator) };
+  };
+  const diff = (a, b) => Object.fromEntries(Object.keys(a).map((k) => [k, Object.fromEntries(Object.keys(a[k]).map((f) => [f, b[k][f] - a[k][f]]))]));
+  const before = await counts();
+  const bad = { $jsonSchema: { bsonType: 'object', properties: { a: '' } } };
+  const good = { $jsonSchema: { bsonType: 'object', properties: { a: { bsonType: 'number' } } } };
+  await db.createCollection('plain');
+  await h.expectCode(db.command({ create: 'bad', validator: bad }), 14);
+  await db.createCollection('good', { validator: good });
+  await db.createCollection('expr', { validator: { $expr: { $eq: ['$a', 1] } } });
+  await db.createCollection('empty', { validator: {} });
+  await h.expectCode(db.command({ collMod: 'plain', validator: bad }), 14);
+  await db.command({ collMod: 'plain', validator: good });
+  await db.command({ collMod: 'plain', validator: {} });
+  assert.deepEqual(diff(before, await counts()), {
+    create: { failed: 1, jsonSchema: 2, total: 3 },
+    collMod: { failed: 1, jsonSchema: 2, total: 2 },
+  });
+});
