@@ -48,6 +48,7 @@
 #include "common/curop.h"
 #include "common/fmt.h"
 #include "common/log.h"
+#include "doc/expr.h"
 #include "doc/jsonschema.h"
 #include "doc/match.h"
 #include "doc/value.h"
@@ -278,7 +279,9 @@ parse_options(const bson_t *options, bool exact_size, parsed_opts_t *p, mf_error
             /* No encrypt keywords where a failing document would be logged or kept in plain (warn, moderate). */
             bool allowed = mf_jsonschema_allow_encrypt(!opt_is(options, "validationAction", "warn") &&
                                                        !opt_is(options, "validationLevel", "moderate"));
+            bool in_validator = mf_expr_parsing_validator(true);
             p->validator = bson_empty(&vd) ? NULL : mf_matcher_new(&vd, err);
+            mf_expr_parsing_validator(in_validator);
             mf_jsonschema_allow_encrypt(allowed);
             mf_collation_set_current(saved);
             if (!bson_empty(&vd) && p->validator == NULL)

@@ -202,6 +202,8 @@
     X(40324, Location40324)                                                    \
     X(40352, Location40352)                                                    \
     X(40353, Location40353)                                                    \
+    X(4660800, Location4660800)                                                \
+    X(4660801, Location4660801)                                                \
     X(4886600, Location4886600)                                                \
     X(4910201, Location4910201)                                                \
     X(26823, Location26823)                                                    \

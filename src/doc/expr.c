@@ -277,6 +277,17 @@ mf_expr_sort_key_source_set(const mf_sort_t *s)
 /* This thread's innermost ambient variable frame ($lookup let), or NULL. */
 static _Thread_local const mf_expr_vars_t *ambient_vars;
 
+/* mf_expr_parsing_validator's setting for the calling thread. */
+static _Thread_local bool parsing_validator;
+
+bool
+mf_expr_parsing_validator(bool on)
+{
+    bool was = parsing_validator;
+    parsing_validator = on;
+    return was;
+}
+
 const mf_expr_vars_t *
 mf_expr_vars_current(void)
 {
@@ -2197,6 +2208,15 @@ parse_doc(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
             mf_err_set(err, MF_E_Location15983,
                        "an expression specification must contain exactly one field, the name of the expression. Found 2 fields in %s",
                        "the object");
+            return NULL;
+        }
+        /* expression_function.cpp / expression_js_emit.cpp: no JavaScript in a validator, before anything else. */
+        if (parsing_validator && strcmp(first, "$function") == 0) {
+            mf_err_set(err, MF_E_Location4660800, "$function cannot be used inside a validator.");
+            return NULL;
+        }
+        if (parsing_validator && strcmp(first, "$_internalJsEmit") == 0) {
+            mf_err_set(err, MF_E_Location4660801, "$_internalJsEmit cannot be used inside a validator.");
             return NULL;
         }
         if (op == NULL) {

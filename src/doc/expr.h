@@ -45,6 +45,14 @@ typedef struct mf_expr mf_expr_t;
  */
 mf_expr_t *mf_expr_parse(const bson_value_t *v, mf_error_t *err);
 
+/*
+ * mf_expr_parsing_validator: whether the calling thread's following parses
+ * are of a collection validator (expCtx->isParsingCollectionValidator),
+ * where $function (4660800) and $_internalJsEmit (4660801) "cannot be used
+ * inside a validator". Returns the previous setting (initially false).
+ */
+bool mf_expr_parsing_validator(bool on);
+
 
 /*
  * mf_expr_parse_path: mf_expr_parse of the field path "$<field>" (a sort

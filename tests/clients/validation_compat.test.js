@@ -457,3 +457,17 @@ h.test('serverStatus metrics.commands.create / collMod.validator count validator
     collMod: { failed: 1, jsonSchema: 2, total: 2 },
   });
 });
+
+h.test('a validator may not run JavaScript: $function is 4660800 and $_internalJsEmit 4660801 "cannot be used inside a validator", at create and collMod', async () => {
+  const db = srv.freshDb('valc_js');
+  const fn = { $expr: { $function: { body: 'function(age) { return age >= 21; }', args: ['$age'], lang: 'js' } } };
+  let e = await h.expectCode(db.createCollection('c', { validator: fn }), 4660800);
+  assert.equal(e.message, '$function cannot be used inside a validator.');
+  await db.createCollection('c');
+  // Nested anywhere in the expression (doc_validation_invalid_validators.js).
+  e = await h.expectCode(db.command({ collMod: 'c', validator: { $expr: { $and: [{ $eq: ['$a', 1] }, fn.$expr] } } }), 4660800);
+  assert.match(e.message, /\$function cannot be used inside a validator\.$/);
+  e = await h.expectCode(db.command({ collMod: 'c', validator: { $expr: { $_internalJsEmit: { eval: 'function() {}', this: {} } } } }), 4660801);
+  assert.match(e.message, /\$_internalJsEmit cannot be used inside a validator\.$/);
+  assert.deepEqual((await db.listCollections({ name: 'c' }).toArray())[0].options, {});
+});
