@@ -291,6 +291,9 @@ mark_number_types(bool *types)
 static int
 add_type_name(rule_t *r, const char *kw, const char *name, mf_error_t *err)
 {
+    /* JSONSchemaParser::parseTypeSet refuses 'integer' for type and bsonType alike. */
+    if (strcmp(name, "integer") == 0)
+        return mf_err_set(err, MF_E_FailedToParse, "$jsonSchema type 'integer' is not currently supported.");
     if (strcmp(kw, "type") == 0) {
         static const struct {
             const char *name;

@@ -92,6 +92,9 @@ h.test('$jsonSchema parse errors carry json_schema_parser.cpp\'s codes and messa
   const cases = [
     [{ properties: { a: { bsonType: ['int', 'int'] } } }, 9, "$jsonSchema keyword 'bsonType' has duplicate value: int"],
     [{ properties: { a: { type: ['string', 'null', 'string'] } } }, 9, "$jsonSchema keyword 'type' has duplicate value: string"],
+    // parseTypeSet refuses 'integer' whichever keyword names it (JSON Schema users write bsonType: 'integer').
+    [{ properties: { a: { bsonType: 'integer' } } }, 9, "$jsonSchema type 'integer' is not currently supported."],
+    [{ properties: { a: { bsonType: ['int', 'integer'] } } }, 9, "$jsonSchema type 'integer' is not currently supported."],
     [{ properties: { a: { enum: [1, 1.0] } } }, 9, "$jsonSchema keyword 'enum' array cannot contain duplicate values."],
     [{ properties: { a: { enum: [{ x: 1, y: 2 }, { y: 2, x: 1 }] } } }, 9, "$jsonSchema keyword 'enum' array cannot contain duplicate values."],
     [{ enum: 'x' }, 14, "$jsonSchema keyword 'enum' must be an array, but found an element of type string"],
