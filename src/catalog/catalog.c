@@ -194,7 +194,7 @@ opt_is(const bson_t *options, const char *k, const char *v)
 }
 
 static int
-parse_options(const bson_t *options, bool exact_size, parsed_opts_t *p, mf_error_t *err)
+parse_options(const bson_t *options, bool exact_size, bool collmod, parsed_opts_t *p, mf_error_t *err)
 {
     bson_iter_t it;
     bool has_size = false;
@@ -258,11 +258,11 @@ parse_options(const bson_t *options, bool exact_size, parsed_opts_t *p, mf_error
             mf_error_t te = {0};
             if (mf_text_find(&vd, &tv, &te) != 0) { /* no text plan validates a document */
                 mf_err_set(err, MF_E_QueryFeatureNotAllowed, "$text is not allowed in this context");
-                goto fail;
+                goto bad_validator;
             }
             if (mf_geo_filter_has_near(&vd)) { /* nor does a nearest-first search */
                 mf_err_set(err, MF_E_Location5626500, MF_GEO_NEAR_CONTEXT_MSG);
-                goto fail;
+                goto bad_validator;
             }
             parsed_opts_free(p);
             /*
@@ -285,7 +285,7 @@ parse_options(const bson_t *options, bool exact_size, parsed_opts_t *p, mf_error
             mf_jsonschema_allow_encrypt(allowed);
             mf_collation_set_current(saved);
             if (!bson_empty(&vd) && p->validator == NULL)
-                goto fail;
+                goto bad_validator;
         } else if (strcmp(k, "validationLevel") == 0 || strcmp(k, "validationAction") == 0) {
             bool level = k[10] == 'L';
             const char *v = BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : "";
@@ -341,6 +341,10 @@ parse_options(const bson_t *options, bool exact_size, parsed_opts_t *p, mf_error
         goto fail;
     }
     return 0;
+bad_validator:
+    /* collMod's parseValidator gives a validator's parse error its context; create's userCreateNS answers it bare. */
+    if (collmod)
+        mf_err_context(err, "Parsing of collection validator failed");
 fail:
     parsed_opts_free(p);
     return -1;
@@ -372,10 +376,10 @@ mf_coll_validator_allowed(const char *db, const char *name, const uint8_t uuid[1
 }
 
 int
-mf_coll_options_check(const bson_t *options, mf_error_t *err)
+mf_coll_options_check(const bson_t *options, bool collmod, mf_error_t *err)
 {
     parsed_opts_t p;
-    if (parse_options(options, false, &p, err) != 0)
+    if (parse_options(options, false, collmod, &p, err) != 0)
         return -1;
     parsed_opts_free(&p);
     return 0;
@@ -1140,7 +1144,7 @@ coll_from_bson(const bson_t *doc, mf_error_t *err)
         parsed_opts_t po;
         mf_error_t perr;
         c->capped_exact = bson_iter_init_find(&it, doc, "cappedExact") && bson_iter_as_bool(&it);
-        if (parse_options(c->options, c->capped_exact, &po, &perr) != 0)
+        if (parse_options(c->options, c->capped_exact, false, &po, &perr) != 0)
             mf_log(MF_LOG_ERROR, "STORAGE", "collection %s: ignoring unusable options: %s", c->ns, perr.msg);
         else
             apply_options(c, &po);
@@ -1329,7 +1333,7 @@ mf_catalog_coll_persist(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err)
     mf_sess_t *s;
     int ret;
 
-    if (parse_options(c->options, c->capped_exact, &po, err) != 0)
+    if (parse_options(c->options, c->capped_exact, false, &po, err) != 0)
         return -1;
     coll_to_bson(c, &entry);
     ret = ddl_begin(cat, &s, err);
@@ -2100,7 +2104,7 @@ mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, cons
     if (mf_catalog_check_db_name(db, err) != 0 || mf_catalog_check_coll_name(db, name, err) != 0)
         return -1;
     parsed_opts_t po;
-    if (parse_options(options, false, &po, err) != 0)
+    if (parse_options(options, false, false, &po, err) != 0)
         return -1;
     /* One creation at a time: the name is checked and taken under ddl_mu. */
     pthread_mutex_lock(&cat->ddl_mu);

@@ -233,9 +233,12 @@ enum { MF_VALIDATION_ERROR = 0, MF_VALIDATION_WARN = 1 };
 /*
  * mf_coll_options_check: validates collection options as create and collMod
  * accept them (validator parses, validationLevel / validationAction known,
- * capped size, view definition). Returns 0 or -1 with err.
+ * capped size, view definition). collmod: a validator that does not parse
+ * gets collMod's context ("Parsing of collection validator failed :: caused
+ * by :: ..."), as mongod's parseValidator; create's error is bare. Returns 0
+ * or -1 with err.
  */
-int mf_coll_options_check(const bson_t *options, mf_error_t *err) MF_WUR;
+int mf_coll_options_check(const bson_t *options, bool collmod, mf_error_t *err) MF_WUR;
 
 /*
  * mf_coll_validator_allowed: whether collection db.name (UUID uuid) may have

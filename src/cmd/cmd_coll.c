@@ -1011,7 +1011,7 @@ cmd_create(mf_op_t *op)
     bson_iter_t vi;
     if (mf_op_find(op, "validator", &vi))
         mf_cmd_count_validator(op, false, bson_iter_value(&vi), mf_cmd_validator_parses(&opts));
-    if (mf_cmd_check_view_options(op, &opts) != 0 || mf_coll_options_check(&opts, &op->err) != 0) {
+    if (mf_cmd_check_view_options(op, &opts) != 0 || mf_coll_options_check(&opts, false, &op->err) != 0) {
         bson_destroy(&opts);
         return -1;
     }

@@ -1198,7 +1198,7 @@ cmd_coll_mod(mf_op_t *op)
             mf_cmd_count_validator(op, true, bson_iter_value(&vi), mf_cmd_validator_parses(&merged));
         /* A new validator where mongod's parseValidator refuses one (checkValidatorCanBeUsedOnNs). */
         if ((rc = mf_coll_validator_allowed(c->db, c->name, c->uuid, &opts, &op->err)) != 0 ||
-            (rc = mf_coll_options_check(&merged, &op->err)) != 0) {
+            (rc = mf_coll_options_check(&merged, true, &op->err)) != 0) {
             bson_destroy(&merged);
             goto out;
         }

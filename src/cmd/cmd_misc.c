@@ -217,7 +217,7 @@ clone_capped(mf_op_t *op, mf_coll_t *src, const char *to, int64_t size, bool has
     int rc = -1;
 
     capped_options(src, size, has_size, &opts);
-    if (mf_coll_options_check(&opts, &op->err) != 0)
+    if (mf_coll_options_check(&opts, false, &op->err) != 0)
         goto out;
     if (mf_catalog_coll_create(op->eng->cat, op->db, to, &opts, &dst, &op->err) != 0)
         goto out;

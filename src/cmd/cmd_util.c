@@ -699,7 +699,7 @@ mf_cmd_validator_parses(const bson_t *opts)
             bson_append_value(&v, keys[i], -1, bson_iter_value(&it));
     }
     mf_err_clear(&e);
-    bool ok = mf_coll_options_check(&v, &e) == 0;
+    bool ok = mf_coll_options_check(&v, false, &e) == 0;
     bson_destroy(&v);
     return ok;
 }
