@@ -1960,13 +1960,9 @@ mf_coll_index_by_name(mf_coll_t *c, const char *name)
     return NULL;
 }
 
-/*
- * Whether two key patterns are the same as mongod's findIndexesByKeyPattern
- * compares them (SimpleBSONObjComparator): the same field names in order,
- * numbers by value whatever their type ({a: 1.0} is {a: 1}), strings by bytes.
- */
-static bool
-key_patterns_equal(const bson_t *a, const bson_t *b)
+/* mf_key_pattern_equal: see catalog.h. */
+bool
+mf_key_pattern_equal(const bson_t *a, const bson_t *b)
 {
     bson_iter_t x, y;
     if (!bson_iter_init(&x, a) || !bson_iter_init(&y, b))
@@ -2001,7 +1997,7 @@ mf_coll_indexes_by_key(mf_coll_t *c, const bson_t *kp, bool ready_only, mf_index
     for (int i = 0; i < c->nindexes; i++) {
         bson_t key;
         if ((ready_only && c->indexes[i]->building) || !mf_index_spec_key(c->indexes[i]->spec, &key) ||
-            !key_patterns_equal(&key, kp))
+            !mf_key_pattern_equal(&key, kp))
             continue;
         if (n == 0)
             *first = c->indexes[i];

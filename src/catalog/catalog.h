@@ -622,6 +622,14 @@ int mf_catalog_index_drop_many(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *cons
 
 mf_index_t *mf_coll_index_by_name(mf_coll_t *c, const char *name);
 /*
+ * mf_key_pattern_equal: whether two key patterns are the same as mongod's
+ * findIndexesByKeyPattern and hint matching compare them
+ * (SimpleBSONObjComparator): the same field names in order, numbers by value
+ * whatever their type ({a: 1.0} is {a: 1}), strings by bytes; any other
+ * value (never in a stored key pattern) is unequal.
+ */
+bool mf_key_pattern_equal(const bson_t *a, const bson_t *b);
+/*
  * mf_coll_indexes_by_key: how many of c's indexes have key pattern kp
  * (several can: their collation, partial filter, sparse or unique differ),
  * skipping those being built when ready_only; the first two in *first and

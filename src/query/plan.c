@@ -935,30 +935,6 @@ mf_plan_index_hidden(const mf_index_t *ix)
     return ix->spec && bson_iter_init_find(&it, ix->spec, "hidden") && bson_iter_as_bool(&it);
 }
 
-static bool
-key_pattern_equal(const bson_t *a, const bson_t *b)
-{
-    bson_iter_t x, y;
-    if (!bson_iter_init(&x, a) || !bson_iter_init(&y, b))
-        return false;
-    for (;;) {
-        bool nx = bson_iter_next(&x), ny = bson_iter_next(&y);
-        if (nx != ny)
-            return false;
-        if (!nx)
-            return true;
-        if (strcmp(bson_iter_key(&x), bson_iter_key(&y)) != 0)
-            return false;
-        const bson_value_t *vx = bson_iter_value(&x), *vy = bson_iter_value(&y);
-        if (mf_value_is_number(vx) && mf_value_is_number(vy)) {
-            if (mf_value_as_double(vx) != mf_value_as_double(vy))
-                return false;
-        } else if (mf_value_cmp(vx, vy) != 0) {
-            return false;
-        }
-    }
-}
-
 /* Whether index ix's key pattern is the hint document h (numbers compared by value, as mongod). */
 static bool
 index_key_is(const mf_index_t *ix, const bson_t *h)
@@ -970,7 +946,7 @@ index_key_is(const mf_index_t *ix, const bson_t *h)
     if (!bson_iter_init_find(&it, ix->spec, "key") || !BSON_ITER_HOLDS_DOCUMENT(&it))
         return false;
     bson_iter_document(&it, &len, &data);
-    return bson_init_static(&key, data, len) && key_pattern_equal(&key, h);
+    return bson_init_static(&key, data, len) && mf_key_pattern_equal(&key, h);
 }
 
 /*
