@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs libFuzzer targets for a while each, one after another:
+# Runs libFuzzer targets for a while each, several at a time:
 #   scripts/fuzz-run.sh SECONDS [name...]     (default: every target; `make fuzz` builds them)
 # Names are those of fuzz/fuzz_<name>.c: wire bson match update agg keystring scram.
 #
@@ -15,14 +15,13 @@
 # whole run takes half as long as one after another.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. scripts/pool.sh
 
 secs="${1:-30}"
 shift || true
 names=("$@")
 [ "${#names[@]}" -gt 0 ] || names=(wire bson match update agg keystring scram)
-jobs="${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}"
-[ "$jobs" -gt 4 ] && jobs=4
-[ "$jobs" -ge 1 ] || jobs=1
+export secs
 
 mkdir -p fuzz/crashes build-fuzz/corpus
 for n in "${names[@]}"; do
@@ -36,8 +35,9 @@ for n in "${names[@]}"; do
     fi
 done
 
-# One target: its summary (and on failure the end of its log) into
-# build-fuzz/fuzz-<name>.out; exits with the fuzzer's status.
+# run_one NAME: runs one target, keeps its exit status in
+# build-fuzz/fuzz-<name>.rc and prints its summary (on failure with the end
+# of its log).
 run_one() {
     local n="$1" bin="build-fuzz/fuzz/fuzz_$1" work="build-fuzz/corpus/$1" log="build-fuzz/fuzz-$1.log"
     local out="build-fuzz/fuzz-$1.out" dict=() rc execs last cov ft corp
@@ -64,28 +64,17 @@ run_one() {
             grep -aE 'Test unit written to' "$log"
         fi
     } >"$out"
-    return "$rc"
+    echo "$rc" > "build-fuzz/fuzz-$n.rc"
+    pool_print build-fuzz/.fuzz-print.lock < "$out"
 }
+export -f run_one
 
+rm -f build-fuzz/fuzz-*.rc
+pool_run "$(pool_jobs "${FUZZ_JOBS:-}")" run_one "${names[@]}"
 failed=()
-declare -A pid_of=()
-finish() { # waits for one target ($1), prints its lines, records a failure
-    local n="$1"
-    wait "${pid_of[$n]}" || failed+=("$n")
-    cat "build-fuzz/fuzz-$n.out"
-    unset "pid_of[$n]"
-}
-running=()
 for n in "${names[@]}"; do
-    if [ "${#running[@]}" -ge "$jobs" ]; then
-        finish "${running[0]}"
-        running=("${running[@]:1}")
-    fi
-    run_one "$n" &
-    pid_of[$n]=$!
-    running+=("$n")
+    [ "$(cat "build-fuzz/fuzz-$n.rc" 2>/dev/null)" = 0 ] || failed+=("$n")
 done
-for n in "${running[@]}"; do finish "$n"; done
 if [ "${#failed[@]}" -gt 0 ]; then
     echo "fuzz-run: FAILED: ${failed[*]} (inputs under fuzz/crashes/)" >&2
     exit 1

@@ -40,10 +40,8 @@ fi
 SERIAL="ttl_schedgroup locks stalls hold_stress ttl_monitor limits replset_failover"
 # The longest of the others start first, so that no long file runs on alone at the end.
 FIRST="tls compact index_build agg_stages replset_ttl changestream archive"
-njobs="${MAYFLY_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}"
-case "$njobs" in '' | *[!0-9]*) njobs=1 ;; esac
-[ "$njobs" -lt 1 ] && njobs=1
-[ "$njobs" -gt 4 ] && njobs=4
+. scripts/pool.sh
+njobs="$(pool_jobs "${MAYFLY_TEST_JOBS:-}")"
 
 logs="$(mktemp -d /tmp/mf-client-logs.XXXXXX)"
 trap 'rm -rf "$logs"' EXIT
@@ -74,21 +72,15 @@ run_file() {
     t0=$(date +%s)
     node --test --test-concurrency=1 --test-timeout=240000 "$f" > "$logs/$name.log" 2>&1
     echo $? > "$logs/$name.rc"
-    (
-        flock 9
-        echo "== $f (exit $(cat "$logs/$name.rc"), $(( $(date +%s) - t0 )) s)"
-        cat "$logs/$name.log"
-    ) 9> "$logs/.print.lock"
+    { echo "== $f (exit $(cat "$logs/$name.rc"), $(( $(date +%s) - t0 )) s)"; cat "$logs/$name.log"; } |
+        pool_print "$logs/.print.lock"
 }
 export -f run_file
 export logs
 
 start=$(date +%s)
 echo "== node driver / mongoose / mongosh suites ($(( ${#together[@]} + ${#alone[@]} )) files, ${#together[@]} of them $njobs at a time) against $bin"
-if [ "${#together[@]}" -gt 0 ]; then
-    printf '%s\0' "${together[@]}" |
-        xargs -0 -n 1 -P "$njobs" bash -c 'run_file "$1"' _
-fi
+pool_run "$njobs" run_file "${together[@]}"
 again=()
 for f in "${together[@]}"; do
     [ "$(cat "$logs/$(basename "$f" .test.js).rc" 2>/dev/null)" = 0 ] || again+=("$f")
