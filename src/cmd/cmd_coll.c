@@ -2026,7 +2026,7 @@ cmd_list_indexes(mf_op_t *op)
         return -1;
     /*
      * list_indexes.cpp: the two flags exclude each other (72, mongod's wording);
-     * with includeIndexBuildInfo every built index comes as {spec: <spec>}.
+     * with includeIndexBuildInfo every index comes as {spec: <spec>}.
      */
     bson_iter_t fi;
     bool build_uuids = bson_iter_init_find(&fi, op->cmd, "includeBuildUUIDs") && bson_iter_as_bool(&fi);
@@ -2050,8 +2050,12 @@ cmd_list_indexes(mf_op_t *op)
     for (int i = 0, n = 0; i < (b ? b : c)->nindexes; i++) {
         mf_index_t *ix = (b ? b : c)->indexes[i];
         bson_t shown;
-        if (ix->building)
-            continue; /* listed once built, as mongod lists them */
+        /*
+         * An index being built is listed too, with its spec alone: mongod's
+         * listIndexesInLock lists every index of the catalog, and adds a
+         * build UUID (includeBuildUUIDs, includeIndexBuildInfo) only for a
+         * two-phase build, which a standalone never runs.
+         */
         if (b != NULL) {
             /* A time-series collection lists its buckets' indexes as users defined them. */
             bson_t from;

@@ -175,7 +175,7 @@ h.test('a unique build reports the lowest duplicate key, as mongod which checks 
   assert.deepEqual((await d.listIndexes().toArray()).map((i) => i.name), ['_id_']);
 });
 
-h.test('an index being built is not listed, used or shown by collStats until it is ready', { timeout: 240000 }, async () => {
+h.test('an index being built is listed (as mongod\'s listIndexesInLock lists every index), but not used or counted by collStats until it is ready', { timeout: 240000 }, async () => {
   const db = srv.freshDb('ixhidden');
   const coll = db.collection('big');
   await fill(coll, 100000);
@@ -183,12 +183,18 @@ h.test('an index being built is not listed, used or shown by collStats until it 
   await buildStarted(coll.namespace);
   const c2 = await srv.newClient();
   const names = (await c2.db(db.databaseName).collection('big').listIndexes().toArray()).map((i) => i.name);
+  const info = (await c2.db(db.databaseName).command({ listIndexes: 'big', includeIndexBuildInfo: true })).cursor.firstBatch;
+  const uuids = (await c2.db(db.databaseName).command({ listIndexes: 'big', includeBuildUUIDs: true })).cursor.firstBatch;
   const stats = await c2.db(db.databaseName).command({ collStats: 'big' });
   const plan = await c2.db(db.databaseName).collection('big').find({ pad: 'p', k: 5 }).explain();
   await c2.close();
   await build;
   // Read while the build ran (it takes seconds on 200,000 documents, the reads milliseconds).
-  assert.deepEqual(names, ['_id_']);
+  assert.deepEqual(names, ['_id_', 'pad_1_k_1']);
+  // A standalone's builds are single-phase: no build UUID to show, so the flags add nothing for it.
+  assert.deepEqual(info.map((i) => Object.keys(i)), [['spec'], ['spec']]);
+  assert.deepEqual(info[1].spec, { v: 2, key: { pad: 1, k: 1 }, name: 'pad_1_k_1' });
+  assert.deepEqual(uuids.map((i) => i.name), ['_id_', 'pad_1_k_1']);
   assert.equal(stats.nindexes, 1);
   assert.deepEqual(stats.indexBuilds, ['pad_1_k_1'], 'mongod\'s indexBuilds: the one being built');
   assert.equal(stats.numOrphanDocs, 0);
