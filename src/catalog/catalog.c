@@ -257,7 +257,7 @@ parse_options(const bson_t *options, bool exact_size, bool collmod, parsed_opts_
             bson_value_t tv;
             mf_error_t te = {0};
             if (mf_text_find(&vd, &tv, &te) != 0) { /* no text plan validates a document */
-                mf_err_set(err, MF_E_QueryFeatureNotAllowed, "$text is not allowed in this context");
+                mf_err_set(err, MF_E_BadValue, "$text is not allowed in this context"); /* parseText: 2 */
                 goto bad_validator;
             }
             if (mf_geo_filter_has_near(&vd)) { /* nor does a nearest-first search */

@@ -1386,9 +1386,10 @@ parse_logical(kind_t kind, const char *name, const bson_value_t *v, int depth, u
 
 /*
  * parse_filter: a full filter document into an AND node. With P_SUB (inside
- * an $elemMatch, mongod's kUserSubDocument level) $expr and $sampleRate are
- * refused with 2; with P_BAN (a $pull condition, mongod's
- * kBanAllSpecialFeatures) $expr and $jsonSchema are 224 QueryFeatureNotAllowed.
+ * an $elemMatch, mongod's kUserSubDocument level) $expr, $text and
+ * $sampleRate are refused with 2; with P_BAN (a $pull condition, mongod's
+ * kBanAllSpecialFeatures) $expr and $jsonSchema are 224 QueryFeatureNotAllowed
+ * and $text 2 BadValue (expression_parser.cpp).
  */
 static node_t *
 parse_filter(const uint8_t *data, uint32_t len, int depth, unsigned flags, mf_error_t *err)
@@ -1445,8 +1446,11 @@ parse_filter(const uint8_t *data, uint32_t len, int depth, unsigned flags, mf_er
                 }
                 n = node_new(K_SCHEMA, NULL);
                 n->schema = js;
-            } else if (strcmp(k, "$text") == 0 && (flags & (P_SUB | P_BAN))) {
-                mf_err_set(err, MF_E_QueryFeatureNotAllowed, "$text is not allowed in this context");
+            } else if (strcmp(k, "$text") == 0 && (flags & P_SUB)) {
+                /* expression_parser.cpp's parseText: the level first, then the allowed features; both 2. */
+                mf_err_set(err, MF_E_BadValue, "$text can only be applied to the top-level document");
+            } else if (strcmp(k, "$text") == 0 && (flags & P_BAN)) {
+                mf_err_set(err, MF_E_BadValue, "$text is not allowed in this context");
             } else if (strcmp(k, "$text") == 0) {
                 /*
                  * Matched by the text plan (doc/text.h, query/plan.c): true here, as mongod's TEXT node;

@@ -3057,12 +3057,12 @@ parse_graph_lookup(stage_t *s, const bson_value_t *v, mf_error_t *err)
                 bson_destroy(s->spec);
             mf_matcher_free(s->matcher);
             s->spec = bson_new_from_data(fv->value.v_doc.data, fv->value.v_doc.data_len);
-            /* Parsed with mongod's default features: no $text, no $near (224 and 5626500, with its context). */
+            /* Parsed with mongod's default features: no $text, no $near (2 and 5626500, with its context). */
             bson_value_t tv;
             mf_error_t te = {0};
             const char *ctx = "Failed to parse 'restrictSearchWithMatch' option to $graphLookup :: caused by :: ";
             if (mf_text_find(s->spec, &tv, &te) != 0)
-                return mf_err_set(err, MF_E_QueryFeatureNotAllowed, "%s$text is not allowed in this context", ctx);
+                return mf_err_set(err, MF_E_BadValue, "%s$text is not allowed in this context", ctx);
             if (mf_geo_filter_has_near(s->spec))
                 return mf_err_set(err, MF_E_Location5626500, "%s%s", ctx, MF_GEO_NEAR_CONTEXT_MSG);
             if ((s->matcher = mf_matcher_new(s->spec, err)) == NULL)
