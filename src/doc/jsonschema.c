@@ -196,24 +196,133 @@ unordered_equal(const bson_value_t *a, const bson_value_t *b, int depth)
     return mf_value_equal(a, b);
 }
 
-/* The first element of array v equal (unordered_equal) to an earlier one, or NULL-typed eoo (false). */
+/* A field of a document being put in canonical order (canon_append). */
+typedef struct canon_field {
+    const char *key;
+    uint32_t klen;
+    const bson_value_t *v;
+    size_t pos;
+} canon_field_t;
+
+static int
+canon_field_cmp(const void *a, const void *b)
+{
+    const canon_field_t *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c != 0 ? c : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/*
+ * Appends v to out under key with every object's fields in name order, at
+ * any depth (to 200 levels, as unordered_equal): the form in which two
+ * values are unordered_equal exactly when mf_value_cmp finds their forms
+ * equal, so that they can be sorted. The values are bson_iter_t's, valid
+ * while v's bytes live; out owns what it appends.
+ */
+static void
+canon_append(bson_t *out, const char *key, uint32_t klen, const bson_value_t *v, int depth)
+{
+    bson_iter_t it;
+    bson_t child;
+
+    if ((v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY) || depth >= 200 ||
+        !bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len)) {
+        bson_append_value(out, key, (int)klen, v);
+        return;
+    }
+    if (v->value_type == BSON_TYPE_ARRAY) {
+        bson_append_array_begin(out, key, (int)klen, &child);
+        while (bson_iter_next(&it))
+            canon_append(&child, bson_iter_key(&it), bson_iter_key_len(&it), bson_iter_value(&it), depth + 1);
+        bson_append_array_end(out, &child);
+        return;
+    }
+    size_t n = 0, cap = 0;
+    canon_field_t *f = NULL;
+    bson_value_t *vals = NULL;
+    while (bson_iter_next(&it)) {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 8;
+            f = mf_realloc(f, cap * sizeof(*f));
+            vals = mf_realloc(vals, cap * sizeof(*vals));
+        }
+        vals[n] = *bson_iter_value(&it);
+        f[n] = (canon_field_t){bson_iter_key(&it), bson_iter_key_len(&it), NULL, n};
+        n++;
+    }
+    for (size_t i = 0; i < n; i++)
+        f[i].v = &vals[f[i].pos];
+    qsort(f, n, sizeof(*f), canon_field_cmp);
+    bson_append_document_begin(out, key, (int)klen, &child);
+    for (size_t i = 0; i < n; i++)
+        canon_append(&child, f[i].key, f[i].klen, f[i].v, depth + 1);
+    bson_append_document_end(out, &child);
+    free(f);
+    free(vals);
+}
+
+/* An element of an array being checked for duplicates: its canonical form and its position. */
+typedef struct uniq_item {
+    bson_value_t v;
+    size_t pos;
+} uniq_item_t;
+
+static int
+uniq_item_cmp(const void *a, const void *b)
+{
+    const uniq_item_t *x = a, *y = b;
+    int c = mf_value_cmp(&x->v, &y->v);
+    return c != 0 ? c : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/*
+ * The first element of array v (in array order) equal (unordered_equal) to
+ * an earlier one, into *dup (pointing into v) when dup is not NULL: true,
+ * or false when every element is distinct. As mongod's
+ * InternalSchemaUniqueItemsMatchExpression, with a set rather than a scan
+ * per element: the elements' canonical forms (canon_append) are sorted, so
+ * an array of n elements costs n log n comparisons, not n^2.
+ */
 static bool
 first_duplicate(const bson_value_t *v, bson_value_t *dup)
 {
-    bson_iter_t a, b;
-    if (v->value_type != BSON_TYPE_ARRAY || !bson_iter_init_from_data(&a, v->value.v_doc.data, v->value.v_doc.data_len))
-        return false;
-    for (size_t i = 0; bson_iter_next(&a); i++) {
-        bson_iter_init_from_data(&b, v->value.v_doc.data, v->value.v_doc.data_len);
-        for (size_t j = 0; j < i && bson_iter_next(&b); j++) {
-            if (unordered_equal(bson_iter_value(&a), bson_iter_value(&b), 0)) {
-                if (dup)
-                    *dup = *bson_iter_value(&a);
-                return true;
+    bson_iter_t it;
+    bson_t canon = BSON_INITIALIZER;
+    uniq_item_t *items = NULL;
+    size_t n = 0, cap = 0, first = SIZE_MAX;
+
+    if (v->value_type != BSON_TYPE_ARRAY || !bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
+        goto out;
+    while (bson_iter_next(&it))
+        canon_append(&canon, bson_iter_key(&it), bson_iter_key_len(&it), bson_iter_value(&it), 0);
+    if (!bson_iter_init(&it, &canon))
+        goto out;
+    while (bson_iter_next(&it)) {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            items = mf_realloc(items, cap * sizeof(*items));
+        }
+        items[n] = (uniq_item_t){*bson_iter_value(&it), n};
+        n++;
+    }
+    if (n > 1)
+        qsort(items, n, sizeof(*items), uniq_item_cmp);
+    /* In a run of equal forms (sorted by position) every element after the first repeats an earlier one. */
+    for (size_t i = 1; i < n; i++)
+        if (items[i].pos < first && mf_value_cmp(&items[i - 1].v, &items[i].v) == 0)
+            first = items[i].pos;
+    if (first != SIZE_MAX && dup != NULL && bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len)) {
+        for (size_t i = 0; bson_iter_next(&it); i++) {
+            if (i == first) {
+                *dup = *bson_iter_value(&it);
+                break;
             }
         }
     }
-    return false;
+out:
+    free(items);
+    bson_destroy(&canon);
+    return first != SIZE_MAX;
 }
 
 static bool

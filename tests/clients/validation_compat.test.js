@@ -474,3 +474,50 @@ h.test('a validator may not run JavaScript: $function is 4660800 and $_internalJ
   assert.match(e.message, /\$_internalJsEmit cannot be used inside a validator\.$/);
   assert.deepEqual((await db.listCollections({ name: 'c' }).toArray())[0].options, {});
 });
+
+/*
+ * uniqueItems as a set (InternalSchemaUniqueItemsMatchExpression's
+ * BSONEltSet): an array of n elements costs n log n comparisons. It scanned
+ * the earlier elements for each one, so 40,000 small objects took 56 s of a
+ * worker, deaf to killOp, and 300,000 would have taken hours.
+ */
+h.test('uniqueItems finds the first repeated element of a 300,000-element array, and the same one as a reference on mixed arrays', { timeout: 120000 }, async () => {
+  const db = srv.freshDb('uniqbig');
+  await db.createCollection('c', { validator: { $jsonSchema: { properties: { a: { uniqueItems: true } } } } });
+  const c = db.collection('c');
+  const distinct = Array.from({ length: 300000 }, (_, i) => ({ x: i, y: i % 7 }));
+  await c.insertOne({ _id: 1, a: distinct });
+  const dup = distinct.slice();
+  dup.push({ y: 12345 % 7, x: 12345 }); // the same object, its fields in the other order
+  const e = await c.insertOne({ _id: 2, a: dup }).catch((x) => x);
+  assert.equal(e.code, 121);
+  const d = e.errInfo.details.schemaRulesNotSatisfied[0].propertiesNotSatisfied[0].details[0];
+  assert.equal(d.reason, 'found a duplicate item');
+  assert.deepEqual(d.duplicatedValue, { y: 12345 % 7, x: 12345 });
+
+  // Mixed arrays against a reference: numbers equal across types, objects whatever their field order, arrays by position.
+  const canon = (v) => (Array.isArray(v) ? `[${v.map(canon).join(',')}]`
+    : v !== null && typeof v === 'object' && !(v instanceof BSON.Long) && !(v instanceof BSON.Double)
+      ? `{${Object.keys(v).sort().map((k) => `${k}:${canon(v[k])}`).join(',')}}`
+      : `n${Number(v instanceof BSON.Long ? v.toNumber() : v instanceof BSON.Double ? v.value : v)}`);
+  let seed = 7;
+  const rnd = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
+  const pick = () => {
+    const k = rnd(6), x = rnd(4);
+    return [x, new BSON.Double(x), BSON.Long.fromNumber(x), { p: x, q: rnd(2) }, { q: rnd(2), p: x }, [x, rnd(2)]][k];
+  };
+  for (let t = 0; t < 60; t++) {
+    const arr = Array.from({ length: 1 + rnd(8) }, pick);
+    const seen = new Set();
+    let want = null;
+    for (const v of arr) { const k = canon(v); if (seen.has(k)) { want = v; break; } seen.add(k); }
+    const r = await c.insertOne({ _id: 100 + t, a: arr }).then(() => null, (x) => x);
+    if (want === null) {
+      assert.equal(r, null, `no duplicate in ${canon(arr)}`);
+    } else {
+      assert.equal(r && r.code, 121, `a duplicate in ${canon(arr)}`);
+      const got = r.errInfo.details.schemaRulesNotSatisfied[0].propertiesNotSatisfied[0].details[0].duplicatedValue;
+      assert.equal(canon(got), canon(want), `the first repeated element of ${canon(arr)}`);
+    }
+  }
+});
