@@ -275,6 +275,18 @@ bool mf_cmd_auth_user(const mf_client_t *client, const char **user, const char *
  */
 void mf_cmd_auth_refresh(mf_engine_t *eng, mf_client_t *client);
 /*
+ * mf_cmd_user_roles: builds into *out (initialized here; the caller
+ * destroys it) the value of $$USER_ROLES for the command op runs, as
+ * mongod's Variables::defineUserRoles (variables.cpp): one
+ * {_id: "<db>.<role>", role, db} per role the authenticated user holds,
+ * directly or inherited (AuthorizationSession's getAuthenticatedRoleNames,
+ * built from getIndirectRoles), the same list connectionStatus reports;
+ * an empty array when no one is authenticated. Privileges are reloaded
+ * first if users or roles changed (outside a transaction), so a role
+ * granted since shows up.
+ */
+void mf_cmd_user_roles(mf_op_t *op, bson_t *out);
+/*
  * currentOp's own operations ($ownOps: true, $currentOp's allUsers: false):
  * mf_cmd_curop_own_only fills *owner with the caller's "user@db" ("" when
  * not authenticated) and its session uid (its SHA-256, computed once per

@@ -1756,6 +1756,54 @@ cmd_connection_status(mf_op_t *op)
     return 0;
 }
 
+void
+mf_cmd_user_roles(mf_op_t *op, bson_t *out)
+{
+    mf_client_auth_t *a = op->client != NULL ? op->client->auth : NULL;
+    bson_t names = BSON_INITIALIZER;
+    bson_init(out);
+    if (a != NULL && a->authed && a->gen != atomic_load(&op->eng->users_gen) &&
+        !mf_txn_user(mf_storage_session(op->eng->st)))
+        reload_privs(op->eng, op->client);
+    if (a != NULL && a->authed) {
+        bson_t holder = BSON_INITIALIZER;
+        uint32_t nn = 0, nr = 0;
+        role_seen_t *seen = mf_calloc(1, sizeof(*seen));
+        BSON_APPEND_ARRAY(&holder, "roles", &a->roles);
+        inherit_walk(op, &holder, &names, &nn, NULL, seen, NULL, &nr);
+        seen_free(seen);
+        bson_destroy(&holder);
+    }
+    bson_iter_t it;
+    uint32_t n = 0;
+    bson_iter_init(&it, &names);
+    while (bson_iter_next(&it)) {
+        bson_iter_t f;
+        const char *role = NULL, *db = NULL;
+        if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &f))
+            continue;
+        while (bson_iter_next(&f)) {
+            if (BSON_ITER_HOLDS_UTF8(&f) && strcmp(bson_iter_key(&f), "role") == 0)
+                role = bson_iter_utf8(&f, NULL);
+            else if (BSON_ITER_HOLDS_UTF8(&f) && strcmp(bson_iter_key(&f), "db") == 0)
+                db = bson_iter_utf8(&f, NULL);
+        }
+        if (role == NULL || db == NULL)
+            continue;
+        char key[16], *id = bson_strdup_printf("%s.%s", db, role);
+        const char *kp;
+        bson_t d;
+        bson_uint32_to_string(n++, &kp, key, sizeof(key));
+        BSON_APPEND_DOCUMENT_BEGIN(out, kp, &d);
+        BSON_APPEND_UTF8(&d, "_id", id);
+        BSON_APPEND_UTF8(&d, "role", role);
+        BSON_APPEND_UTF8(&d, "db", db);
+        bson_append_document_end(out, &d);
+        bson_free(id);
+    }
+    bson_destroy(&names);
+}
+
 /* ---------- user management ---------- */
 
 /* Whether role@db may be granted: a built-in role (not __system) or a user-defined one. */

@@ -1313,7 +1313,38 @@ typedef struct let_frame {
     bson_value_t *vals;  /* owned array, each value owned */
     mf_expr_vars_t frame;
     bool installed;
+    bool inline_arrays;
+    bool roles_borrowed;       /* vals[0] ($$USER_ROLES) is the static empty array */        /* names/vals are one_name/one_val below (USER_ROLES alone) */
+    const char *one_name[1];
+    bson_value_t one_val[1];
 } let_frame_t;
+
+/* The bytes of an empty BSON document: $$USER_ROLES when no one is authenticated (borrowed, never freed). */
+static const uint8_t empty_array_bytes[5] = {5, 0, 0, 0, 0};
+
+/*
+ * user_roles_value: *v becomes $$USER_ROLES for op (mf_cmd_user_roles),
+ * owned by *v, or the static empty array (not to be destroyed, *borrowed
+ * set) when no one is authenticated on the connection.
+ */
+static void
+user_roles_value(mf_op_t *op, bson_value_t *v, bool *borrowed)
+{
+    const char *user, *udb;
+    *borrowed = op->client == NULL || !mf_cmd_auth_user(op->client, &user, &udb);
+    v->value_type = BSON_TYPE_ARRAY;
+    if (*borrowed) {
+        v->value.v_doc.data = (uint8_t *)empty_array_bytes;
+        v->value.v_doc.data_len = sizeof(empty_array_bytes);
+        return;
+    }
+    bson_t arr;
+    mf_cmd_user_roles(op, &arr);
+    v->value.v_doc.data_len = arr.len;
+    v->value.v_doc.data = bson_malloc(arr.len);
+    memcpy(v->value.v_doc.data, bson_get_data(&arr), arr.len);
+    bson_destroy(&arr);
+}
 
 /*
  * let_begin: evaluates the command's let variables and installs them as the
@@ -1339,8 +1370,6 @@ let_begin(mf_op_t *op, let_frame_t *lf)
     /* $$CLUSTER_TIME exists on a replica-set member (mongod: only there), bound when the command names it. */
     bool cluster = op->eng->repl != NULL && op->eng->repl->op_time != NULL &&
                    memmem(bson_get_data(op->cmd), op->cmd->len, "$$CLUSTER_TIME", 14) != NULL;
-    if (!has_let && !cluster)
-        return 0;
     if (has_let && !BSON_ITER_HOLDS_DOCUMENT(&it))
         return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field '%s.let' is the wrong type '%s', expected type 'object'",
                           owner, mf_type_name(bson_iter_type(&it)));
@@ -1350,10 +1379,20 @@ let_begin(mf_op_t *op, let_frame_t *lf)
             cap++;
     }
     cap += cluster ? 1 : 0;
-    if (cap == 0)
-        cap = 1;
-    lf->names = mf_calloc(cap, sizeof(*lf->names));
-    lf->vals = mf_calloc(cap, sizeof(*lf->vals));
+    /*
+     * $$USER_ROLES is bound for every command: a view's stored pipeline or a
+     * $lookup'd view may name it where the command does not (mongod binds it
+     * wherever a query references it, expression_context.cpp
+     * initializeReferencedSystemVariables). Alone it needs no allocation.
+     */
+    cap += 1;
+    lf->inline_arrays = cap == 1;
+    lf->names = lf->inline_arrays ? lf->one_name : mf_calloc(cap, sizeof(*lf->names));
+    lf->vals = lf->inline_arrays ? lf->one_val : mf_calloc(cap, sizeof(*lf->vals));
+    bool roles_borrowed;
+    user_roles_value(op, &lf->vals[n], &roles_borrowed);
+    lf->names[n++] = "USER_ROLES";
+    lf->roles_borrowed = roles_borrowed;
     if (cluster) {
         uint32_t secs, inc;
         op->eng->repl->op_time(op->eng->repl_arg, &secs, &inc);
@@ -1386,10 +1425,12 @@ let_begin(mf_op_t *op, let_frame_t *lf)
     lf->installed = true;
     return 0;
 fail:
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = lf->roles_borrowed ? 1 : 0; i < n; i++)
         bson_value_destroy(&lf->vals[i]);
-    free(lf->names);
-    free(lf->vals);
+    if (!lf->inline_arrays) {
+        free(lf->names);
+        free(lf->vals);
+    }
     lf->names = NULL;
     lf->vals = NULL;
     return -1;
@@ -1401,10 +1442,12 @@ let_end(let_frame_t *lf)
     if (!lf->installed)
         return;
     mf_expr_vars_set(lf->frame.up);
-    for (size_t i = 0; i < lf->frame.n; i++)
+    for (size_t i = lf->roles_borrowed ? 1 : 0; i < lf->frame.n; i++)
         bson_value_destroy(&lf->vals[i]);
-    free(lf->names);
-    free(lf->vals);
+    if (!lf->inline_arrays) {
+        free(lf->names);
+        free(lf->vals);
+    }
     lf->names = NULL;
     lf->vals = NULL;
     lf->installed = false;

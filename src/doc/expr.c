@@ -1171,8 +1171,14 @@ parse_string(const bson_value_t *v, const scope_t *sc, mf_error_t *err)
                 if (strlen(p->name) == nl && memcmp(p->name, name, nl) == 0)
                     break;
             size_t ai;
-            /* CLUSTER_TIME is a builtin: known to the parser, bound only on a replica-set member (51144 at run time). */
-            if (p == NULL && ambient_find(name, nl, &ai) == NULL && !(nl == 12 && memcmp(name, "CLUSTER_TIME", 12) == 0)) {
+            /*
+             * CLUSTER_TIME and USER_ROLES are builtins (mongod's variables.cpp
+             * kBuiltinVarNameToId): known to the parser, bound by the command
+             * layer (CLUSTER_TIME only on a replica-set member; 51144 at run
+             * time where unbound).
+             */
+            if (p == NULL && ambient_find(name, nl, &ai) == NULL && !(nl == 12 && memcmp(name, "CLUSTER_TIME", 12) == 0) &&
+                !(nl == 10 && memcmp(name, "USER_ROLES", 10) == 0)) {
                 mf_err_set(err, MF_E_Location17276, "Use of undefined variable: %.*s", (int)nl, name);
                 return NULL;
             }
@@ -8340,8 +8346,8 @@ ev(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
             return 0;
         default:
             base = lookup_var(c, e->name);
-            if (base == NULL && strcmp(e->name, "CLUSTER_TIME") == 0)
-                return mf_err_set(c->err, MF_E_Location51144, "Builtin variable '$$CLUSTER_TIME' is not available");
+            if (base == NULL && (strcmp(e->name, "CLUSTER_TIME") == 0 || strcmp(e->name, "USER_ROLES") == 0))
+                return mf_err_set(c->err, MF_E_Location51144, "Builtin variable '$$%s' is not available", e->name);
             if (base == NULL)
                 return mf_err_set(c->err, MF_E_Location17276, "Use of undefined variable: %s", e->name);
             break;
