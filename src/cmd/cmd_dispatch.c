@@ -1404,8 +1404,27 @@ let_begin(mf_op_t *op, let_frame_t *lf)
     if (has_let)
         bson_iter_recurse(&it, &li);
     bson_t empty = BSON_INITIALIZER;
+    /* The builtins bound so far are visible to the let values themselves (let: {r: "$$USER_ROLES"}). */
+    lf->frame.names = lf->names;
+    lf->frame.vals = lf->vals;
+    lf->frame.n = n;
+    lf->frame.up = mf_expr_vars_current();
+    mf_expr_vars_set(&lf->frame);
     while (has_let && bson_iter_next(&li) && n < cap) {
         const char *name = bson_iter_key(&li);
+        /*
+         * A system variable that carries a value (variables.cpp
+         * kSystemVarValidators: NOW, CLUSTER_TIME, JS_SCOPE, IS_MR,
+         * USER_ROLES) is an internal constant only an internal client may
+         * set (validateVariable, 4738901); other reserved names fail the
+         * user-variable name check below.
+         */
+        if (!(op->client != NULL && op->client->internal) &&
+            (strcmp(name, "NOW") == 0 || strcmp(name, "CLUSTER_TIME") == 0 || strcmp(name, "JS_SCOPE") == 0 ||
+             strcmp(name, "IS_MR") == 0 || strcmp(name, "USER_ROLES") == 0)) {
+            mf_err_set(&op->err, MF_E_Location4738901, "Attempt to set internal constant: %s", name);
+            goto fail;
+        }
         if (mf_expr_check_var_name(name, &op->err) != 0)
             goto fail;
         mf_expr_t *e = mf_expr_parse(bson_iter_value(&li), &op->err);
@@ -1417,14 +1436,11 @@ let_begin(mf_op_t *op, let_frame_t *lf)
             goto fail;
         lf->names[n++] = name;
     }
-    lf->frame.names = lf->names;
-    lf->frame.vals = lf->vals;
     lf->frame.n = n;
-    lf->frame.up = mf_expr_vars_current();
-    mf_expr_vars_set(&lf->frame);
     lf->installed = true;
     return 0;
 fail:
+    mf_expr_vars_set(lf->frame.up);
     for (size_t i = lf->roles_borrowed ? 1 : 0; i < n; i++)
         bson_value_destroy(&lf->vals[i]);
     if (!lf->inline_arrays) {

@@ -204,6 +204,7 @@
     X(40353, Location40353)                                                    \
     X(4660800, Location4660800)                                                \
     X(4660801, Location4660801)                                                \
+    X(4738901, Location4738901)                                                \
     X(4886600, Location4886600)                                                \
     X(4910201, Location4910201)                                                \
     X(26823, Location26823)                                                    \

@@ -134,11 +134,18 @@ h.test('$$USER_ROLES in find $expr, $lookup sub-pipelines, updates, deletes and 
   assert.deepEqual((await coll.find({ _id: { $gte: 9 } }).toArray()).map((x) => x._id), [10]);
 });
 
-h.test('USER_ROLES is a builtin (no 17276); a misspelt name still is 17276', async () => {
+h.test('USER_ROLES is a builtin (no 17276; a misspelt name still is), readable in let, not settable by let', async () => {
   const sales = await srv.login('jSmith', pw('jSmith'), 'budget');
   const r = await sales.db('budget').command({ find: 'budget', filter: { _id: 0 }, projection: { _id: 0, r: '$$USER_ROLES.db' } });
   assert.deepEqual(r.cursor.firstBatch, [{ r: ['budget'] }]);
   await h.expectCode(sales.db('budget').collection('budget').aggregate([{ $project: { x: '$$USER_ROLEZ' } }]).toArray(), 17276);
+  /* A let value may read it; a let may not set it (variables.cpp validateVariable: 4738901 for an internal constant). */
+  const viaLet = await sales.db('budget').collection('budget')
+    .find({ $expr: { $in: ['$$mine', '$allowedRoles'] } }, { let: { mine: { $first: '$$USER_ROLES.role' } } }).sort({ _id: 1 }).toArray();
+  assert.deepEqual(viaLet.map((d) => d._id), [0, 1]);
+  await h.expectCode(sales.db('budget').command({ find: 'budget', filter: {}, let: { USER_ROLES: [] } }), 4738901,
+    /^Attempt to set internal constant: USER_ROLES$/);
+  await h.expectCode(sales.db('budget').command({ find: 'budget', filter: {}, let: { NOW: new Date() } }), 4738901);
 });
 
 h.test('without access control (or not logged in) $$USER_ROLES is [] and the view shows nothing', async () => {
