@@ -1313,8 +1313,8 @@ typedef struct let_frame {
     bson_value_t *vals;  /* owned array, each value owned */
     mf_expr_vars_t frame;
     bool installed;
-    bool inline_arrays;
-    bool roles_borrowed;       /* vals[0] ($$USER_ROLES) is the static empty array */        /* names/vals are one_name/one_val below (USER_ROLES alone) */
+    bool inline_arrays;        /* names/vals are one_name/one_val below (USER_ROLES alone) */
+    bool roles_borrowed;       /* vals[0] ($$USER_ROLES) is the static empty array */
     const char *one_name[1];
     bson_value_t one_val[1];
 } let_frame_t;
@@ -1384,15 +1384,21 @@ let_begin(mf_op_t *op, let_frame_t *lf)
      * $lookup'd view may name it where the command does not (mongod binds it
      * wherever a query references it, expression_context.cpp
      * initializeReferencedSystemVariables). Alone it needs no allocation.
+     * With enableAccessToUserRoles off it is not bound (51144 where used).
      */
-    cap += 1;
+    bool roles = mf_param_value(op->eng->prm_user_roles) != 0;
+    cap += roles ? 1 : 0;
+    if (cap == 0)
+        return 0;
     lf->inline_arrays = cap == 1;
     lf->names = lf->inline_arrays ? lf->one_name : mf_calloc(cap, sizeof(*lf->names));
     lf->vals = lf->inline_arrays ? lf->one_val : mf_calloc(cap, sizeof(*lf->vals));
-    bool roles_borrowed;
-    user_roles_value(op, &lf->vals[n], &roles_borrowed);
-    lf->names[n++] = "USER_ROLES";
-    lf->roles_borrowed = roles_borrowed;
+    if (roles) {
+        bool roles_borrowed;
+        user_roles_value(op, &lf->vals[n], &roles_borrowed);
+        lf->names[n++] = "USER_ROLES";
+        lf->roles_borrowed = roles_borrowed;
+    }
     if (cluster) {
         uint32_t secs, inc;
         op->eng->repl->op_time(op->eng->repl_arg, &secs, &inc);

@@ -74,6 +74,8 @@ static const mf_param_t defaults[] = {
     {"allowDiskUseByDefault", MF_PARAM_BOOL, 0, 1, false, true, true, 1, NULL},
     /* Queries with a filter that would scan a whole collection fail (291), as mongod's (query/plan.c no_table_scan). */
     {"notablescan", MF_PARAM_BOOL, 0, 1, false, true, true, 0, NULL},
+    /* $$USER_ROLES is bound (else 51144), as mongod's enableAccessToUserRoles (expression_context.cpp), cmd/cmd_dispatch.c. */
+    {"enableAccessToUserRoles", MF_PARAM_BOOL, 0, 1, false, true, true, 1, NULL},
     /* Test-only commands (configureFailPoint), as mongod's: settable only at startup. */
     {"enableTestCommands", MF_PARAM_BOOL, 0, 1, false, true, false, 0, NULL},
     {"logLevel", MF_PARAM_INT, 0, 5, false, true, true, 0, NULL},

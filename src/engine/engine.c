@@ -257,6 +257,7 @@ engine_open(const mf_engine_opts_t *opts, mf_engine_t **out, mf_error_t *err)
     eng->fp_max_time = mf_failpoint_find(eng->failpoints, "maxTimeAlwaysTimeOut");
     eng->fp_getmore = mf_failpoint_find(eng->failpoints, "failGetMoreAfterCursorCheckout");
     eng->prm_notablescan = mf_param_find(eng->params, "notablescan");
+    eng->prm_user_roles = mf_param_find(eng->params, "enableAccessToUserRoles");
     eng->profiler = mf_profiler_new();
     eng->in_memory = opts->in_memory;
     if (opts->sysres != NULL)

@@ -185,6 +185,7 @@ typedef struct mf_engine {
     mf_failpoint_t *fp_max_time;     /* every request: found once (they live as long as failpoints) */
     mf_failpoint_t *fp_getmore;      /* failGetMoreAfterCursorCheckout, looked at on every getMore */
     mf_param_t *prm_notablescan;     /* params' notablescan, read as each command begins (found once) */
+    mf_param_t *prm_user_roles;      /* params' enableAccessToUserRoles, read as each command begins (found once) */
     mf_observers_t *observers;   /* write observers: opcounters, TTL wake-ups */
     mf_ttl_monitor_t *ttl;       /* the TTL monitor */
     struct mf_autocompact *autocompact; /* background compaction (autoCompact; catalog/autocompact.h) */

@@ -160,3 +160,20 @@ h.test('without access control (or not logged in) $$USER_ROLES is [] and the vie
   srv.clients.push(anon);
   await h.expectCode(anon.db('budget').collection('budgetView').find().toArray(), 13);
 });
+
+h.test("enableAccessToUserRoles: true by default; off, $$USER_ROLES is 51144 (as in mongod's own jstest for it)", async () => {
+  const r = await root();
+  const admin = r.db('admin');
+  assert.equal((await admin.command({ getParameter: 1, enableAccessToUserRoles: 1 })).enableAccessToUserRoles, true);
+  const sales = await srv.login('jSmith', pw('jSmith'), 'budget');
+  await admin.command({ setParameter: 1, enableAccessToUserRoles: false });
+  try {
+    await h.expectCode(sales.db('budget').collection('budgetView').find().toArray(), 51144,
+      /^Builtin variable '\$\$USER_ROLES' is not available$/);
+    /* Other commands are unaffected. */
+    assert.equal(await sales.db('budget').collection('budget').countDocuments({ _id: { $lt: 3 } }), 3);
+  } finally {
+    await admin.command({ setParameter: 1, enableAccessToUserRoles: true });
+  }
+  assert.deepEqual((await sales.db('budget').collection('budgetView').find().sort({ _id: 1 }).toArray()).map((d) => d._id), [0, 1]);
+});
