@@ -68,6 +68,12 @@ struct mf_client_auth {
     mf_privs_t privs;
     int64_t gen;     /* eng->users_gen when privs were computed */
     bson_t roles;    /* the user's roles array (connectionStatus) */
+    /*
+     * $$USER_ROLES (mf_cmd_user_roles) for these privileges, built at its
+     * first use after each load_privs, which frees it: NULL until then.
+     * Every command binds it, and walking user-defined roles reads storage.
+     */
+    bson_t *roles_var;
     /* The SASL conversation in progress, NULL for none. */
     mf_scram_t *conv;
     mf_scram_mech_t conv_mech;
@@ -133,6 +139,8 @@ mf_client_release(mf_client_t *c)
         return;
     conv_end(c->auth);
     bson_destroy(&c->auth->roles);
+    if (c->auth->roles_var != NULL)
+        bson_destroy(c->auth->roles_var);
     free(c->auth);
     c->auth = NULL;
 }
@@ -398,6 +406,10 @@ load_privs(mf_engine_t *eng, mf_client_auth_t *a)
 
     memset(&a->privs, 0, sizeof(a->privs));
     bson_reinit(&a->roles);
+    if (a->roles_var != NULL) {
+        bson_destroy(a->roles_var);
+        a->roles_var = NULL;
+    }
     a->gen = gen;
     a->why[0] = '\0';
     if (!a->authed)
@@ -1756,16 +1768,32 @@ cmd_connection_status(mf_op_t *op)
     return 0;
 }
 
+static void build_user_roles(mf_op_t *op, mf_client_auth_t *a, bson_t *out);
+
 void
 mf_cmd_user_roles(mf_op_t *op, bson_t *out)
 {
     mf_client_auth_t *a = op->client != NULL ? op->client->auth : NULL;
-    bson_t names = BSON_INITIALIZER;
-    bson_init(out);
     if (a != NULL && a->authed && a->gen != atomic_load(&op->eng->users_gen) &&
         !mf_txn_user(mf_storage_session(op->eng->st)))
         reload_privs(op->eng, op->client);
-    if (a != NULL && a->authed) {
+    if (a == NULL || !a->authed) {
+        bson_init(out);
+        return;
+    }
+    if (a->roles_var == NULL) {
+        a->roles_var = bson_new();
+        build_user_roles(op, a, a->roles_var);
+    }
+    bson_copy_to(a->roles_var, out); /* a copy: a reload later in the command frees the cached one */
+}
+
+/* The value of $$USER_ROLES for a's user (authenticated) into *out (initialised by the caller). */
+static void
+build_user_roles(mf_op_t *op, mf_client_auth_t *a, bson_t *out)
+{
+    bson_t names = BSON_INITIALIZER;
+    {
         bson_t holder = BSON_INITIALIZER;
         uint32_t nn = 0, nr = 0;
         role_seen_t *seen = mf_calloc(1, sizeof(*seen));
