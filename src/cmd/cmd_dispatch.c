@@ -1436,11 +1436,19 @@ let_begin(mf_op_t *op, let_frame_t *lf)
         mf_expr_t *e = mf_expr_parse(bson_iter_value(&li), &op->err);
         if (e == NULL)
             goto fail;
+        /* seedVariablesWithLetParameters: a let value runs before any document is read (its message as mongod's). */
+        if (mf_expr_reads_document(e)) {
+            mf_expr_free(e);
+            mf_err_set(&op->err, MF_E_Location4890500, "Command let Expression tried to access a field, but this is "
+                       "not allowed becauseCommand let Expressions run before the query examines any documents.");
+            goto fail;
+        }
         int r = mf_expr_eval(e, &empty, &lf->vals[n], &op->err);
         mf_expr_free(e);
         if (r != 0)
             goto fail;
         lf->names[n++] = name;
+        lf->frame.n = n; /* defined before the next is parsed: let: {a: 1, b: "$$a"} (mongod's defineVariable order) */
     }
     lf->frame.n = n;
     lf->installed = true;

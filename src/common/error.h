@@ -206,6 +206,7 @@
     X(4660801, Location4660801)                                                \
     X(4738901, Location4738901)                                                \
     X(4886600, Location4886600)                                                \
+    X(4890500, Location4890500)                                                \
     X(4910201, Location4910201)                                                \
     X(26823, Location26823)                                                    \
     X(40414, Location40414)                                                    \

@@ -2380,6 +2380,28 @@ mf_expr_is_constant(const mf_expr_t *e)
     }
 }
 
+bool
+mf_expr_reads_document(const mf_expr_t *e)
+{
+    if (e == NULL)
+        return false;
+    switch (e->kind) {
+    case K_LIT:
+        return false;
+    case K_FIELD:
+        return true;
+    case K_VAR:
+        return e->var == VAR_ROOT || e->var == VAR_CURRENT;
+    default:
+        if (e->kind == K_OP && (e->op->id == OP_META || (e->op->id == OP_GETFIELD && e->args[1] == NULL)))
+            return true;
+        for (size_t i = 0; i < e->nargs; i++)
+            if (mf_expr_reads_document(e->args[i]))
+                return true;
+        return false;
+    }
+}
+
 /* ------------------------------------------------------------------------ */
 /* Evaluation                                                               */
 /* ------------------------------------------------------------------------ */

@@ -83,6 +83,13 @@ int mf_expr_percentile_p(const bson_value_t *v, double **ps, size_t *nps, mf_err
 bool mf_expr_is_constant(const mf_expr_t *e);
 
 /*
+ * mf_expr_reads_document: true if e needs the document it runs on (a field
+ * path, $$ROOT or $$CURRENT, $meta, a $getField of the current document):
+ * mongod's getDependencies() not hasNoRequirements().
+ */
+bool mf_expr_reads_document(const mf_expr_t *e);
+
+/*
  * mf_expr_num_add: *acc = *acc + v with $add's numeric promotion (int32 →
  * int64 on overflow → double; decimal128 wins). A non-numeric or missing
  * *acc counts as 0; a non-numeric v is ignored. *acc is owned by the caller

@@ -177,3 +177,24 @@ h.test("enableAccessToUserRoles: true by default; off, $$USER_ROLES is 51144 (as
   }
   assert.deepEqual((await sales.db('budget').collection('budgetView').find().sort({ _id: 1 }).toArray()).map((d) => d._id), [0, 1]);
 });
+
+/*
+ * Variables::seedVariablesWithLetParameters (variables.cpp): each let value
+ * is parsed with the earlier ones defined, and runs before any document is
+ * read: a field path, $$ROOT / $$CURRENT or $meta in it is 4890500 (its
+ * message is mongod's, "because" and "Command" run together).
+ */
+h.test('command let: a value may read the let variables before it, never a field of a document (4890500)', async () => {
+  const c = plain.freshDb('letseq').collection('c');
+  await c.insertMany([{ _id: 1, x: 5 }, { _id: 2, x: 6 }]);
+  const found = await c.find({ $expr: { $eq: ['$x', '$$b'] } }, { let: { a: 5, b: { $add: ['$$a', 0] } } }).toArray();
+  assert.deepEqual(found, [{ _id: 1, x: 5 }]);
+  await h.expectCode(c.find({ $expr: true }, { let: { b: '$$a', a: 1 } }).toArray(), 17276, /undefined variable: a/);
+  const msg = /^Command let Expression tried to access a field, but this is not allowed becauseCommand let Expressions run before the query examines any documents\.$/;
+  for (const v of ['$x', '$$ROOT', '$$CURRENT.x', { $add: ['$x', 1] }, { $getField: 'x' }]) {
+    await h.expectCode(c.find({ $expr: true }, { let: { a: v } }).toArray(), 4890500, msg);
+  }
+  // Variables a value binds itself ($map's $$this, $let's vars) are no document's fields.
+  const m = await c.find({ $expr: { $eq: [{ $size: '$$a' }, 2] } }, { let: { a: { $map: { input: [1, 2], in: { $add: ['$$this', 1] } } } } }).toArray();
+  assert.equal(m.length, 2);
+});
