@@ -4595,11 +4595,9 @@ union_other(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *out, mf_erro
 static void
 gl_values(accst_t *set, const bson_t *doc, const char *path, int64_t *bytes)
 {
-    lvals_t l;
+    lvals_t l = {.n = 0, .saw_missing = false, .saw_regex = false};
     bson_iter_t it;
     bson_init(&l.arr);
-    l.n = 0;
-    l.saw_missing = false;
     mf_path_walk(doc, path, lookup_visit, &l);
     bson_iter_init(&it, &l.arr);
     while (bson_iter_next(&it))
