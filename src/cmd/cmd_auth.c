@@ -1715,6 +1715,25 @@ static void seen_free(role_seen_t *s);
  * showPrivileges, the privileges those roles grant (merged per resource, as
  * usersInfo's inheritedPrivileges), an empty array when no one is logged in.
  */
+/*
+ * append_held_roles: appends to names ("0", "1", ... from 0) a {role, db}
+ * for every role a's user holds, directly or through user-defined roles
+ * (mongod's getIndirectRoles): its own first, then the inherited ones
+ * level by level. connectionStatus' authenticatedUserRoles and
+ * $$USER_ROLES both list these.
+ */
+static void
+append_held_roles(mf_op_t *op, const mf_client_auth_t *a, bson_t *names)
+{
+    bson_t holder = BSON_INITIALIZER;
+    uint32_t nn = 0, nr = 0;
+    role_seen_t *seen = mf_calloc(1, sizeof(*seen));
+    BSON_APPEND_ARRAY(&holder, "roles", &a->roles);
+    inherit_walk(op, &holder, names, &nn, NULL, seen, NULL, &nr);
+    seen_free(seen);
+    bson_destroy(&holder);
+}
+
 static int
 cmd_connection_status(mf_op_t *op)
 {
@@ -1738,15 +1757,8 @@ cmd_connection_status(mf_op_t *op)
      * getIndirectRoles): its own first, then the inherited ones level by level.
      */
     BSON_APPEND_ARRAY_BEGIN(&ai, "authenticatedUserRoles", &arr);
-    if (a != NULL && a->authed) {
-        bson_t holder = BSON_INITIALIZER;
-        uint32_t nn = 0, nr = 0;
-        role_seen_t *seen = mf_calloc(1, sizeof(*seen));
-        BSON_APPEND_ARRAY(&holder, "roles", &a->roles);
-        inherit_walk(op, &holder, &arr, &nn, NULL, seen, NULL, &nr);
-        seen_free(seen);
-        bson_destroy(&holder);
-    }
+    if (a != NULL && a->authed)
+        append_held_roles(op, a, &arr);
     bson_append_array_end(&ai, &arr);
     if (show_privs) {
         bson_t privs = BSON_INITIALIZER, user;
@@ -1793,15 +1805,7 @@ static void
 build_user_roles(mf_op_t *op, mf_client_auth_t *a, bson_t *out)
 {
     bson_t names = BSON_INITIALIZER;
-    {
-        bson_t holder = BSON_INITIALIZER;
-        uint32_t nn = 0, nr = 0;
-        role_seen_t *seen = mf_calloc(1, sizeof(*seen));
-        BSON_APPEND_ARRAY(&holder, "roles", &a->roles);
-        inherit_walk(op, &holder, &names, &nn, NULL, seen, NULL, &nr);
-        seen_free(seen);
-        bson_destroy(&holder);
-    }
+    append_held_roles(op, a, &names);
     bson_iter_t it;
     uint32_t n = 0;
     bson_iter_init(&it, &names);
