@@ -159,6 +159,8 @@ typedef struct agg_scan_ctx {
     /* $indexStats: the first scan (the pipeline's source) visits these documents instead. */
     const mf_docvec_t *source_docs;
     bool source_pending;
+    /* explain: what the scans of other collections examine goes here (env->set_scan_stats), or NULL */
+    mf_agg_scan_stats_t *scan_stats;
 } agg_scan_ctx_t;
 
 typedef struct agg_visit_adapter {
@@ -211,6 +213,36 @@ static int agg_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_vi
                     mf_error_t *err);
 static int view_scan(agg_scan_ctx_t *x, const char *name, const bson_t *filter, mf_agg_visit_fn visit, void *arg,
                      mf_error_t *err);
+
+/* plan_stats_add: what plan p's run examined, added to s (mongod's PlanSummaryStats of a sub-pipeline). */
+static void
+plan_stats_add(const mf_plan_t *p, mf_agg_scan_stats_t *s)
+{
+    const mf_stage_t *leaf = p != NULL ? p->leaf : NULL;
+    if (leaf == NULL)
+        return;
+    s->docs_examined += p->fetch ? p->fetch->docs_examined : leaf->docs_examined;
+    s->keys_examined += leaf->keys_examined;
+    if (leaf->kind == MF_ST_COLLSCAN)
+        s->collection_scans++;
+    if (leaf->index_name != NULL)
+        mf_agg_scan_stats_add_index(s, leaf->index_name);
+    else if (leaf->kind == MF_ST_IDHACK)
+        mf_agg_scan_stats_add_index(s, "_id_"); /* an _id lookup reads the _id index */
+    for (size_t i = 0; i < leaf->ninputs; i++)
+        if (leaf->inputs[i]->index_name != NULL)
+            mf_agg_scan_stats_add_index(s, leaf->inputs[i]->index_name);
+}
+
+/* env->set_scan_stats: where agg_scan adds what its reads examine (explain of a $lookup). */
+static mf_agg_scan_stats_t *
+agg_set_scan_stats(void *ctx, mf_agg_scan_stats_t *sink)
+{
+    agg_scan_ctx_t *x = ctx;
+    mf_agg_scan_stats_t *prev = x->scan_stats;
+    x->scan_stats = sink;
+    return prev;
+}
 
 /* env->scan: the catalog lock is already held (shared) by mf_cmd_aggregate. */
 /*
@@ -270,7 +302,11 @@ agg_scan(void *ctx, const char *coll, const bson_t *filter, mf_agg_visit_fn visi
         return -1;
     agg_visit_adapter_t a = {visit, arg};
     mf_plan_request_t req = {.filter = filter, .hint = x->hint};
-    int rc = mf_exec_query(x->op->sess, c, &req, m, agg_adapter_visit, &a, NULL, err);
+    mf_plan_t *ran = NULL;
+    int rc = mf_exec_query(x->op->sess, c, &req, m, agg_adapter_visit, &a, x->scan_stats ? &ran : NULL, err);
+    if (x->scan_stats != NULL)
+        plan_stats_add(ran, x->scan_stats);
+    mf_plan_free(ran);
     mf_matcher_free(m);
     return rc;
 }
@@ -699,6 +735,76 @@ agg_stream_new(mf_op_t *op, const char *coll, mf_pipeline_t *pl, const bson_valu
     return x;
 }
 
+/* mf_crud_agg_explain_run: see crud.h. */
+int
+mf_crud_agg_explain_run(mf_op_t *op, const char *coll, mf_pipeline_t *pl, const bson_value_t *hint,
+                        const bson_t *cmd, mf_agg_pushdown_t *pd, mf_plan_t **plan, mf_agg_stream_t **stream)
+{
+    mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, coll);
+    mf_matcher_t *m = NULL;
+    mf_agg_env_t env;
+    bson_iter_t it;
+    bool allow_disk = mf_param_get(op->eng->params, "allowDiskUseByDefault") != 0;
+    int rc = 0;
+
+    *plan = NULL;
+    *stream = NULL;
+    if (bson_iter_init_find(&it, cmd, "allowDiskUse") && BSON_ITER_HOLDS_BOOL(&it))
+        allow_disk = bson_iter_bool(&it);
+    if (mf_crud_agg_plan_prefix(op, c, pl, hint, pd, plan) != 0 ||
+        (m = mf_matcher_new(pd->filter, &op->err)) == NULL) {
+        mf_plan_free(*plan);
+        *plan = NULL;
+        return -1;
+    }
+    /* The state a streaming aggregate keeps (agg_stream_new), with pl borrowed: it is not freed with it. */
+    agg_stream_t *x = mf_calloc(1, sizeof *x);
+    x->sc.op = op;
+    x->sc.stream = x;
+    x->pl = pl;
+    x->plan = *plan;
+    x->m = m;
+    x->skip_left = pd->skip;
+    x->limit_left = pd->limit > 0 ? pd->limit : -1;
+    x->proj = pd->project;
+    x->db = mf_strdup(op->db);
+    x->coll = mf_strdup(coll);
+    mf_agg_limits_t lim = agg_limits(op, allow_disk);
+    x->stream = mf_agg_stream_new(pl, pd->nstages, &lim);
+    mf_agg_stream_collect_stats(x->stream);
+    memset(&env, 0, sizeof env);
+    env.scan = agg_scan;
+    env.list_sessions = agg_list_sessions;
+    env_set_limits(&env, op);
+    env.pull = agg_pull;
+    env.pull_count = agg_pull_count;
+    env_set_streams(&env);
+    env.source_indexes = agg_source_indexes;
+    env.ctx = &x->sc;
+    /* Run to the end, the results discarded (explain.cpp's executePlan); a writing stage writes nothing. */
+    for (int64_t n = 1;; n++) {
+        bson_t *d;
+        if ((rc = mf_agg_stream_next(x->stream, &env, &d, &op->err)) != 0 || d == NULL)
+            break;
+        bson_destroy(d);
+        if (n % 1024 == 0 && (rc = mf_exec_check_deadline(&op->err)) != 0)
+            break;
+    }
+    *stream = x->stream;
+    x->stream = NULL;
+    x->plan = NULL;
+    x->pl = NULL;
+    agg_stream_free(x);
+    if (rc != 0) {
+        mf_agg_stream_free(*stream);
+        mf_plan_free(*plan);
+        *stream = NULL;
+        *plan = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 /* archive_stream_new: a streaming run of pl (taken) over collection coll's archive (uuid). NULL with op->err. */
 static agg_stream_t *
 archive_stream_new(mf_op_t *op, const char *coll, mf_pipeline_t *pl, const uint8_t uuid[16], bool allow_disk)
@@ -793,7 +899,7 @@ view_stream(mf_op_t *op, const char *name, const bson_value_t *stages, int depth
 /* view_each: calls visit for every result of stages over view name (0 or -1 with err; visit > 0 stops). */
 static int
 view_each(mf_op_t *op, const char *name, const bson_value_t *stages, int depth, const bson_value_t *hint,
-          mf_agg_visit_fn visit, void *arg, mf_error_t *err)
+          mf_agg_scan_stats_t *sink, mf_agg_visit_fn visit, void *arg, mf_error_t *err)
 {
     agg_stream_t *x = view_stream(op, name, stages, depth, hint, allow_disk_default(op), err);
     mf_agg_env_t env;
@@ -810,6 +916,7 @@ view_each(mf_op_t *op, const char *name, const bson_value_t *stages, int depth, 
     env_set_streams(&env);
     env.source_indexes = agg_source_indexes;
     env.ctx = &x->sc;
+    x->sc.scan_stats = sink; /* the view's own stages' reads of other collections count too */
     for (;;) {
         bson_t *d;
         if (mf_agg_stream_next(x->stream, &env, &d, err) != 0) {
@@ -825,6 +932,8 @@ view_each(mf_op_t *op, const char *name, const bson_value_t *stages, int depth, 
             break;
         }
     }
+    if (sink != NULL)
+        plan_stats_add(x->plan, sink);
     agg_stream_free(x);
     return rc;
 }
@@ -872,6 +981,7 @@ env_set_streams(mf_agg_env_t *env)
     env->sub_open = agg_sub_open;
     env->sub_next = agg_sub_next;
     env->sub_free = agg_stream_free;
+    env->set_scan_stats = agg_set_scan_stats;
 }
 
 /*
@@ -889,7 +999,7 @@ view_scan(agg_scan_ctx_t *x, const char *name, const bson_t *filter, mf_agg_visi
     if (filter != NULL && !bson_empty(filter))
         mf_crud_stage_doc(&stages, &k, "$match", filter);
     bson_value_t sv = array_value(&stages);
-    int rc = view_each(x->op, name, &sv, x->view_depth, NULL, visit, arg, err);
+    int rc = view_each(x->op, name, &sv, x->view_depth, NULL, x->scan_stats, visit, arg, err);
     bson_destroy(&stages);
     return rc;
 }
@@ -1200,7 +1310,7 @@ mf_crud_view_each(mf_op_t *op, const char *name, const bson_t *stages, const bso
                   void *arg)
 {
     bson_value_t sv = array_value(stages);
-    return view_each(op, name, &sv, 0, hint, visit, arg, &op->err);
+    return view_each(op, name, &sv, 0, hint, NULL, visit, arg, &op->err);
 }
 
 int

@@ -185,12 +185,6 @@ typedef struct explain_write {
 } explain_write_t;
 
 /*
- * run_explain: plans req over op->db.coll, executes it when verbosity asks,
- * and appends the explain reply. stages (array, may be NULL) are the
- * aggregation stages after the leading $match; w (NULL for a read) the
- * update or delete explained.
- */
-/*
  * serverParameters, as mongod 8.0's explain lists them: the query limits
  * that shape a plan, mayfly's values where it has the parameter, mongod's
  * defaults for the ones it does not (its own engine is neither SBE nor
@@ -298,62 +292,139 @@ append_collation(bson_t *qp)
     bson_append_document_end(qp, &cs);
 }
 
+/* serverInfo: this server's host (no port), port and version. */
+static void
+append_server_info(mf_op_t *op)
+{
+    bson_t si;
+    char host[256];
+    snprintf(host, sizeof(host), "%s", op->eng->host);
+    char *colon = strrchr(host, ':');
+    if (colon)
+        *colon = '\0';
+    BSON_APPEND_DOCUMENT_BEGIN(op->reply, "serverInfo", &si);
+    BSON_APPEND_UTF8(&si, "host", host);
+    BSON_APPEND_INT32(&si, "port", op->eng->port);
+    BSON_APPEND_UTF8(&si, "version", MF_VERSION);
+    BSON_APPEND_UTF8(&si, "gitVersion", "mayfly");
+    bson_append_document_end(op->reply, &si);
+}
+
+/* command: the explained command as it was given, without explain, with $db. */
+static void
+append_command(mf_op_t *op, const bson_t *inner)
+{
+    bson_t cmdcopy = BSON_INITIALIZER;
+    bson_iter_t it;
+    bson_iter_init(&it, inner);
+    while (bson_iter_next(&it)) {
+        if (strcmp(bson_iter_key(&it), "explain") != 0 && strcmp(bson_iter_key(&it), "$db") != 0)
+            bson_append_value(&cmdcopy, bson_iter_key(&it), -1, bson_iter_value(&it));
+    }
+    BSON_APPEND_UTF8(&cmdcopy, "$db", op->db);
+    BSON_APPEND_DOCUMENT(op->reply, "command", &cmdcopy);
+    bson_destroy(&cmdcopy);
+}
+
+/*
+ * An aggregation explained with stages left after its pushed-down prefix:
+ * its pipeline pl, whose stages from first on run after the plan, and at
+ * executionStats the run that measured them (mf_crud_agg_explain_run).
+ */
+typedef struct explain_agg {
+    const mf_pipeline_t *pl;
+    size_t first;
+    mf_plan_t *plan;           /* the run's plan (taken by run_explain), or NULL: plan (and run) it here */
+    const mf_agg_stream_t *st; /* the run's stages, or NULL */
+} explain_agg_t;
+
+/*
+ * run_explain: plans req over op->db.coll, executes it when verbosity asks,
+ * and appends the explain reply. agg (may be NULL) is an aggregation's
+ * rest after the pushed-down prefix; w (NULL for a read) the update or
+ * delete explained.
+ */
 static int
 run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t limit_one, const char *verbosity,
-            const bson_t *inner, const bson_t *stages, const explain_write_t *w, bool express_ok)
+            const bson_t *inner, explain_agg_t *agg, const explain_write_t *w, bool express_ok)
 {
     bool clustered = false;
     bool exec = strcmp(verbosity, "queryPlanner") != 0;
-    if (exec && strcmp(verbosity, "executionStats") != 0 && strcmp(verbosity, "allPlansExecution") != 0)
+    /* Stages after $cursor: the reply is mongod's pipeline explain (Explain::explainPipeline). */
+    bool staged = agg != NULL && agg->first < mf_pipeline_len(agg->pl);
+    mf_plan_t *p = staged ? agg->plan : NULL;
+    if (agg != NULL)
+        agg->plan = NULL;
+    if (exec && strcmp(verbosity, "executionStats") != 0 && strcmp(verbosity, "allPlansExecution") != 0) {
+        mf_plan_free(p);
         return mf_err_set(&op->err, MF_E_BadValue,
                           "verbosity string must be one of {'queryPlanner', 'executionStats', 'allPlansExecution'}");
-    mf_matcher_t *m = mf_matcher_new(req->filter, &op->err);
-    if (m == NULL)
-        return -1;
-    mf_plan_t *p = NULL;
+    }
     int64_t t0 = mf_mono_ms();
+    int64_t elapsed;
+    int rc = 0;
     mf_catalog_rdlock(op->eng->cat);
     mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, coll);
-    int rc = mf_plan_build(c, req, &p, &op->err);
     clustered = c != NULL && c->clustered;
-    if (rc == 0 && exec) {
-        explain_ctx_t x = {req->skip, req->limit > 0 ? req->limit : limit_one, 0, p->sort != NULL};
-        mf_sort_t *order = NULL;
-        if (w != NULL) {
-            x.counts = true;
-            x.upd = w->upd;
-            if (x.sorted && x.limit == 1 && (order = mf_sort_new(req->sort, &op->err)) == NULL)
-                rc = -1;
-            x.order = order;
+    if (p != NULL) {
+        /* Run by the pipeline already: its counters are what the stages after it pulled. */
+        explain_propagate(p, 0);
+        elapsed = p->exec_ms;
+        mf_catalog_unlock(op->eng->cat);
+    } else {
+        mf_matcher_t *m = mf_matcher_new(req->filter, &op->err);
+        if (m == NULL) {
+            mf_catalog_unlock(op->eng->cat);
+            return -1;
         }
-        if (rc == 0)
-            rc = mf_exec_run(op->sess, c, p, m, explain_visit, &x, &op->err);
-        if (x.best != NULL) {
-            explain_count(&x, x.best, &x.best_d);
-            bson_destroy(x.best);
+        rc = mf_plan_build(c, req, &p, &op->err);
+        if (rc == 0 && exec) {
+            explain_ctx_t x = {req->skip, req->limit > 0 ? req->limit : limit_one, 0, p->sort != NULL};
+            mf_sort_t *order = NULL;
+            if (w != NULL) {
+                x.counts = true;
+                x.upd = w->upd;
+                if (x.sorted && x.limit == 1 && (order = mf_sort_new(req->sort, &op->err)) == NULL)
+                    rc = -1;
+                x.order = order;
+            }
+            if (rc == 0)
+                rc = mf_exec_run(op->sess, c, p, m, explain_visit, &x, &op->err);
+            if (x.best != NULL) {
+                explain_count(&x, x.best, &x.best_d);
+                bson_destroy(x.best);
+            }
+            mf_sort_free(order);
+            if (rc == 0 && w != NULL) {
+                p->root->n_matched = x.matched;
+                p->root->n_would_modify = x.would_modify;
+                p->root->n_would_upsert = w->upsert && x.matched == 0 ? 1 : 0;
+            }
+            explain_propagate(p, limit_one);
         }
-        mf_sort_free(order);
-        if (rc == 0 && w != NULL) {
-            p->root->n_matched = x.matched;
-            p->root->n_would_modify = x.would_modify;
-            p->root->n_would_upsert = w->upsert && x.matched == 0 ? 1 : 0;
+        mf_catalog_unlock(op->eng->cat);
+        mf_matcher_free(m);
+        if (rc != 0) {
+            mf_plan_free(p);
+            return -1;
         }
-        explain_propagate(p, limit_one);
+        elapsed = mf_mono_ms() - t0;
     }
-    mf_catalog_unlock(op->eng->cat);
-    mf_matcher_free(m);
-    if (rc != 0) {
-        mf_plan_free(p);
-        return -1;
-    }
-    int64_t elapsed = mf_mono_ms() - t0;
     char ns[512];
-    bson_t qp, wp, es, st, si, cmdcopy, empty;
+    bson_t qp, wp, es, st, empty, arr, first, cd;
+    bson_t *qp_parent = op->reply, *es_parent = op->reply;
     snprintf(ns, sizeof(ns), "%s.%s", op->db, coll);
     bson_init(&empty);
 
     BSON_APPEND_UTF8(op->reply, "explainVersion", "1"); /* first, as mongod 8.0 writes it */
-    BSON_APPEND_DOCUMENT_BEGIN(op->reply, "queryPlanner", &qp);
+    if (staged) {
+        /* stages[0] is {$cursor: {queryPlanner, executionStats}}: the plan's explain (DocumentSourceCursor::serialize). */
+        BSON_APPEND_ARRAY_BEGIN(op->reply, "stages", &arr);
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &first);
+        BSON_APPEND_DOCUMENT_BEGIN(&first, "$cursor", &cd);
+        qp_parent = es_parent = &cd;
+    }
+    BSON_APPEND_DOCUMENT_BEGIN(qp_parent, "queryPlanner", &qp);
     BSON_APPEND_UTF8(&qp, "namespace", ns);
     BSON_APPEND_DOCUMENT(&qp, "parsedQuery", req->filter ? req->filter : &empty);
     append_collation(&qp);
@@ -362,7 +433,7 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
     BSON_APPEND_BOOL(&qp, "maxIndexedAndSolutionsReached", false);
     BSON_APPEND_BOOL(&qp, "maxScansToExplodeReached", false);
     BSON_APPEND_BOOL(&qp, "prunedSimilarIndexes", false);
-    bool express = express_leaf(p, req->filter, express_ok);
+    bool express = !staged && express_leaf(p, req->filter, express_ok);
     BSON_APPEND_DOCUMENT_BEGIN(&qp, "winningPlan", &wp);
     if (express) {
         express_explain(p, clustered, false, &wp);
@@ -372,17 +443,13 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
     }
     bson_append_document_end(&qp, &wp);
     BSON_APPEND_ARRAY(&qp, "rejectedPlans", &empty);
-    bson_append_document_end(op->reply, &qp);
-    /* An aggregation with stages left shows the plan's statistics under its $cursor stage, as MongoDB does. */
-    bool es_in_cursor = stages != NULL && !bson_empty(stages);
-    bson_t es_holder;
-    bson_init(&es_holder);
+    bson_append_document_end(qp_parent, &qp);
     if (exec) {
         int64_t nret = p->root->n_returned;
         if (p->root->kind == MF_ST_COUNT || p->root->kind == MF_ST_DELETE || p->root->kind == MF_ST_BATCHED_DELETE ||
             p->root->kind == MF_ST_UPDATE)
             nret = 0;
-        BSON_APPEND_DOCUMENT_BEGIN(es_in_cursor ? &es_holder : op->reply, "executionStats", &es);
+        BSON_APPEND_DOCUMENT_BEGIN(es_parent, "executionStats", &es);
         BSON_APPEND_BOOL(&es, "executionSuccess", true);
         BSON_APPEND_INT32(&es, "nReturned", (int32_t)nret);
         BSON_APPEND_INT32(&es, "executionTimeMillis", (int32_t)elapsed);
@@ -397,63 +464,30 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
         bson_append_document_end(&es, &st);
         if (strcmp(verbosity, "allPlansExecution") == 0)
             BSON_APPEND_ARRAY(&es, "allPlansExecution", &empty);
-        bson_append_document_end(es_in_cursor ? &es_holder : op->reply, &es);
+        bson_append_document_end(es_parent, &es);
     }
-    if (stages != NULL && !bson_empty(stages)) {
-        bson_t arr, first, cd;
-        bson_iter_t it;
+    if (staged) {
         int k = 1;
-        BSON_APPEND_ARRAY_BEGIN(op->reply, "stages", &arr);
-        BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &first);
-        BSON_APPEND_DOCUMENT_BEGIN(&first, "$cursor", &cd);
-        BSON_APPEND_DOCUMENT_BEGIN(&cd, "queryPlanner", &qp);
-        BSON_APPEND_UTF8(&qp, "namespace", ns);
-        append_collation(&qp);
-        BSON_APPEND_DOCUMENT_BEGIN(&qp, "winningPlan", &wp);
-        mf_plan_explain(p, false, &wp);
-        bson_append_document_end(&qp, &wp);
-        BSON_APPEND_ARRAY(&qp, "rejectedPlans", &empty);
-        bson_append_document_end(&cd, &qp);
-        bson_iter_t esi;
-        if (bson_iter_init_find(&esi, &es_holder, "executionStats"))
-            bson_append_value(&cd, "executionStats", -1, bson_iter_value(&esi));
         bson_append_document_end(&first, &cd);
+        if (agg->st != NULL) {
+            /* The $cursor stage's own counters: the documents the pipeline took from it (writeExplainOps). */
+            int64_t n, us;
+            mf_agg_stream_source_stats(agg->st, &n, &us);
+            BSON_APPEND_INT64(&first, "nReturned", n);
+            BSON_APPEND_INT64(&first, "executionTimeMillisEstimate", us / 1000);
+        }
         bson_append_document_end(&arr, &first);
-        bson_iter_init(&it, stages);
-        while (bson_iter_next(&it)) {
-            char key[16];
-            snprintf(key, sizeof(key), "%d", k++);
-            bson_append_value(&arr, key, -1, bson_iter_value(&it));
-        }
+        mf_pipeline_explain(agg->pl, agg->first, agg->st, &arr, &k);
         bson_append_array_end(op->reply, &arr);
+        /* Explain::explainPipeline: serverInfo, serverParameters, then the command. */
+        append_server_info(op);
+        append_server_parameters(op);
+        append_command(op, inner);
+    } else {
+        append_command(op, inner);
+        append_server_info(op);
+        append_server_parameters(op);
     }
-    bson_destroy(&es_holder);
-    bson_init(&cmdcopy);
-    {
-        bson_iter_t it;
-        bson_iter_init(&it, inner);
-        while (bson_iter_next(&it)) {
-            if (strcmp(bson_iter_key(&it), "explain") != 0 && strcmp(bson_iter_key(&it), "$db") != 0)
-                bson_append_value(&cmdcopy, bson_iter_key(&it), -1, bson_iter_value(&it));
-        }
-        BSON_APPEND_UTF8(&cmdcopy, "$db", op->db);
-    }
-    BSON_APPEND_DOCUMENT(op->reply, "command", &cmdcopy);
-    bson_destroy(&cmdcopy);
-    BSON_APPEND_DOCUMENT_BEGIN(op->reply, "serverInfo", &si);
-    {
-        char host[256];
-        snprintf(host, sizeof(host), "%s", op->eng->host);
-        char *colon = strrchr(host, ':');
-        if (colon)
-            *colon = '\0';
-        BSON_APPEND_UTF8(&si, "host", host);
-    }
-    BSON_APPEND_INT32(&si, "port", op->eng->port);
-    BSON_APPEND_UTF8(&si, "version", MF_VERSION);
-    BSON_APPEND_UTF8(&si, "gitVersion", "mayfly");
-    bson_append_document_end(op->reply, &si);
-    append_server_parameters(op);
     bson_destroy(&empty);
     mf_plan_free(p);
     return 0;
@@ -544,6 +578,85 @@ explain_count_as_aggregate(mf_op_t *op, const char *coll, const bson_t *inner, c
     bson_append_document_end(&pl, &st);
     bson_append_array_end(&agg, &pl);
     static const char *const carried[] = {"collation", "hint", "comment", "maxTimeMS", "readConcern", NULL};
+    for (int i = 0; carried[i] != NULL; i++)
+        if (bson_iter_init_find(&it, inner, carried[i]))
+            bson_append_value(&agg, carried[i], -1, bson_iter_value(&it));
+    BSON_APPEND_DOCUMENT_BEGIN(&agg, "cursor", &st);
+    bson_append_document_end(&agg, &st);
+    int rc = mf_crud_explain_aggregate(op, &agg, verbosity);
+    bson_destroy(&agg);
+    return rc;
+}
+
+/*
+ * explain_distinct_as_aggregate: a distinct on a view runs, and explains,
+ * as the aggregate ParsedDistinct::asAggregationCommand makes of it:
+ * {$match: query} (when not empty), {$replaceRoot: {newRoot:
+ * {_internalUnwoundField: {$_internalFindAllValuesAtPath: key}}}},
+ * {$unwind: {path: "$_internalUnwoundField", preserveNullAndEmptyArrays:
+ * true}}, {$group: {_id: null, distinct: {$addToSet:
+ * "$_internalUnwoundField"}}}, with the distinct's collation ({} when it
+ * has none), maxTimeMS and readConcern; the view then resolves over its
+ * collection as any aggregate on it does.
+ */
+static int
+explain_distinct_as_aggregate(mf_op_t *op, const char *coll, const bson_t *inner, const char *verbosity)
+{
+    bson_t agg = BSON_INITIALIZER, pl, st, a, b, q;
+    bson_iter_t it;
+    int k = 0;
+    char key[16];
+
+    if (!bson_iter_init_find(&it, inner, "key") || !BSON_ITER_HOLDS_UTF8(&it)) {
+        bson_destroy(&agg);
+        return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'distinct.key' is missing but a required field");
+    }
+    const char *dkey = bson_iter_utf8(&it, NULL);
+    BSON_APPEND_UTF8(&agg, "aggregate", coll);
+    BSON_APPEND_ARRAY_BEGIN(&agg, "pipeline", &pl);
+    if (sub_doc(inner, "query", &q) && !bson_empty(&q)) {
+        snprintf(key, sizeof key, "%d", k++);
+        BSON_APPEND_DOCUMENT_BEGIN(&pl, key, &st);
+        BSON_APPEND_DOCUMENT(&st, "$match", &q);
+        bson_append_document_end(&pl, &st);
+    }
+    snprintf(key, sizeof key, "%d", k++);
+    BSON_APPEND_DOCUMENT_BEGIN(&pl, key, &st);
+    BSON_APPEND_DOCUMENT_BEGIN(&st, "$replaceRoot", &a);
+    BSON_APPEND_DOCUMENT_BEGIN(&a, "newRoot", &b);
+    {
+        bson_t f;
+        BSON_APPEND_DOCUMENT_BEGIN(&b, "_internalUnwoundField", &f);
+        BSON_APPEND_UTF8(&f, "$_internalFindAllValuesAtPath", dkey);
+        bson_append_document_end(&b, &f);
+    }
+    bson_append_document_end(&a, &b);
+    bson_append_document_end(&st, &a);
+    bson_append_document_end(&pl, &st);
+    snprintf(key, sizeof key, "%d", k++);
+    BSON_APPEND_DOCUMENT_BEGIN(&pl, key, &st);
+    BSON_APPEND_DOCUMENT_BEGIN(&st, "$unwind", &a);
+    BSON_APPEND_UTF8(&a, "path", "$_internalUnwoundField");
+    BSON_APPEND_BOOL(&a, "preserveNullAndEmptyArrays", true);
+    bson_append_document_end(&st, &a);
+    bson_append_document_end(&pl, &st);
+    snprintf(key, sizeof key, "%d", k++);
+    BSON_APPEND_DOCUMENT_BEGIN(&pl, key, &st);
+    BSON_APPEND_DOCUMENT_BEGIN(&st, "$group", &a);
+    BSON_APPEND_NULL(&a, "_id");
+    BSON_APPEND_DOCUMENT_BEGIN(&a, "distinct", &b);
+    BSON_APPEND_UTF8(&b, "$addToSet", "$_internalUnwoundField");
+    bson_append_document_end(&a, &b);
+    bson_append_document_end(&st, &a);
+    bson_append_document_end(&pl, &st);
+    bson_append_array_end(&agg, &pl);
+    if (sub_doc(inner, "collation", &q))
+        BSON_APPEND_DOCUMENT(&agg, "collation", &q);
+    else {
+        BSON_APPEND_DOCUMENT_BEGIN(&agg, "collation", &st);
+        bson_append_document_end(&agg, &st);
+    }
+    static const char *const carried[] = {"maxTimeMS", "readConcern", NULL};
     for (int i = 0; carried[i] != NULL; i++)
         if (bson_iter_init_find(&it, inner, carried[i]))
             bson_append_value(&agg, carried[i], -1, bson_iter_value(&it));
@@ -760,11 +873,10 @@ near_explain_plan(mf_op_t *op, const bson_t *find, const bson_t *filter, const b
 int
 mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
 {
-    bson_iter_t it, pi;
-    bson_t filter, rest;
+    bson_iter_t it;
+    bson_t filter;
     bson_value_t hint_store;
     bool has_filter = false;
-    int k = 0;
     if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_UTF8(&it))
         return mf_err_set(&op->err, MF_E_InvalidNamespace, "explain of {aggregate: 1} is not supported");
     const char *coll = bson_iter_utf8(&it, NULL);
@@ -809,10 +921,21 @@ mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
             c = mf_catalog_coll_find(op->eng->cat, op->db, coll);
         }
     }
+    const bson_value_t *hint = c != NULL && base == NULL ? sub_hint(cmd, &hint_store) : NULL;
     if (prc == 0 && streams)
-        prc = mf_crud_agg_plan_prefix(op, c, pl, c != NULL && base == NULL ? sub_hint(cmd, &hint_store) : NULL, &pd, &probe);
-    mf_catalog_unlock(op->eng->cat);
+        prc = mf_crud_agg_plan_prefix(op, c, pl, hint, &pd, &probe);
     mf_plan_free(probe);
+    /*
+     * executionStats / allPlansExecution with stages after the plan: the
+     * pipeline runs to its end as aggregate runs it (Explain::explainPipeline's
+     * executePlan), results discarded, every stage counted.
+     */
+    explain_agg_t agg = {.pl = pl};
+    mf_agg_stream_t *ran = NULL;
+    bool exec = strcmp(verbosity, "executionStats") == 0 || strcmp(verbosity, "allPlansExecution") == 0;
+    if (prc == 0 && streams && exec && pd.nstages < mf_pipeline_len(pl))
+        prc = mf_crud_agg_explain_run(op, coll, pl, hint, cmd, &pd, &agg.plan, &ran);
+    mf_catalog_unlock(op->eng->cat);
     if (prc != 0) {
         mf_pipeline_free(pl);
         bson_destroy(&resolved);
@@ -832,23 +955,17 @@ mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
     bson_t sort;
     if (pd.sort != NULL)
         bson_init_static(&sort, bson_get_data(pd.sort), pd.sort->len);
-    bson_init(&rest);
-    bson_iter_init_from_data(&pi, pv.value.v_doc.data, pv.value.v_doc.data_len);
-    for (size_t i = 0; bson_iter_next(&pi); i++) {
-        char key[16];
-        if (i < pd.nstages)
-            continue;
-        snprintf(key, sizeof(key), "%d", k++);
-        bson_append_value(&rest, key, -1, bson_iter_value(&pi));
-    }
+    agg.first = pd.nstages;
+    agg.st = ran;
     bson_t proj;
     if (pd.project_spec != NULL)
         bson_init_static(&proj, bson_get_data(pd.project_spec), pd.project_spec->len);
     mf_plan_request_t req = {.filter = has_filter ? &filter : NULL, .sort = pd.sort ? &sort : NULL,
                              .skip = pd.skip, .limit = pd.limit, .hint = base ? NULL : sub_hint(cmd, &hint_store),
                              .projection = pd.project_spec ? &proj : NULL, .count_only = pd.count_only};
-    int rc = run_explain(op, coll, &req, 0, verbosity, cmd, &rest, NULL, false);
-    bson_destroy(&rest);
+    int rc = run_explain(op, coll, &req, 0, verbosity, cmd, &agg, NULL, false);
+    mf_plan_free(agg.plan); /* when run_explain did not take it */
+    mf_agg_stream_free(ran);
     mf_pipeline_free(pl);
     bson_destroy(&resolved);
     free(base);
@@ -894,6 +1011,11 @@ mf_cmd_explain(mf_op_t *op)
         bool plain = false;
         if (is_view_of(op, coll, &plain) && plain)
             return explain_count_as_aggregate(op, coll, &inner, verbosity);
+    }
+    if (strcmp(kind, "distinct") == 0) {
+        bool plain = false;
+        if (is_view_of(op, coll, &plain) && plain)
+            return explain_distinct_as_aggregate(op, coll, &inner, verbosity);
     }
     if (strcmp(kind, "update") == 0 || strcmp(kind, "delete") == 0 || strcasecmp(kind, "findAndModify") == 0) {
         /* Writes never run on a view, and neither does their explain (166, as the write itself). */

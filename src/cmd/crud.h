@@ -176,6 +176,19 @@ int mf_crud_agg_plan_prefix(mf_op_t *op, const mf_coll_t *c, const mf_pipeline_t
                 mf_agg_pushdown_t *pd, mf_plan_t **plan);
 
 /*
+ * mf_crud_agg_explain_run: runs pl (borrowed: it must outlive *stream)
+ * over collection coll as aggregate streams it (pushed-down prefix planned
+ * by mf_crud_agg_plan_prefix, the rest through mf_agg_stream with
+ * statistics), discarding the results and writing nothing, for explain at
+ * executionStats. cmd: the aggregate command (its allowDiskUse). Sets *pd,
+ * *plan (the run plan, its counters filled) and *stream (its stages'
+ * statistics), both owned by the caller. Catalog lock held. 0, or -1 with
+ * op->err (nothing set).
+ */
+int mf_crud_agg_explain_run(mf_op_t *op, const char *coll, mf_pipeline_t *pl, const bson_value_t *hint,
+                            const bson_t *cmd, mf_agg_pushdown_t *pd, mf_plan_t **plan, mf_agg_stream_t **stream);
+
+/*
  * mf_crud_agg_stream_fill: the rest of the next batch of a streaming
  * aggregation cursor, whose first count documents arr already holds, up to
  * max documents in all (mf_crud_batch_add's rules; a document with no room

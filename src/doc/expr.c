@@ -78,6 +78,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "doc/path.h"
 #include "doc/sort.h"
 #include "doc/tz.h"
 #include "doc/value.h"
@@ -112,7 +113,7 @@ enum op_id {
     OP_TSSECOND, OP_TSINCREMENT, OP_TOUUID, OP_RAND, OP_MEDIAN, OP_PERCENTILE, OP_SIGMOID, OP_REGEXMATCH, OP_REGEXFIND, OP_REGEXFINDALL,
     OP_REPLACEONE, OP_REPLACEALL, OP_LET,
     OP_SIN, OP_COS, OP_TAN, OP_ASIN, OP_ACOS, OP_ATAN, OP_ASINH, OP_ACOSH, OP_ATANH, OP_SINH, OP_COSH, OP_TANH,
-    OP_ATAN2, OP_DEGREESTORADIANS, OP_RADIANSTODEGREES, OP_BSONSIZE, OP_BINARYSIZE, OP_TOHASHEDINDEXKEY,
+    OP_ATAN2, OP_DEGREESTORADIANS, OP_RADIANSTODEGREES, OP_BSONSIZE, OP_BINARYSIZE, OP_TOHASHEDINDEXKEY, OP_FINDALLVALUES,
     OP_FIRSTN, OP_LASTN, OP_MINN, OP_MAXN,
     OP_LITERAL,
     OP_META, /* {$meta: "textScore"}: the hidden score field of a $text pipeline's document (doc/text.h) */
@@ -204,6 +205,7 @@ static const op_def_t OPS[] = {
     {"$atan2", OP_ATAN2, A_POS, 2, 2}, {"$degreesToRadians", OP_DEGREESTORADIANS, A_POS, 1, 1},
     {"$radiansToDegrees", OP_RADIANSTODEGREES, A_POS, 1, 1}, {"$bsonSize", OP_BSONSIZE, A_POS, 1, 1},
     {"$toHashedIndexKey", OP_TOHASHEDINDEXKEY, A_POS, 1, 1},
+    {"$_internalFindAllValuesAtPath", OP_FINDALLVALUES, A_POS, 1, 1},
     {"$binarySize", OP_BINARYSIZE, A_POS, 1, 1},
     {"$firstN", OP_FIRSTN, A_NACC, 0, 0}, {"$lastN", OP_LASTN, A_NACC, 0, 0},
     {"$minN", OP_MINN, A_NACC, 0, 0}, {"$maxN", OP_MAXN, A_NACC, 0, 0},
@@ -4992,6 +4994,59 @@ done:
 
 /* ---- $getField, $setField, $unsetField ---- */
 
+/* The values at a path, gathered for $_internalFindAllValuesAtPath (views into the root document). */
+typedef struct all_values {
+    bson_value_t *v;
+    size_t n, cap;
+} all_values_t;
+
+static bool
+all_values_add(void *arg, const bson_value_t *v)
+{
+    all_values_t *a = arg;
+    if (a->n == a->cap) {
+        a->cap = a->cap ? a->cap * 2 : 8;
+        a->v = bson_realloc(a->v, a->cap * sizeof *a->v);
+    }
+    a->v[a->n++] = *v;
+    return false;
+}
+
+static int
+all_values_cmp(const void *x, const void *y)
+{
+    return mf_value_cmp((const bson_value_t *)x, (const bson_value_t *)y);
+}
+
+/*
+ * ev_find_all_values: $_internalFindAllValuesAtPath, what a distinct over
+ * a view runs (ParsedDistinct::asAggregationCommand): every value at the
+ * dotted path of the root document, arrays along it and at its end
+ * expanded, each once and in order (dotted_path_support's
+ * extractAllElementsAlongPath into a BSONElementSet).
+ */
+static int
+ev_find_all_values(const bson_value_t *path, ctx_t *c, bson_value_t *o)
+{
+    all_values_t a = {0};
+    mf_value_array_t arr;
+
+    if (path->value_type != BSON_TYPE_UTF8)
+        return mf_err_set(c->err, MF_E_FailedToParse, "$_internalFindAllValuesAtPath requires a string path, found: %s",
+                          tname(path));
+    if (c->root != NULL)
+        mf_path_walk_leaves(c->root, path->value.v_utf8.str, all_values_add, &a);
+    if (a.n > 1)
+        qsort(a.v, a.n, sizeof *a.v, all_values_cmp);
+    mf_value_array_init(&arr);
+    for (size_t i = 0; i < a.n; i++)
+        if (i == 0 || mf_value_cmp(&a.v[i - 1], &a.v[i]) != 0)
+            mf_value_array_push(&arr, &a.v[i]);
+    bson_free(a.v);
+    mf_value_array_finish(&arr, o);
+    return 0;
+}
+
 static int
 ev_get_field(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
 {
@@ -8007,6 +8062,9 @@ ev_op(const mf_expr_t *e, ctx_t *c, bson_value_t *o)
     case OP_DEGREESTORADIANS:
     case OP_RADIANSTODEGREES: rc = ev_trig(id, e->op->name, &v[0], c, o); break;
     case OP_ATAN2: rc = ev_atan2(&v[0], &v[1], c, o); break;
+    case OP_FINDALLVALUES:
+        rc = ev_find_all_values(&v[0], c, o);
+        break;
     case OP_TOHASHEDINDEXKEY: {
         /* What a hashed index stores for the value (BSONElementHasher::hash64, seed 0); missing hashes as null. */
         bson_value_t in = v[0];

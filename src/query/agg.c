@@ -85,6 +85,7 @@
 #include <time.h>
 
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "common/curop.h"
 #include "common/fmt.h"
 #include "doc/bucket.h"
@@ -226,6 +227,7 @@ typedef struct stage {
     mf_geonear_t *geonear;  /* $geoNear (agg_geo.c) */
     bool geo_meta;          /* $geoNear: add the hidden metadata fields (MF_GEO_DIST_FIELD ...) to its output */
     mf_densify_t *densify;  /* $_internalDensify, what $densify desugars to (agg_densify.c) */
+    bson_t *raw;            /* the stage as it runs, {name: argument} (explain: mf_pipeline_explain) */
 } stage_t;
 
 struct mf_pipeline {
@@ -813,6 +815,7 @@ typedef struct gtable {
     group_t **buckets, **order;
     group_t *last; /* the group gt_find returned last (NULL after gt_clear): runs of one key skip the hash */
     int64_t mem;
+    int64_t *acc_mem; /* NULL, or each accumulator's share of mem (explain's maxAccumulatorMemoryUsageBytes) */
 } gtable_t;
 
 static void
@@ -1304,16 +1307,23 @@ gt_find(gtable_t *t, const stage_t *s, bson_value_t *key)
     return g;
 }
 
-/* group_fold: folds doc into every accumulator of group g; *mem grows by the bytes they now hold more. */
+/*
+ * group_fold: folds doc into every accumulator of group g; *mem grows by
+ * the bytes they now hold more, and acc_mem[a] (when not NULL) by
+ * accumulator a's part of them.
+ */
 static int
-group_fold(int64_t *mem, const stage_t *s, group_t *g, const bson_t *doc, mf_error_t *err)
+group_fold(int64_t *mem, int64_t *acc_mem, const stage_t *s, group_t *g, const bson_t *doc, mf_error_t *err)
 {
     for (size_t a = 0; a < s->naccs; a++) {
         bson_value_t v;
         int kind = s->accs[a].kind;
+        int64_t before = *mem;
         if (acc_is_multi(kind)) {
             if (accx_add(&g->acc[a], &s->accs[a], &g->key, doc, mem, err) < 0)
                 return -1;
+            if (acc_mem != NULL)
+                acc_mem[a] += *mem - before;
             continue;
         }
         v.value_type = BSON_TYPE_EOD;
@@ -1326,6 +1336,8 @@ group_fold(int64_t *mem, const stage_t *s, group_t *g, const bson_t *doc, mf_err
         mf_value_free(&v);
         if (rc < 0)
             return -1;
+        if (acc_mem != NULL)
+            acc_mem[a] += *mem - before;
     }
     return 0;
 }
@@ -1348,8 +1360,16 @@ gt_group_of(gtable_t *t, const stage_t *s, const bson_t *doc, mf_error_t *err)
 static int
 gt_add(gtable_t *t, const stage_t *s, const bson_t *doc, mf_error_t *err)
 {
+    size_t ng = t->ng;
     group_t *g = gt_group_of(t, s, doc, err);
-    return g == NULL ? -1 : group_fold(&t->mem, s, g, doc, err);
+    if (g == NULL)
+        return -1;
+    if (t->acc_mem != NULL && t->ng > ng) {
+        /* A new group: each accumulator's state, as mongod counts an accumulator's own size. */
+        for (size_t a = 0; a < s->naccs; a++)
+            t->acc_mem[a] += (int64_t)sizeof(accst_t);
+    }
+    return group_fold(&t->mem, t->acc_mem, s, g, doc, err);
 }
 
 static void
@@ -1573,6 +1593,8 @@ stage_free(stage_t *s)
 {
     if (s->spec)
         bson_destroy(s->spec);
+    if (s->raw)
+        bson_destroy(s->raw);
     mf_matcher_free(s->matcher);
     mf_sort_free(s->sort);
     mf_projection_free(s->projection);
@@ -2747,6 +2769,8 @@ push_bucket_filters(mf_pipeline_t *p, mf_error_t *err)
         memset(m, 0, sizeof *m);
         m->kind = S_MATCH;
         m->spec = bson_copy(&bf);
+        m->raw = bson_new();
+        BSON_APPEND_DOCUMENT(m->raw, "$match", &bf);
         bson_destroy(&bf);
         if ((m->matcher = mf_matcher_new(m->spec, err)) == NULL)
             return -1;
@@ -3421,6 +3445,8 @@ pipeline_add(mf_pipeline_t *p, const char *name, const bson_value_t *v, mf_error
     p->stages = bson_realloc(p->stages, (p->n + 1) * sizeof *p->stages);
     stage_t *s = &p->stages[p->n++];
     memset(s, 0, sizeof *s);
+    s->raw = bson_new();
+    bson_append_value(s->raw, name, -1, v);
     if (parse_stage(s, name, v, p->n == 1, err) < 0)
         return -1;
     if (p->n == 1 && (s->kind == S_DOCUMENTS || s->kind == S_CURRENTOP || s->kind == S_LISTSESSIONS))
@@ -4416,7 +4442,7 @@ ba_add(const stage_t *s, ba_bucket_t *b, ba_item_t *it, int64_t *mem, mf_error_t
     int rc;
     mf_value_free(&b->max);
     mf_value_copy(&b->max, &it->key);
-    rc = group_fold(mem, s, &b->g, &it->doc, err);
+    rc = group_fold(mem, NULL, s, &b->g, &it->doc, err);
     bson_destroy(it->raw);
     it->raw = NULL;
     if (rc == 0 && *mem > MF_MAX_ACCUMULATOR_BYTES)
@@ -5264,6 +5290,11 @@ typedef struct snode {
     void (*sub_free)(void *);
     stage_t sbc;           /* $sortByCount: its $group */
     acc_def_t sbc_acc;
+    /* Statistics (mf_agg_stream_collect_stats) */
+    int64_t n_out, time_us; /* documents returned; microseconds in next(), the stages before it included */
+    int64_t data_bytes;     /* $sort: bytes of the documents sorted; $group: of its results */
+    int64_t *acc_max;       /* $group: each accumulator's largest memory (naccs entries, owned) */
+    mf_agg_scan_stats_t scan; /* $lookup: what its reads of the other collection examined */
 } snode_t;
 
 struct mf_agg_stream {
@@ -5279,6 +5310,8 @@ struct mf_agg_stream {
     int64_t sort_bytes, group_bytes, window_bytes;
     char *tmp_dir; /* owned, may be NULL */
     int64_t spills;
+    bool stats;             /* collect statistics (explain) */
+    int64_t src_n, src_us;  /* the source's documents taken, and the time in env->pull / pull_count */
 };
 
 mf_agg_stream_t *
@@ -5343,6 +5376,8 @@ mf_agg_stream_free(mf_agg_stream_t *st)
         if (nd->sub != NULL && nd->sub_free != NULL)
             nd->sub_free(nd->sub);
         mf_expr_free(nd->sbc_acc.expr);
+        free(nd->acc_max);
+        mf_agg_scan_stats_destroy(&nd->scan);
     }
     free(st->nodes);
     free(st->tmp_dir);
@@ -5385,6 +5420,7 @@ id_cmp(void *arg, const bson_t *a, const bson_t *b)
 }
 
 static int node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, mf_error_t *err);
+static int node_step(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, mf_error_t *err);
 
 /* upstream: the next document for node i (from node i-1, or the source for node 0). */
 static int
@@ -5404,7 +5440,13 @@ upstream(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, m
             return 0;
         if (env == NULL || env->pull == NULL)
             return mf_err_set(err, MF_E_InternalError, "streaming aggregation needs a source");
-        if (env->pull(env->ctx, 128, &st->src, &st->src_eof, err) < 0)
+        int64_t t0 = st->stats ? mf_mono_us() : 0;
+        int pr = env->pull(env->ctx, 128, &st->src, &st->src_eof, err);
+        if (st->stats) {
+            st->src_us += mf_mono_us() - t0;
+            st->src_n += (int64_t)st->src.len;
+        }
+        if (pr < 0)
             return -1;
         if (st->src.len == 0 && !st->src_eof)
             st->src_eof = true; /* a source that returns nothing has nothing more */
@@ -5441,9 +5483,14 @@ source_count(mf_agg_stream_t *st, const mf_agg_env_t *env, int64_t *total, mf_er
     if (env == NULL || env->pull_count == NULL || st->src_pos < st->src.len || st->src_shaped)
         return 1;
     while (!st->src_eof) {
-        int64_t n = 0;
+        int64_t n = 0, t0 = st->stats ? mf_mono_us() : 0;
         bool eof = false;
-        if (env->pull_count(env->ctx, 4096, &n, &eof, err) < 0)
+        int pr = env->pull_count(env->ctx, 4096, &n, &eof, err);
+        if (st->stats) {
+            st->src_us += mf_mono_us() - t0;
+            st->src_n += n; /* the source's empty documents, counted instead of built */
+        }
+        if (pr < 0)
             return -1;
         *total += n;
         if (eof || n == 0)
@@ -5498,11 +5545,18 @@ group_fill(mf_agg_stream_t *st, size_t i, const stage_t *gs, const mf_agg_env_t 
     int rc = 0;
 
     gt_init(&t);
+    if (st->stats && gs->naccs > 0) {
+        t.acc_mem = mf_calloc(gs->naccs, sizeof *t.acc_mem);
+        if (nd->acc_max == NULL)
+            nd->acc_max = mf_calloc(gs->naccs, sizeof *nd->acc_max);
+    }
     if (i == 0 && counts_only(gs)) {
         /* countDocuments' $group: counted at the source, no document built (mf_agg_env_t.pull_count). */
         int64_t n;
         int r = source_count(st, env, &n, err);
         rc = r < 0 ? -1 : r == 0 ? group_count(&t, gs, n, err) : 0;
+        for (size_t a = 0; t.acc_mem != NULL && t.ng > 0 && a < gs->naccs; a++)
+            nd->acc_max[a] = (int64_t)sizeof(accst_t); /* the one group's accumulators */
     }
     for (int64_t k = 1; rc == 0; k++) {
         bson_t *d;
@@ -5514,6 +5568,9 @@ group_fill(mf_agg_stream_t *st, size_t i, const stage_t *gs, const mf_agg_env_t 
             break;
         rc = gt_add(&t, gs, d, err);
         bson_destroy(d);
+        for (size_t a = 0; t.acc_mem != NULL && a < gs->naccs; a++)
+            if (t.acc_mem[a] > nd->acc_max[a])
+                nd->acc_max[a] = t.acc_mem[a];
         if (rc == 0 && k % 1024 == 0)
             rc = mf_exec_check_deadline(err);
         if (rc == 0 && t.mem > budget) {
@@ -5528,6 +5585,8 @@ group_fill(mf_agg_stream_t *st, size_t i, const stage_t *gs, const mf_agg_env_t 
             for (size_t j = 0; j < t.ng && rc == 0; j++)
                 rc = mf_sorter_add(nd->gspill, gt_partial(gs, t.order[j]), err);
             gt_clear(&t, gs, NULL);
+            if (t.acc_mem != NULL)
+                memset(t.acc_mem, 0, gs->naccs * sizeof *t.acc_mem);
             if (rc == 0)
                 rc = mf_sorter_spill_now(nd->gspill, err);
         }
@@ -5539,8 +5598,10 @@ group_fill(mf_agg_stream_t *st, size_t i, const stage_t *gs, const mf_agg_env_t 
         if (rc == 0)
             rc = mf_sorter_finish(nd->gspill, err);
     }
+    int64_t *acc_mem = t.acc_mem;
     gt_clear(&t, gs, rc == 0 ? &nd->buf : NULL);
     gt_destroy(&t, gs);
+    free(acc_mem);
     nd->gdrained = true;
     return rc;
 }
@@ -5770,8 +5831,30 @@ densify_pull(void *arg, bson_t **doc, mf_error_t *err)
     return upstream(src->st, src->i, src->env, doc, err);
 }
 
+/*
+ * node_next: node i's next document (node_step), counted and timed when
+ * the stream collects statistics: the time includes the stages before it,
+ * as mongod's ScopedTimer around doGetNext() does.
+ */
 static int
 node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, mf_error_t *err)
+{
+    snode_t *nd = &st->nodes[i];
+    if (!st->stats)
+        return node_step(st, i, env, out, err);
+    int64_t t0 = mf_mono_us();
+    int rc = node_step(st, i, env, out, err);
+    nd->time_us += mf_mono_us() - t0;
+    if (rc == 0 && *out != NULL) {
+        nd->n_out++;
+        if (nd->s->kind == S_GROUP)
+            nd->data_bytes += (*out)->len; /* totalOutputDataSizeBytes */
+    }
+    return rc;
+}
+
+static int
+node_step(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, mf_error_t *err)
 {
     snode_t *nd = &st->nodes[i];
     const stage_t *s = nd->s;
@@ -5848,6 +5931,15 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
             }
             mf_docvec_init(&in);
             mf_docvec_push_steal(&in, d);
+            if (s->kind == S_LOOKUP && st->stats && env->set_scan_stats != NULL) {
+                /* What this $lookup's reads examine is its own (explain's totalDocsExamined ...). */
+                mf_agg_scan_stats_t *prev = env->set_scan_stats(env->ctx, &nd->scan);
+                int rr = run_stage(s, env, &in, &nd->buf, err);
+                env->set_scan_stats(env->ctx, prev);
+                if (rr < 0)
+                    return -1;
+                continue;
+            }
             if (run_stage(s, env, &in, &nd->buf, err) < 0)
                 return -1;
             continue;
@@ -5878,6 +5970,8 @@ node_next(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
                         return -1;
                     if (d == NULL)
                         break;
+                    if (st->stats)
+                        nd->data_bytes += d->len;
                     if (mf_sorter_add(nd->sorter, d, err) < 0)
                         return -1;
                 }
@@ -6063,4 +6157,159 @@ mf_agg_stream_next(mf_agg_stream_t *st, const mf_agg_env_t *env, bson_t **out, m
     if (st->n == 0)
         return upstream(st, 0, env, out, err);
     return node_next(st, st->n - 1, env, out, err);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Execution statistics and explain                                         */
+/* ------------------------------------------------------------------------ */
+
+void
+mf_agg_scan_stats_add_index(mf_agg_scan_stats_t *s, const char *name)
+{
+    size_t at = 0;
+    /* Kept sorted and distinct, as mongod's std::set of names prints them. */
+    while (at < s->nindexes) {
+        int c = strcmp(s->indexes[at], name);
+        if (c == 0)
+            return;
+        if (c > 0)
+            break;
+        at++;
+    }
+    s->indexes = mf_realloc(s->indexes, (s->nindexes + 1) * sizeof *s->indexes);
+    memmove(&s->indexes[at + 1], &s->indexes[at], (s->nindexes - at) * sizeof *s->indexes);
+    s->indexes[at] = mf_strdup(name);
+    s->nindexes++;
+}
+
+void
+mf_agg_scan_stats_destroy(mf_agg_scan_stats_t *s)
+{
+    for (size_t i = 0; i < s->nindexes; i++)
+        free(s->indexes[i]);
+    free(s->indexes);
+    memset(s, 0, sizeof *s);
+}
+
+size_t
+mf_pipeline_len(const mf_pipeline_t *p)
+{
+    return p->n;
+}
+
+void
+mf_agg_stream_collect_stats(mf_agg_stream_t *st)
+{
+    st->stats = true;
+}
+
+void
+mf_agg_stream_source_stats(const mf_agg_stream_t *st, int64_t *n, int64_t *us)
+{
+    *n = st->src_n;
+    *us = st->src_us;
+}
+
+/* explain_sort_key: a $sort's pattern as explain prints it (SortPattern kForExplain): directions 1 / -1, $meta kept. */
+static void
+explain_sort_key(const bson_t *spec, bson_t *out)
+{
+    bson_iter_t it;
+    if (spec == NULL || !bson_iter_init(&it, spec))
+        return;
+    while (bson_iter_next(&it)) {
+        if (BSON_ITER_HOLDS_DOCUMENT(&it))
+            bson_append_value(out, bson_iter_key(&it), -1, bson_iter_value(&it));
+        else
+            bson_append_int32(out, bson_iter_key(&it), -1, bson_iter_as_double(&it) < 0 ? -1 : 1);
+    }
+}
+
+/* explain_spills: a sorter's spill counters (usedDisk, spills, spilledDataStorageSize ...), zero without one. */
+static void
+explain_spills(const mf_sorter_t *so, int64_t *spills, int64_t *docs, int64_t *bytes)
+{
+    *spills = so != NULL ? mf_sorter_spilled(so) : 0;
+    mf_sorter_spill_totals(so, docs, bytes);
+}
+
+void
+mf_pipeline_explain(const mf_pipeline_t *p, size_t first, const mf_agg_stream_t *st, bson_t *arr, int *k)
+{
+    size_t absorbed = SIZE_MAX; /* a $limit shown inside the $sort before it */
+
+    for (size_t i = first; i < p->n; i++) {
+        const stage_t *s = &p->stages[i];
+        const snode_t *nd = st != NULL && i - first < st->n ? &st->nodes[i - first] : NULL;
+        int64_t spills, sdocs, sbytes;
+        char key[16];
+        bson_t d, in, sub;
+
+        if (i == absorbed)
+            continue;
+        snprintf(key, sizeof key, "%d", (*k)++);
+        BSON_APPEND_DOCUMENT_BEGIN(arr, key, &d);
+        if (s->kind == S_SORT) {
+            /*
+             * $sort + $limit coalesce, and a $skip between them first lets
+             * the $limit (grown by the skip) move before it (the $skip stays).
+             */
+            int64_t skips = 0, limit = 0;
+            size_t j = i + 1;
+            while (j < p->n && p->stages[j].kind == S_SKIP)
+                skips += p->stages[j++].n;
+            if (j < p->n && p->stages[j].kind == S_LIMIT) {
+                limit = skips + p->stages[j].n;
+                absorbed = j;
+            }
+            BSON_APPEND_DOCUMENT_BEGIN(&d, "$sort", &in);
+            BSON_APPEND_DOCUMENT_BEGIN(&in, "sortKey", &sub);
+            explain_sort_key(s->spec, &sub);
+            bson_append_document_end(&in, &sub);
+            if (limit > 0)
+                BSON_APPEND_INT64(&in, "limit", limit);
+            bson_append_document_end(&d, &in);
+            if (nd != NULL) {
+                explain_spills(nd->sorter, &spills, &sdocs, &sbytes);
+                BSON_APPEND_INT64(&d, "totalDataSizeSortedBytesEstimate", nd->data_bytes);
+                BSON_APPEND_BOOL(&d, "usedDisk", spills > 0);
+                BSON_APPEND_INT64(&d, "spills", spills);
+                BSON_APPEND_INT64(&d, "spilledDataStorageSize", sbytes);
+            }
+        } else {
+            bson_concat(&d, s->raw);
+        }
+        if (nd == NULL) {
+            bson_append_document_end(arr, &d);
+            continue;
+        }
+        if (s->kind == S_GROUP) {
+            BSON_APPEND_DOCUMENT_BEGIN(&d, "maxAccumulatorMemoryUsageBytes", &sub);
+            for (size_t a = 0; a < s->naccs; a++)
+                BSON_APPEND_INT64(&sub, s->accs[a].field, nd->acc_max != NULL ? nd->acc_max[a] : 0);
+            bson_append_document_end(&d, &sub);
+            explain_spills(nd->gspill, &spills, &sdocs, &sbytes);
+            BSON_APPEND_INT64(&d, "totalOutputDataSizeBytes", nd->data_bytes);
+            BSON_APPEND_BOOL(&d, "usedDisk", spills > 0);
+            BSON_APPEND_INT64(&d, "spills", spills);
+            BSON_APPEND_INT64(&d, "spilledDataStorageSize", sbytes);
+            BSON_APPEND_INT64(&d, "numBytesSpilledEstimate", sbytes);
+            BSON_APPEND_INT64(&d, "spilledRecords", sdocs);
+        } else if (s->kind == S_LOOKUP) {
+            BSON_APPEND_INT64(&d, "totalDocsExamined", nd->scan.docs_examined);
+            BSON_APPEND_INT64(&d, "totalKeysExamined", nd->scan.keys_examined);
+            BSON_APPEND_INT64(&d, "collectionScans", nd->scan.collection_scans);
+            BSON_APPEND_ARRAY_BEGIN(&d, "indexesUsed", &sub);
+            for (size_t x = 0; x < nd->scan.nindexes; x++) {
+                char ik[24];
+                snprintf(ik, sizeof ik, "%zu", x);
+                BSON_APPEND_UTF8(&sub, ik, nd->scan.indexes[x]);
+            }
+            bson_append_array_end(&d, &sub);
+        }
+        /* Under explain a writing stage writes nothing and returns nothing (DocumentSourceWriter::doGetNext). */
+        BSON_APPEND_INT64(&d, "nReturned", s->kind == S_OUT || s->kind == S_MERGE ? 0 : nd->n_out);
+        BSON_APPEND_INT64(&d, "executionTimeMillisEstimate", nd->time_us / 1000);
+        bson_append_document_end(arr, &d);
+    }
 }

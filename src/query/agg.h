@@ -78,6 +78,23 @@
 /* Visitor for mf_agg_env_t.scan: return 0 to continue, 1 to stop early, -1 on error. */
 typedef int (*mf_agg_visit_fn)(void *arg, const bson_t *doc);
 
+/*
+ * What the reads of another collection (a $lookup's) examined, for explain
+ * (mongod's PlanSummaryStats of the sub-pipelines: totalDocsExamined,
+ * totalKeysExamined, collectionScans, indexesUsed). indexes: owned,
+ * distinct names in first-use order.
+ */
+typedef struct mf_agg_scan_stats {
+    int64_t docs_examined, keys_examined, collection_scans;
+    char **indexes;
+    size_t nindexes;
+} mf_agg_scan_stats_t;
+
+/* mf_agg_scan_stats_add_index: records that index name was used (once). */
+void mf_agg_scan_stats_add_index(mf_agg_scan_stats_t *s, const char *name);
+/* mf_agg_scan_stats_destroy: frees what s holds (s itself is the caller's). */
+void mf_agg_scan_stats_destroy(mf_agg_scan_stats_t *s);
+
 typedef struct mf_agg_env {
     /*
      * scan: calls visit for every document of collection coll in the
@@ -174,6 +191,14 @@ typedef struct mf_agg_env {
      * results are held in memory (run_lookup in agg.c).
      */
     int64_t lookup_max_bytes;
+    /*
+     * set_scan_stats (optional, may be NULL): from now on env->scan adds
+     * what its reads examine to sink (NULL: to nothing); returns the
+     * previous sink. A stream collecting statistics
+     * (mf_agg_stream_collect_stats) points it at a $lookup node's counters
+     * while that node reads, and puts the previous one back after.
+     */
+    mf_agg_scan_stats_t *(*set_scan_stats)(void *ctx, mf_agg_scan_stats_t *sink);
 } mf_agg_env_t;
 
 typedef struct mf_pipeline mf_pipeline_t;
@@ -290,6 +315,9 @@ bool mf_pipeline_sorts_by_text_score(const mf_pipeline_t *p);
 void mf_pipeline_set_geo_meta(mf_pipeline_t *p);
 bool mf_pipeline_geo_meta(const mf_pipeline_t *p);
 
+/* mf_pipeline_len: how many stages p runs (after parsing's desugaring and reordering). */
+size_t mf_pipeline_len(const mf_pipeline_t *p);
+
 /* mf_pipeline_first_match: the filter of a leading $match stage, or NULL (valid while p lives). */
 const bson_t *mf_pipeline_first_match(const mf_pipeline_t *p);
 
@@ -353,5 +381,31 @@ void mf_agg_stream_free(mf_agg_stream_t *st);
 int mf_agg_stream_next(mf_agg_stream_t *st, const mf_agg_env_t *env, bson_t **out, mf_error_t *err) MF_WUR;
 /* mf_agg_stream_spills: sorted runs written to disk so far by st's stages. */
 int64_t mf_agg_stream_spills(const mf_agg_stream_t *st);
+
+/*
+ * Execution statistics (explain executionStats / allPlansExecution).
+ * mf_agg_stream_collect_stats, before the first mf_agg_stream_next, makes
+ * st count what each of its stages returns and time it, as mongod's
+ * DocumentSource::getNext does under explain: a stage's time includes the
+ * stages before it, whose documents it pulls. The source (the $cursor
+ * stage) counts the documents the first stage took from env->pull /
+ * env->pull_count, and the time spent in them.
+ */
+void mf_agg_stream_collect_stats(mf_agg_stream_t *st);
+/* mf_agg_stream_source_stats: the source's documents taken and microseconds spent (0 without statistics). */
+void mf_agg_stream_source_stats(const mf_agg_stream_t *st, int64_t *n, int64_t *us);
+
+/*
+ * mf_pipeline_explain: appends stages first.. of p to arr (an array being
+ * built; *k is its next index) as mongod 8.0's explain shows them
+ * (Pipeline::writeExplainOps): each as it runs ({name: spec}; a $sort as
+ * {sortKey, limit}, absorbing a $limit that follows it, as
+ * DocumentSourceSort::doOptimizeAt does). With st (a stream over the same
+ * stages, run with statistics) each also gets its stage's statistics
+ * (DocumentSourceGroupBase, DocumentSourceSort, DocumentSourceLookUp
+ * serialize at kExecStats), then nReturned and executionTimeMillisEstimate;
+ * with st NULL (queryPlanner) none.
+ */
+void mf_pipeline_explain(const mf_pipeline_t *p, size_t first, const mf_agg_stream_t *st, bson_t *arr, int *k);
 
 #endif /* MF_AGG_H */

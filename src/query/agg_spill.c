@@ -89,6 +89,7 @@ struct mf_sorter {
     int64_t steps;    /* for the interruption check */
     int64_t limit;    /* > 0: only the first limit documents are wanted (top-k) */
     int64_t spilled;  /* runs written (compaction merges them; this counts every one) */
+    int64_t spilled_docs, spilled_bytes; /* documents and bytes those runs took (explain's spill counters) */
 };
 
 char *
@@ -438,9 +439,11 @@ spill(mf_sorter_t *s, mf_error_t *err)
     for (size_t i = 0; i < s->n; i++) {
         if (rc == 0)
             rc = run_write(&r, s->docs[i], raw_len(s->docs[i]), err);
+        s->spilled_bytes += raw_len(s->docs[i]);
         if (rc == 0 && check_interrupt(s, err) != 0)
             rc = -1;
     }
+    s->spilled_docs += (int64_t)s->n;
     chunks_reset(s);
     if (rc == 0)
         rc = run_rewind(&r, err);
@@ -581,6 +584,13 @@ int64_t
 mf_sorter_spilled(const mf_sorter_t *s)
 {
     return s->spilled;
+}
+
+void
+mf_sorter_spill_totals(const mf_sorter_t *s, int64_t *docs, int64_t *bytes)
+{
+    *docs = s == NULL ? 0 : s->spilled_docs;
+    *bytes = s == NULL ? 0 : s->spilled_bytes;
 }
 
 int64_t

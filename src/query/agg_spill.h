@@ -89,6 +89,9 @@ int mf_sorter_spill_now(mf_sorter_t *s, mf_error_t *err) MF_WUR;
 /* mf_sorter_spilled: number of runs written to disk so far. */
 int64_t mf_sorter_spilled(const mf_sorter_t *s);
 
+/* mf_sorter_spill_totals: the documents and bytes written in those runs (s may be NULL: none). */
+void mf_sorter_spill_totals(const mf_sorter_t *s, int64_t *docs, int64_t *bytes);
+
 /* mf_sorter_mem: the bytes the sorter's in-memory run has allocated now (what counts against the budget). */
 int64_t mf_sorter_mem(const mf_sorter_t *s);
 
