@@ -795,15 +795,29 @@ near_explain_plan(mf_op_t *op, const bson_t *find, const bson_t *filter, const b
         while (bson_iter_next(&kt))
             if (BSON_ITER_HOLDS_UTF8(&kt) && strcmp(bson_iter_utf8(&kt, NULL), "2dsphere") == 0)
                 sphere = true;
+    /*
+     * The pipeline's plan is under its $cursor stage (or at the top when
+     * nothing follows it); the find's queryPlanner goes at the top, after
+     * explainVersion, as a find's explain has it.
+     */
+    bson_iter_t src, root;
+    bool top = bson_iter_init_find(&src, op->reply, "queryPlanner") && BSON_ITER_HOLDS_DOCUMENT(&src);
+    if (!top && (!bson_iter_init(&root, op->reply) ||
+                 !bson_iter_find_descendant(&root, "stages.0.$cursor.queryPlanner", &src) ||
+                 !BSON_ITER_HOLDS_DOCUMENT(&src))) {
+        bson_destroy(&out);
+        return;
+    }
     bson_iter_init(&it, op->reply);
     while (bson_iter_next(&it)) {
-        if (strcmp(bson_iter_key(&it), "queryPlanner") != 0 || !BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        bool is_qp = strcmp(bson_iter_key(&it), "queryPlanner") == 0;
+        if (!is_qp)
             bson_append_value(&out, bson_iter_key(&it), -1, bson_iter_value(&it));
+        if (top ? !is_qp : strcmp(bson_iter_key(&it), "explainVersion") != 0)
             continue;
-        }
         bson_t qp, wp, arr, in;
         bson_iter_t qi;
-        bson_iter_recurse(&it, &qi);
+        bson_iter_recurse(&src, &qi);
         BSON_APPEND_DOCUMENT_BEGIN(&out, "queryPlanner", &qp);
         while (bson_iter_next(&qi)) {
             const char *k = bson_iter_key(&qi);
