@@ -429,6 +429,8 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
     BSON_APPEND_DOCUMENT(&qp, "parsedQuery", req->filter ? req->filter : &empty);
     append_collation(&qp);
     BSON_APPEND_BOOL(&qp, "indexFilterSet", p->index_filter_set);
+    if (agg != NULL && !staged)
+        BSON_APPEND_BOOL(&qp, "optimizedPipeline", true); /* the whole pipeline became the plan (run_aggregate.cpp) */
     BSON_APPEND_BOOL(&qp, "maxIndexedOrSolutionsReached", false);
     BSON_APPEND_BOOL(&qp, "maxIndexedAndSolutionsReached", false);
     BSON_APPEND_BOOL(&qp, "maxScansToExplodeReached", false);

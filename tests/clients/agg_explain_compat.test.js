@@ -69,6 +69,21 @@ h.test('executionStats: every stage, $cursor first, carries nReturned and execut
   assert.equal(res.length, 10);
 });
 
+h.test('a pipeline the find layer runs whole explains as that find, with queryPlanner.optimizedPipeline: true', async () => {
+  const db = srv.freshDb('aec_optimized');
+  const c = await filled(db, 'c', 100);
+  for (const verbosity of ['queryPlanner', 'executionStats']) {
+    const ex = await c.aggregate([{ $match: { a: { $lt: 30 } } }, { $skip: 5 }, { $limit: 10 }]).explain(verbosity);
+    assert.equal(ex.stages, undefined);
+    assert.equal(ex.queryPlanner.optimizedPipeline, true);
+    if (verbosity === 'executionStats') assert.equal(ex.executionStats.nReturned, 10);
+  }
+  const staged = await c.aggregate([{ $match: { a: { $lt: 30 } } }, { $addFields: { z: 1 } }]).explain('queryPlanner');
+  assert.equal(staged.stages[0].$cursor.queryPlanner.optimizedPipeline, undefined);
+  const find = await c.find({ a: { $lt: 30 } }).explain('queryPlanner');
+  assert.equal(find.queryPlanner.optimizedPipeline, undefined);
+});
+
 h.test('queryPlanner verbosity: the same stages, without any statistics and without running', async () => {
   const db = srv.freshDb('aec_qp');
   const c = await filled(db, 'c', 200);
