@@ -352,8 +352,8 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
     bool exec = strcmp(verbosity, "queryPlanner") != 0;
     /* Stages after $cursor: the reply is mongod's pipeline explain (Explain::explainPipeline). */
     bool staged = agg != NULL && agg->first < mf_pipeline_len(agg->pl);
-    mf_plan_t *p = staged ? agg->plan : NULL;
-    if (agg != NULL)
+    mf_plan_t *p = staged ? agg->plan : NULL; /* taken: freed here */
+    if (staged)
         agg->plan = NULL;
     if (exec && strcmp(verbosity, "executionStats") != 0 && strcmp(verbosity, "allPlansExecution") != 0) {
         mf_plan_free(p);
