@@ -153,7 +153,7 @@ test: deps
 	$(MAKE) BUILD=build-asan unit-run
 	bash scripts/test-install.sh
 	$(MAKE) -j$(NPROC) fuzz
-	$(MAKE) fuzz-run FUZZ_SECONDS=15
+	$(MAKE) fuzz-run FUZZ_SECONDS=8
 	bash scripts/test-clients.sh build-asan/mayflyd
 
 run: deps

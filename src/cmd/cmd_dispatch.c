@@ -1339,11 +1339,10 @@ user_roles_value(mf_op_t *op, bson_value_t *v, bool *borrowed)
         return;
     }
     bson_t arr;
+    uint32_t len = 0;
     mf_cmd_user_roles(op, &arr);
-    v->value.v_doc.data_len = arr.len;
-    v->value.v_doc.data = bson_malloc(arr.len);
-    memcpy(v->value.v_doc.data, bson_get_data(&arr), arr.len);
-    bson_destroy(&arr);
+    v->value.v_doc.data = bson_destroy_with_steal(&arr, true, &len); /* the buffer, not another copy */
+    v->value.v_doc.data_len = len;
 }
 
 /*

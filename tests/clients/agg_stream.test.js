@@ -75,7 +75,8 @@ h.test('$limit: 1 over 100k documents returns one document and examines one', { 
   assert.equal(ex2.stages[0].$cursor.executionStats.totalDocsExamined, 1);
   const names2 = stageNames(ex2.stages[0].$cursor.queryPlanner.winningPlan);
   assert.ok(names2[0].startsWith('PROJECTION') && names2.includes('LIMIT'), names2.join(','));
-  assert.deepEqual(Object.keys(ex2.stages[1]), ['$addFields']);
+  assert.equal(Object.keys(ex2.stages[1])[0], '$addFields');
+  assert.equal(ex2.stages[1].nReturned, 1); // executionStats: each stage's own count (agg_explain_compat.test.js)
   const r2 = await big.aggregate([{ $limit: 1 }, { $project: { v: 1 } }, { $addFields: { w: 1 } }]).toArray();
   assert.deepEqual(Object.keys(r2[0]), ['_id', 'v', 'w']);
   // Same cost as find().limit(1).
@@ -92,7 +93,8 @@ h.test('a leading $match on an indexed field is an IXSCAN; an index-provided $so
   // The $group reads no field and the bounds answer the $match: keys only (count_keys.test.js).
   assert.equal(cs.executionStats.totalDocsExamined, 0);
   assert.equal(cs.executionStats.totalKeysExamined, c === big ? 100 : 20);
-  assert.deepEqual(Object.keys(ex.stages[1]), ['$group']);
+  assert.equal(Object.keys(ex.stages[1])[0], '$group');
+  assert.equal(ex.stages[1].nReturned, 1);
   const r = await c.aggregate([{ $match: { g: 7 } }, { $group: { _id: null, n: { $sum: 1 } } }]).toArray();
   assert.deepEqual(r, [{ _id: null, n: c === big ? 100 : 20 }]);
   // $sort on the indexed field then $limit: no in-memory SORT, the limit is pushed down too.
