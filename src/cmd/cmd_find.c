@@ -466,6 +466,18 @@ natural_param(mf_op_t *op, const bson_t *doc, const char *what)
     return mf_err_set(&op->err, MF_E_BadValue, "$natural %s cannot be set to a value other than -1 or 1.", what);
 }
 
+const bson_t *
+mf_crud_doc_field(const bson_t *doc, const char *key, bson_t *store)
+{
+    bson_iter_t it;
+    const uint8_t *data;
+    uint32_t len;
+    if (doc == NULL || !bson_iter_init_find(&it, doc, key) || !BSON_ITER_HOLDS_DOCUMENT(&it))
+        return NULL;
+    bson_iter_document(&it, &len, &data);
+    return bson_init_static(store, data, len) ? store : NULL;
+}
+
 /*
  * mf_crud_get_hint: the "hint" field of doc (a command or a statement): an index
  * name or a key pattern ({$natural: 1} included). *hint is a view into doc,
@@ -857,8 +869,16 @@ mf_cmd_find(mf_op_t *op)
         /* Tailable cursors need a capped collection (and are not resumable here beyond a normal cursor). */
         bson_iter_t ci;
         if (!(c->options && bson_iter_init_find(&ci, c->options, "capped") && bson_iter_as_bool(&ci))) {
-            mf_err_set(&op->err, MF_E_BadValue, "error processing query: ns=%s.%s: tailable cursor requested on non capped collection",
-                       op->db, name);
+            /* get_executor: "error processing query: <canonical query> tailable cursor requested ..." */
+            bson_t shown_coll;
+            char cq[768];
+            mf_plan_request_t q = {.filter = has_filter ? &filter : NULL, .sort = has_sort ? &sort : NULL,
+                                   .shown = {.limit = limit, .skip = skip, .batch_size = batch,
+                                             .has_batch_size = bson_has_field(op->cmd, "batchSize"),
+                                             .projection = has_proj ? &projection : NULL,
+                                             .collation = mf_crud_doc_field(op->cmd, "collation", &shown_coll)}};
+            mf_plan_cq_describe(c->ns, &q, cq, sizeof(cq));
+            mf_err_set(&op->err, MF_E_BadValue, "error processing query: %s tailable cursor requested on non capped collection", cq);
             goto out_unlock;
         }
     }
@@ -900,10 +920,15 @@ mf_cmd_find(mf_op_t *op)
         }
     }
     if (c != NULL && !c->is_view) {
+        bson_t shown_coll;
         mf_plan_request_t req = {.filter = has_filter ? &filter : NULL, .sort = srt ? &sort : NULL, .hint = hint,
                                  .force_collscan = tailable, .tailable = tailable,
                                  .shape_projection = has_proj ? &projection : NULL,
-                                 .min = has_min ? &min : NULL, .max = has_max ? &max : NULL};
+                                 .min = has_min ? &min : NULL, .max = has_max ? &max : NULL,
+                                 .shown = {.limit = limit, .skip = skip, .batch_size = batch,
+                                           .has_batch_size = bson_has_field(op->cmd, "batchSize"),
+                                           .projection = has_proj ? &projection : NULL,
+                                           .collation = mf_crud_doc_field(op->cmd, "collation", &shown_coll)}};
         if (mf_plan_build(c, &req, &plan, &op->err) != 0)
             goto out_unlock;
         plan->tailable = tailable;
@@ -1395,7 +1420,11 @@ mf_cmd_count(mf_op_t *op)
                 total = x.limit;
             x.n = total;
         } else {
-            mf_plan_request_t req = {.filter = has_query ? &query : NULL, .hint = hint, .root = MF_PLAN_ROOT_COUNT};
+            /* mongod's count is a find of its query, limit (made positive) and skip (parseFromCount). */
+            bson_t shown_coll;
+            mf_plan_request_t req = {.filter = has_query ? &query : NULL, .hint = hint, .root = MF_PLAN_ROOT_COUNT,
+                                     .shown = {.limit = x.limit, .skip = x.skip,
+                                               .collation = mf_crud_doc_field(op->cmd, "collation", &shown_coll)}};
             rc = mf_exec_query(op->sess, c, &req, m, count_visit, &x, NULL, &op->err);
         }
     }
@@ -1445,6 +1474,40 @@ value_ptr_cmp(const void *a, const void *b)
     return mf_value_cmp(*(const bson_value_t *const *)a, *(const bson_value_t *const *)b);
 }
 
+/*
+ * The projection of mongod's distinct query (getDistinctProjection): {_id: 0,
+ * key: 1}, the key cut before its first numeric component (a.b.2 is
+ * 'a.b'), no _id: 0 when that is _id. Into *out (bson_init'ed here).
+ */
+static void
+distinct_projection(const char *key, bson_t *out)
+{
+    char field[1024];
+    size_t n = 0;
+    const char *p = key;
+    while (*p != '\0') {
+        const char *e = strchr(p, '.');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        bool digits = len > 0;
+        for (size_t i = 0; i < len && digits; i++)
+            digits = p[i] >= '0' && p[i] <= '9';
+        if (digits && p != key)
+            break;
+        n = (size_t)(p - key) + len;
+        if (e == NULL)
+            break;
+        p = e + 1;
+    }
+    if (n >= sizeof(field))
+        n = sizeof(field) - 1;
+    memcpy(field, key, n);
+    field[n] = '\0';
+    bson_init(out);
+    if (strcmp(field, "_id") != 0)
+        BSON_APPEND_INT32(out, "_id", 0);
+    BSON_APPEND_INT32(out, field, 1);
+}
+
 int
 mf_cmd_distinct(mf_op_t *op)
 {
@@ -1479,14 +1542,19 @@ mf_cmd_distinct(mf_op_t *op)
         rc = mf_crud_view_each(op, name, &stages, hint, view_distinct_visit, &x);
         bson_destroy(&stages);
     } else if (c != NULL) {
-        mf_plan_request_t req = {.filter = has_query ? &query : NULL, .hint = hint};
+        bson_t shown_proj, shown_coll;
+        distinct_projection(key, &shown_proj);
+        mf_plan_request_t req = {.filter = has_query ? &query : NULL, .hint = hint,
+                                 .shown = {.projection = &shown_proj,
+                                           .collation = mf_crud_doc_field(op->cmd, "collation", &shown_coll)}};
         mf_plan_t *p;
         if ((rc = mf_plan_build(c, &req, &p, &op->err)) == 0) {
-            /* What fails once the plan runs is mongod's executor error; a planning error stays bare. */
+            /* What fails once the plan runs is mongod's executor error; a planning error has its own context. */
             if ((rc = mf_exec_run(op->sess, c, p, m, distinct_visit, &x, &op->err)) != 0)
                 mf_err_context(&op->err, "Executor error during distinct command");
             mf_plan_free(p);
         }
+        bson_destroy(&shown_proj);
     }
     mf_catalog_unlock(op->eng->cat);
     mf_matcher_free(m);

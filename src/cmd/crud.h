@@ -126,6 +126,13 @@ void mf_crud_append_cursor_reply_token(mf_op_t *op, const char *batch_name, bson
 int mf_cmd_changestream_open(mf_op_t *op, const char *coll, const bson_value_t *pipeline, int64_t batch) MF_WUR;
 
 /*
+ * mf_crud_doc_field: doc's field key when it is a document, read into *store
+ * (a view into doc); NULL when absent or of another type. For what a
+ * planner error shows of a command (mf_plan_shown_t).
+ */
+const bson_t *mf_crud_doc_field(const bson_t *doc, const char *key, bson_t *store);
+
+/*
  * mf_crud_get_hint: the "hint" field of doc (a command or a statement): an index
  * name or a key pattern ({$natural: 1} included). *hint is a view into doc,
  * NULL when absent. A hint of another type is 2 BadValue.

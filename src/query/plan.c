@@ -955,7 +955,7 @@ index_key_is(const mf_index_t *ix, const bson_t *h)
  * differ): 27 IndexNotFound, as mongod's planner. Returns true with err set.
  */
 static bool
-hint_ambiguous(const mf_coll_t *c, const bson_value_t *hint, mf_error_t *err)
+hint_ambiguous(const mf_coll_t *c, const mf_plan_request_t *req, const bson_value_t *hint, mf_error_t *err)
 {
     bson_t h;
     const mf_index_t *first = NULL;
@@ -972,7 +972,7 @@ hint_ambiguous(const mf_coll_t *c, const bson_value_t *hint, mf_error_t *err)
         }
         char kp[200];
         mf_fmt_doc(&h, kp, sizeof(kp));
-        mf_err_set(err, MF_E_IndexNotFound,
+        mf_plan_error(err, MF_E_IndexNotFound, c->ns, req,
                    "Hint matched multiple indexes, must hint by index name. Matched: kp: %s name: '%s' and kp: %s "
                    "name: '%s'", kp, first->name, kp, ix->name);
         return true;
@@ -2632,8 +2632,6 @@ text_or_plan(const mf_coll_t *c, const bson_value_t *tv, const bson_t *filter, c
 
 /* ---------- min / max ---------- */
 
-/* mongod's get_executor wording of a planning failure. */
-#define PLANNER_ERR "error processing query: ns=%s planner returned error :: caused by :: "
 
 static bool
 minmax_given(const bson_t *b)
@@ -2758,26 +2756,23 @@ minmax_plan(const mf_coll_t *c, const mf_plan_request_t *req, mf_index_t *hinted
     int rc = -1;
 
     if (natural)
-        return mf_err_set(err, MF_E_NoQueryExecutionPlans, PLANNER_ERR "min and max are incompatible with $natural",
-                          c->ns);
+        return mf_plan_error(err, MF_E_NoQueryExecutionPlans, c->ns, req, "min and max are incompatible with $natural");
     if (hinted == NULL)
-        return mf_err_set(err, MF_E_Location51173,
-                          PLANNER_ERR "When using min()/max() a hint of which index to use must be provided", c->ns);
+        return mf_plan_error(err, MF_E_Location51173, c->ns, req,
+                          "When using min()/max() a hint of which index to use must be provided");
     bool compatible = (!has_min || minmax_compatible(hinted, req->min)) &&
                       (!has_max || minmax_compatible(hinted, req->max));
     bool clustered = c->clustered && hinted->is_id;
     if (!compatible && clustered)
-        return mf_err_set(err, MF_E_Location6137400,
-                          PLANNER_ERR "The clustered index is not compatible with the values provided for min/max due "
-                                      "to the query collation",
-                          c->ns);
+        return mf_plan_error(err, MF_E_Location6137400, c->ns, req,
+                          "The clustered index is not compatible with the values provided for min/max due "
+                                      "to the query collation");
     if (!compatible)
-        return mf_err_set(err, MF_E_Location51174, PLANNER_ERR "The index chosen is not compatible with min/max",
-                          c->ns);
+        return mf_plan_error(err, MF_E_Location51174, c->ns, req, "The index chosen is not compatible with min/max");
     mf_index_ks_init(&lo, &hinted->kp);
     mf_index_ks_init(&hi, &hinted->kp);
     if (minmax_encode(hinted, req->min, true, &lo) != 0 || minmax_encode(hinted, req->max, false, &hi) != 0) {
-        mf_err_set(err, MF_E_BadValue, PLANNER_ERR "min/max values cannot be encoded as index keys", c->ns);
+        mf_plan_error(err, MF_E_BadValue, c->ns, req, "min/max values cannot be encoded as index keys");
         goto out_free_keys;
     }
     size_t n = lo.len < hi.len ? lo.len : hi.len;
@@ -2785,14 +2780,13 @@ minmax_plan(const mf_coll_t *c, const mf_plan_request_t *req, mf_index_t *hinted
     if (cmp == 0)
         cmp = lo.len < hi.len ? -1 : (lo.len > hi.len ? 1 : 0);
     if (cmp >= 0 && clustered && has_min && has_max) {
-        mf_err_set(err, MF_E_Location6137401, PLANNER_ERR "max() must be greater than min()", c->ns);
+        mf_plan_error(err, MF_E_Location6137401, c->ns, req, "max() must be greater than min()");
         goto out_free_keys;
     }
     if (cmp >= 0 && !clustered) {
-        mf_err_set(err, MF_E_Location51175,
-                   PLANNER_ERR "The value provided for min() does not come before the value provided for max() in "
-                               "the hinted index",
-                   c->ns);
+        mf_plan_error(err, MF_E_Location51175, c->ns, req,
+                   "The value provided for min() does not come before the value provided for max() in "
+                               "the hinted index");
         goto out_free_keys;
     }
     /* A sort the index gives forward or backward is provided by the scan (mongod reverses a simple range). */
@@ -2923,16 +2917,16 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
     *out = NULL;
     if (c != NULL && req->tailable && no_table_scan(c, req)) {
         free(p);
-        return mf_err_set(err, MF_E_NoQueryExecutionPlans,
-                          PLANNER_ERR "Running with 'notablescan', so tailable cursors (which always do a table "
-                          "scan) are not allowed", c->ns);
+        return mf_plan_error(err, MF_E_NoQueryExecutionPlans, c->ns, req,
+                          "Running with 'notablescan', so tailable cursors (which always do a table "
+                          "scan) are not allowed");
     }
     if (c != NULL && natural && no_table_scan(c, req)) {
         free(p);
-        return mf_err_set(err, MF_E_NoQueryExecutionPlans,
-                          PLANNER_ERR "hint $natural is not allowed, because 'notablescan' is enabled", c->ns);
+        return mf_plan_error(err, MF_E_NoQueryExecutionPlans, c->ns, req,
+                          "hint $natural is not allowed, because 'notablescan' is enabled");
     }
-    if (c != NULL && !natural && !hint_empty(req->hint) && hint_ambiguous(c, req->hint, err)) {
+    if (c != NULL && !natural && !hint_empty(req->hint) && hint_ambiguous(c, req, req->hint, err)) {
         preds_free(ps);
         free(p);
         return -1;
@@ -2942,7 +2936,7 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
         if (hinted == NULL || mf_plan_index_hidden(hinted)) {
             preds_free(ps);
             free(p);
-            return mf_err_set(err, MF_E_BadValue, "hint provided does not correspond to an existing index");
+            return mf_plan_error(err, MF_E_BadValue, c->ns, req, "hint provided does not correspond to an existing index");
         }
     }
     bson_value_t idv, tv;
@@ -3023,9 +3017,8 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
                 /* mongod's QueryPlanner::plan: never a whole-index scan of a wildcard index (it lacks documents). */
                 preds_free(ps);
                 mf_plan_free(p);
-                return mf_err_set(err, MF_E_NoQueryExecutionPlans,
-                                  PLANNER_ERR "$hint: refusing to build whole-index solution, because it's a wildcard index",
-                                  c->ns);
+                return mf_plan_error(err, MF_E_NoQueryExecutionPlans, c->ns, req,
+                                  "$hint: refusing to build whole-index solution, because it's a wildcard index");
             }
         }
         if (!natural && !req->force_collscan && hinted == NULL && wst == NULL && (best == NULL || !cand_bounded(best)))
@@ -3057,8 +3050,8 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
         } else if (best == NULL && no_table_scan(c, req)) {
             preds_free(ps);
             mf_plan_free(p);
-            return mf_err_set(err, MF_E_NoQueryExecutionPlans,
-                              PLANNER_ERR "No indexed plans available, and running with 'notablescan'", c->ns);
+            return mf_plan_error(err, MF_E_NoQueryExecutionPlans, c->ns, req,
+                              "No indexed plans available, and running with 'notablescan'");
         } else if (best == NULL) {
             p->leaf = stage_new(MF_ST_COLLSCAN, NULL);
             p->leaf->direction = natural_dir;

@@ -147,6 +147,19 @@ typedef struct mf_stage {
 /* What the plan's root is (the command around the scan). */
 enum { MF_PLAN_ROOT_NONE = 0, MF_PLAN_ROOT_COUNT, MF_PLAN_ROOT_DELETE, MF_PLAN_ROOT_BATCHED_DELETE, MF_PLAN_ROOT_UPDATE };
 
+/*
+ * What a planner error shows of the command beyond filter and sort
+ * (mf_plan_cq_describe): mongod's FindCommandRequest as the command built
+ * it. limit and skip 0: not shown; projection and collation NULL: {} and
+ * none.
+ */
+typedef struct mf_plan_shown {
+    int64_t limit, skip, batch_size;
+    bool has_batch_size;
+    const bson_t *projection;
+    const bson_t *collation;
+} mf_plan_shown_t;
+
 typedef struct mf_plan_request {
     const bson_t *filter;     /* may be NULL */
     const bson_t *sort;       /* may be NULL or empty */
@@ -163,6 +176,8 @@ typedef struct mf_plan_request {
     bool count_only;
     /* a tailable find (with force_collscan): refused under notablescan (plan.c no_table_scan) */
     bool tailable;
+    /* the command as a planner error shows it (see mf_plan_shown_t) */
+    mf_plan_shown_t shown;
 } mf_plan_request_t;
 
 /* A set of record ids (multikey de-duplication). */
@@ -213,6 +228,22 @@ typedef struct mf_plan {
  * Returns 0, or -1 with err (2 BadValue for an unknown or hidden hint).
  */
 int mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out, mf_error_t *err) MF_WUR;
+
+/*
+ * mf_plan_cq_describe (plan_cq.c): req over ns as mongod's
+ * CanonicalQuery::toString(forErrMsg) renders it ("ns=db.cTree: $and\n
+ * Sort: {}\nProj: {}\n"); truncated to cap, always NUL-terminated.
+ */
+void mf_plan_cq_describe(const char *ns, const mf_plan_request_t *req, char *buf, size_t cap);
+
+/*
+ * mf_plan_error (plan_cq.c): sets a planner error as mongod's
+ * finishPrepare reports one: "error processing query: <req described>
+ * planner returned error :: caused by :: <reason>" (the reason printf-style
+ * from fmt, always whole). ns NULL: the bare reason. Returns -1.
+ */
+int mf_plan_error(mf_error_t *err, int code, const char *ns, const mf_plan_request_t *req, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 void mf_plan_free(mf_plan_t *p);
 
 /*

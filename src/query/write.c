@@ -1104,8 +1104,10 @@ mf_write_find_and_modify(mf_catalog_t *cat, mf_sess_t *s, bool durable, unsigned
         int r = 0;
 
         if (c != NULL) {
+            /* mongod's parsed update / delete: limit 1 with a sort, the fields as the projection. */
             mf_plan_request_t req = {.filter = f->query, .sort = srt ? f->sort : NULL, .hint = f->hint,
-                                     .root = f->remove ? MF_PLAN_ROOT_DELETE : MF_PLAN_ROOT_UPDATE};
+                                     .root = f->remove ? MF_PLAN_ROOT_DELETE : MF_PLAN_ROOT_UPDATE,
+                                     .shown = {.limit = srt ? 1 : 0, .projection = f->fields}};
             mf_plan_free(plan);
             if (mf_plan_build(c, &req, &plan, err) != 0)
                 goto out_unlock;
