@@ -2639,31 +2639,33 @@ cmd_drop_indexes(mf_op_t *op)
         if (n > 0)
             rc = mf_catalog_index_drop_many(op->eng->cat, c, ixs, n, &op->err);
     } else if (v->value_type == BSON_TYPE_ARRAY) {
-        /* Every name must exist (and none be _id_) before anything is dropped. */
+        /*
+         * mongod's dropReadyIndexes drops the names in order in one write unit, each looked up
+         * when its turn comes: a name that is missing, or named again after its index was
+         * dropped, is 27 "index not found with name [...]" (and _id_ 72), and the unit rolls
+         * back. So every name is checked, in order, before anything is dropped.
+         */
         bson_iter_t ai;
+        mf_index_t *ixs[MF_MAX_INDEXES];
+        int n = 0;
         bson_iter_recurse(&it, &ai);
         while (rc == 0 && bson_iter_next(&ai)) {
+            mf_index_t *ix = BSON_ITER_HOLDS_UTF8(&ai) ? mf_coll_index_by_name(c, bson_iter_utf8(&ai, NULL)) : NULL;
+            bool dup = false;
+            for (int k = 0; ix != NULL && k < n; k++)
+                dup = dup || ixs[k] == ix;
             if (!BSON_ITER_HOLDS_UTF8(&ai))
                 rc = mf_err_set(&op->err, MF_E_TypeMismatch, "dropIndexes %s.%s: index names must be strings", op->db, name);
             else if (strcmp(bson_iter_utf8(&ai, NULL), "*") == 0)
                 rc = mf_err_set(&op->err, MF_E_BadValue, "The index name '*' can not be used with multiple index names");
-            else if (mf_coll_index_by_name(c, bson_iter_utf8(&ai, NULL)) == NULL)
+            else if (ix == NULL || dup)
                 rc = mf_err_set(&op->err, MF_E_IndexNotFound, "index not found with name [%s]", bson_iter_utf8(&ai, NULL));
-            else if (mf_coll_index_by_name(c, bson_iter_utf8(&ai, NULL))->is_id)
+            else if (ix->is_id)
                 rc = mf_err_set(&op->err, MF_E_InvalidOptions, "cannot drop _id index");
-        }
-        /* The named indexes (each once), in one catalog transaction. */
-        mf_index_t *ixs[MF_MAX_INDEXES];
-        int n = 0;
-        bson_iter_recurse(&it, &ai);
-        while (rc == 0 && bson_iter_next(&ai) && n < MF_MAX_INDEXES) {
-            mf_index_t *ix = mf_coll_index_by_name(c, bson_iter_utf8(&ai, NULL));
-            bool dup = false;
-            for (int k = 0; k < n; k++)
-                dup = dup || ixs[k] == ix;
-            if (ix != NULL && !dup)
+            else if (n < MF_MAX_INDEXES)
                 ixs[n++] = ix;
         }
+        /* The named indexes, in one catalog transaction. */
         if (rc == 0 && n > 0)
             rc = mf_catalog_index_drop_many(op->eng->cat, c, ixs, n, &op->err);
     } else {

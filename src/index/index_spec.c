@@ -1288,14 +1288,11 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
         if (!bson_init_static(&pf, d, l))
             return SPEC_ERR(err, MF_E_FailedToParse, shown, "bad partialFilterExpression");
         /*
-         * A $text stays "Expression not supported in partial index" (67), as this server has
-         * always answered it (text.test.js): which code mongod 8.0's banned parse gives it
-         * (2 or 224) is not confirmed here.
+         * kBanAllSpecialFeatures leaves out kText: a $text anywhere is expression_parser.cpp's
+         * parseText refusal, 2 "$text is not allowed in this context" ("$text can only be
+         * applied to the top-level document" under a field), never the 67 of the tree check.
          */
-        bson_value_t tv;
-        mf_error_t terr = {0};
-        bool has_text = mf_text_find(&pf, &tv, &terr) > 0;
-        mf_matcher_t *m = has_text ? mf_matcher_new(&pf, &perr) : mf_matcher_new_banned(&pf, &perr);
+        mf_matcher_t *m = mf_matcher_new_banned(&pf, &perr);
         if (m == NULL)
             return SPEC_ERR(err, perr.code, shown, "%s", perr.msg);
         mf_matcher_free(m);
