@@ -1124,6 +1124,49 @@ key_has_type(const bson_t *key, const char *type)
 }
 
 /*
+ * createIndexes' parseAndValidateIndexSpecs, after validateIndexSpec: a key
+ * pattern IndexDescriptor::isIdIndexPattern calls the _id index's ({_id: n},
+ * n's int value 1 or -1), under any name, must pass validateIdIndexSpec:
+ * no field but v, key, name, ns, collation and _id (197; not checked for a
+ * clustered spec), the key exactly {_id: 1} (2: {_id: -1} and {_id: 1.5} are
+ * refused), no hidden (2); any other key pattern may not take the name
+ * "_id_" (2). shown_v: the validated spec as mongod prints it. Returns 0 or
+ * -1 with err.
+ */
+static int
+id_spec_check(const bson_t *req, const bson_t *key, const char *given_name, const char *shown_v, mf_error_t *err)
+{
+    bson_iter_t it;
+    char kshown[200];
+    mf_fmt_doc(key, kshown, sizeof(kshown));
+    if (!key_is_id_pattern(key)) {
+        if (given_name != NULL && strcmp(given_name, "_id_") == 0)
+            return mf_err_set(err, MF_E_BadValue,
+                              "The index name '_id_' is reserved for the _id index, which must have key pattern "
+                              "{_id: 1}, found key: %s",
+                              kshown);
+        return 0;
+    }
+    if (!bson_has_field(req, "clustered") && bson_iter_init(&it, req)) {
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            if (strcmp(k, "v") && strcmp(k, "key") && strcmp(k, "name") && strcmp(k, "ns") && strcmp(k, "collation") &&
+                strcmp(k, "_id"))
+                return mf_err_set(err, MF_E_InvalidIndexSpecificationOption,
+                                  "The field '%s' is not valid for an _id index specification. Specification: %s", k,
+                                  shown_v);
+        }
+    }
+    bson_iter_init(&it, key);
+    bson_iter_next(&it);
+    if (mf_value_as_double(bson_iter_value(&it)) != 1.0)
+        return mf_err_set(err, MF_E_BadValue, "The field 'key' for an _id index must be {_id: 1}, but got %s", kshown);
+    if (bson_has_field(req, "hidden"))
+        return mf_err_set(err, MF_E_BadValue, "can't hide _id index");
+    return 0;
+}
+
+/*
  * Validates one requested spec and normalises it into out (v, key, name,
  * then every other option verbatim, in the order given). A spec with
  * expireAfterSeconds goes through mf_ttl_normalise_spec, whose output is
@@ -1137,7 +1180,7 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
     char name[1024];
     const char *given_name = NULL;
     char shown[600];
-    bool has_partial = false, sparse = false, has_ttl = false, hidden = false, has_archive = false, unique = false;
+    bool has_partial = false, sparse = false, has_ttl = false, has_archive = false, unique = false;
     /* A copy: bson_iter_value points into the iterator, which moves on (a number, so nothing to free). */
     bson_value_t version_value;
     const bson_value_t *version = NULL;
@@ -1207,7 +1250,6 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
             if (!BSON_ITER_HOLDS_BOOL(&it))
                 return SPEC_ERR(err, MF_E_TypeMismatch, shown, "The field 'hidden' must be a bool, but got %s",
                                 mf_type_name(v->value_type));
-            hidden = bson_iter_bool(&it);
         } else if (strcmp(k, "archive") == 0) {
             if (!BSON_ITER_HOLDS_BOOL(&it))
                 return SPEC_ERR(err, MF_E_TypeMismatch, shown, "The field 'archive' must be a bool, but got %s",
@@ -1296,29 +1338,22 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
         if (m == NULL)
             return SPEC_ERR(err, perr.code, shown, "%s", perr.msg);
         mf_matcher_free(m);
+    }
+    if (id_spec_check(req, &key, given_name, shown_v, err) != 0)
+        return -1;
+    if (has_partial) {
+        bson_t pf;
+        const uint8_t *d;
+        uint32_t l;
+        bson_iter_init_find(&it, req, "partialFilterExpression");
+        bson_iter_document(&it, &l, &d);
+        if (!bson_init_static(&pf, d, l))
+            return SPEC_ERR(err, MF_E_FailedToParse, shown, "bad partialFilterExpression");
         if (sparse)
             return SPEC_ERR(err, MF_E_CannotCreateIndex, shown_v,
                             "cannot mix \"partialFilterExpression\" and \"sparse\" options");
         if (partial_check_doc(&pf, 0, shown_v, err) != 0)
             return -1;
-    }
-    bool is_id_key = bson_count_keys(&key) == 1 && bson_has_field(&key, "_id");
-    if (is_id_key && given_name && strcmp(given_name, "_id_") == 0) {
-        bson_iter_t kt;
-        bson_iter_init(&kt, &key);
-        bson_iter_next(&kt);
-        if (mf_value_as_double(bson_iter_value(&kt)) != 1.0) {
-            char kshown[200];
-            mf_fmt_doc(&key, kshown, sizeof(kshown));
-            return mf_err_set(err, MF_E_BadValue, "The field 'key' for an _id index must be {_id: 1}, but got %s", kshown);
-        }
-        bson_iter_init(&it, req);
-        while (bson_iter_next(&it)) {
-            const char *k = bson_iter_key(&it);
-            if (strcmp(k, "v") && strcmp(k, "key") && strcmp(k, "name") && strcmp(k, "ns") && strcmp(k, "collation"))
-                return mf_err_set(err, MF_E_InvalidIndexSpecificationOption,
-                                  "The field '%s' is not valid for an _id index specification. Specification: %s", k, shown_v);
-        }
     }
     if (key_is_id_pattern(&key)) {
         /* IndexCatalogImpl::_isSpecOk: an index on {_id: 1} or {_id: -1}, under any name, is an _id index. */
@@ -1329,8 +1364,6 @@ mf_index_spec_normalise(const bson_t *req, bson_t *out, mf_error_t *err)
         if (sparse)
             return mf_err_set(err, MF_E_CannotCreateIndex, "_id index cannot be sparse");
     }
-    if (hidden && given_name && strcmp(given_name, "_id_") == 0)
-        return mf_err_set(err, MF_E_BadValue, "can't hide _id index");
     /*
      * More than 32 key fields: Ordering::make's uassert (bson/ordering.h), met when
      * prepareSpecForCreate builds the spec's IndexDescriptor, after validateIndexSpec.
