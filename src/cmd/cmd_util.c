@@ -753,7 +753,12 @@ int
 mf_cmd_validation_option(mf_op_t *op, const char *cmd_name, const bson_iter_t *it)
 {
     static const char *const levels[] = {"off", "strict", "moderate", NULL};
-    static const char *const actions[] = {"error", "warn", "errorAndLog", NULL};
+    /*
+     * 8.0's ValidationAction IDL enum is error and warn: "errorAndLog" came in 8.1 (behind
+     * featureFlagErrorAndLogValidationAction; Compass offers it from 8.1.0-rc.0), so 8.0
+     * refuses it as any other unknown value.
+     */
+    static const char *const actions[] = {"error", "warn", NULL};
     const char *k = bson_iter_key(it);
     const char *const *values = strcmp(k, "validationLevel") == 0 ? levels : strcmp(k, "validationAction") == 0 ? actions : NULL;
     if (strcmp(k, "validator") == 0) {

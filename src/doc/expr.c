@@ -290,6 +290,12 @@ mf_expr_parsing_validator(bool on)
     return was;
 }
 
+bool
+mf_expr_in_validator(void)
+{
+    return parsing_validator;
+}
+
 const mf_expr_vars_t *
 mf_expr_vars_current(void)
 {

@@ -53,6 +53,9 @@ mf_expr_t *mf_expr_parse(const bson_value_t *v, mf_error_t *err);
  */
 bool mf_expr_parsing_validator(bool on);
 
+/* mf_expr_in_validator: mf_expr_parsing_validator's current setting for the calling thread. */
+bool mf_expr_in_validator(void);
+
 
 /*
  * mf_expr_parse_path: mf_expr_parse of the field path "$<field>" (a sort

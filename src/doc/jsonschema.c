@@ -15,6 +15,9 @@
  * not allocate except pcre2 match data.
  */
 #include "common/alloc.h"
+#include "common/curop.h"
+#include "common/log.h"
+#include "doc/expr.h"
 #include "doc/jsonschema.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -979,6 +982,55 @@ fail:
     return NULL;
 }
 
+/*
+ * json_schema_parser.cpp's warning 3216000: in a collection validator
+ * (expCtx->isParsingCollectionValidator), a schema on the document itself
+ * (the root, and the allOf / anyOf / oneOf / not / dependencies schemas
+ * that keep its empty path) with additionalProperties: false, whose
+ * 'required' does not name _id and no patternProperties pattern matches
+ * "_id" whole, rejects every document; mongod logs it (warning, QUERY)
+ * and goes on. Logged once per such schema, as mongod's parse does.
+ */
+static void
+warn_id_not_allowed(const jnode_t *n, int depth)
+{
+    bool closed = false, id_required = false, id_pattern = false;
+    if (n == NULL || depth > kMaxDepth)
+        return;
+    for (size_t i = 0; i < n->nrules; i++) {
+        const rule_t *r = &n->rules[i];
+        if (r->kind == R_ADDL_PROPS && r->sub == NULL && !r->flag)
+            closed = true;
+        for (size_t j = 0; r->kind == R_REQUIRED && j < r->count; j++)
+            id_required = id_required || strcmp(r->names[j], "_id") == 0;
+        for (size_t j = 0; r->kind == R_PATTERN_PROPS && j < r->count; j++) {
+            pcre2_match_data *md = r->rxs[j] ? pcre2_match_data_create_from_pattern(r->rxs[j], NULL) : NULL;
+            if (md != NULL && pcre2_match(r->rxs[j], (PCRE2_SPTR) "_id", 3, 0,
+                                          PCRE2_ANCHORED | PCRE2_ENDANCHORED, md, mf_rx_context()) >= 0)
+                id_pattern = true;
+            pcre2_match_data_free(md);
+        }
+        if (r->kind == R_ALL_OF || r->kind == R_ANY_OF || r->kind == R_ONE_OF || r->kind == R_DEPENDENCIES) {
+            for (size_t j = 0; j < r->count; j++)
+                warn_id_not_allowed(r->kids[j], depth + 1);
+        } else if (r->kind == R_NOT) {
+            warn_id_not_allowed(r->sub, depth + 1);
+        }
+    }
+    if (!closed || id_required || id_pattern)
+        return;
+    char ctx[32];
+    int64_t conn = mf_curop_client_id(mf_curop_current());
+    if (conn > 0)
+        snprintf(ctx, sizeof(ctx), "conn%lld", (long long)conn);
+    else
+        snprintf(ctx, sizeof(ctx), "%s", "-");
+    mf_log_attr(MF_LOG_WARN, "QUERY", 3216000, ctx,
+                "$jsonSchema validator does not allow '_id' field. This validator will reject all documents, "
+                "consider adding '_id' to the allowed fields.",
+                NULL);
+}
+
 mf_jsonschema_t *
 mf_jsonschema_new(const bson_value_t *schema, mf_error_t *err)
 {
@@ -989,6 +1041,8 @@ mf_jsonschema_new(const bson_value_t *schema, mf_error_t *err)
     jnode_t *root = parse_node(schema, 0, err);
     if (root == NULL)
         return NULL;
+    if (mf_expr_in_validator())
+        warn_id_not_allowed(root, 0);
     mf_jsonschema_t *s = mf_calloc(1, sizeof(*s));
     if (s == NULL)
         abort();
