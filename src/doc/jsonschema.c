@@ -1004,10 +1004,13 @@ warn_id_not_allowed(const jnode_t *n, int depth)
         for (size_t j = 0; r->kind == R_REQUIRED && j < r->count; j++)
             id_required = id_required || strcmp(r->names[j], "_id") == 0;
         for (size_t j = 0; r->kind == R_PATTERN_PROPS && j < r->count; j++) {
+            /* mongod's matchView("_id", ANCHORED | ENDANCHORED): the whole name. */
             pcre2_match_data *md = r->rxs[j] ? pcre2_match_data_create_from_pattern(r->rxs[j], NULL) : NULL;
-            if (md != NULL && pcre2_match(r->rxs[j], (PCRE2_SPTR) "_id", 3, 0,
-                                          PCRE2_ANCHORED | PCRE2_ENDANCHORED, md, mf_rx_context()) >= 0)
+            pcre2_match_context *mc = md != NULL ? mf_rx_context() : NULL;
+            if (mc != NULL && pcre2_match(r->rxs[j], (PCRE2_SPTR) "_id", 3, 0, PCRE2_ANCHORED | PCRE2_ENDANCHORED,
+                                          md, mc) >= 0)
                 id_pattern = true;
+            pcre2_match_context_free(mc);
             pcre2_match_data_free(md);
         }
         if (r->kind == R_ALL_OF || r->kind == R_ANY_OF || r->kind == R_ONE_OF || r->kind == R_DEPENDENCIES) {

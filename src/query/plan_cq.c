@@ -757,10 +757,10 @@ debug_string(out_t *o, const node_t *nd, int level)
         put(o, "%s $in [ ", nd->path);
         if (in_values(nd, &vals, &n, &nregex)) {
             /* InListData: sorted, duplicates dropped, then the regexes in their order. */
-            qsort(vals, n, sizeof(*vals), value_qcmp);
+            if (n > 1)
+                qsort(vals, n, sizeof(*vals), value_qcmp);
             for (size_t i = 0; i < n; i++) {
-                if (i > 0 && mf_value_cmp(&vals[i - 1], &vals[i]) == 0 &&
-                    vals[i - 1].value_type == vals[i].value_type)
+                if (i > 0 && mf_value_cmp(&vals[i - 1], &vals[i]) == 0)
                     continue;
                 put_value(o, &vals[i]);
                 put(o, " ");

@@ -49,6 +49,13 @@ h.test('a hint naming no index is 2 with the canonical query: ns, limit, skip, b
   assert.equal(e.message, `error processing query: ns=${ns}Tree: $and\n    f $elemMatch (obj)\n        g $eq 1\n`
     + '    e $elemMatch (value)\n         $gt 1\n    d regex /x/i\n    s exists\n    a $in [ 1 2 3 ]\n    $not\n        b $eq 1\n'
     + `    t $type: [ 2 ]\nSort: {}\nProj: {}\n${HINT}`);
+  // Operators rendered only approximately still end with the reason, and never harm the server.
+  for (const filter of [{ a: { $in: [] } }, { a: { $in: [/x/, /y/] } }, { $expr: { $eq: ['$a', 1] } }, { a: { $bitsAllSet: 3 } },
+    { loc: { $geoWithin: { $center: [[0, 0], 1] } } }, { $nor: [{ a: 1 }] }, { $or: [{ a: 1 }, { b: 1 }] }]) {
+    e = await failure(db.command({ find: 'c', filter, hint: 'zz' }));
+    assert.equal(e.code, 2);
+    assert.ok(e.message.startsWith(`error processing query: ns=${ns}Tree: `) && e.message.endsWith(`\nSort: {}\nProj: {}\n${HINT}`), e.message);
+  }
   e = await failure(db.command({ find: 'c', filter: { _id: 1, n: 'x' }, hint: 'zz', batchSize: 0, collation: { locale: 'en' } }));
   assert.equal(e.message, `error processing query: ns=${ns} batchSize=0Tree: $and\n    _id $eq 1\n    n $eq "x"\nSort: {}\nProj: {}\n`
     + `Collation: { locale: "en" }\n${HINT}`);
