@@ -61,6 +61,18 @@ h.test('a hint naming no index is 2 with the canonical query: ns, limit, skip, b
     + `Collation: { locale: "en" }\n${HINT}`);
 });
 
+// The same rendering heads get_executor's refusal of a tailable cursor on a collection that is not capped
+// (as the Go driver's integration test expects it from mongod: "...Tree: $and\nSort: {}\nProj: {}\n tailable ...").
+h.test('a tailable find on a collection that is not capped: 2 "error processing query: <canonical query> tailable cursor requested on non capped collection"', async () => {
+  const db = srv.freshDb('ie_tail');
+  await db.collection('c').insertOne({ a: 1 });
+  const ns = `${db.databaseName}.c`;
+  await h.expectCode(db.command({ find: 'c', filter: {}, tailable: true }), 2,
+    new RegExp(`^error processing query: ns=${ns.replace('.', '\\.')}Tree: \\$and\nSort: \\{\\}\nProj: \\{\\}\n tailable cursor requested on non capped collection$`));
+  const e = await failure(db.command({ find: 'c', filter: { a: { $gt: 0 } }, tailable: true, batchSize: 5 }));
+  assert.equal(e.message, `error processing query: ns=${ns} batchSize=5Tree: a $gt 0\nSort: {}\nProj: {}\n tailable cursor requested on non capped collection`);
+});
+
 h.test('count, distinct, aggregate, findAndModify, update and delete with a bad hint: the same 2, each with its own query', async () => {
   const db = srv.freshDb('ie_hint_cmds');
   const c = db.collection('c');
