@@ -1630,7 +1630,12 @@ mf_index_spec_compare(const bson_t *want, const bson_t *have, mf_error_t *err)
     if (bson_iter_init_find(&it, have, "name") && BSON_ITER_HOLDS_UTF8(&it))
         hname = bson_iter_utf8(&it, NULL);
     bool same_name = strcmp(wname, hname) == 0;
-    bool same_key = bson_equal(&wkey, &hkey);
+    /*
+     * findIndexesByKeyPattern / compareIndexOptions compare key patterns with
+     * SimpleBSONObjComparator: field names in order, numbers by value, so
+     * {a: 1.0} and {a: NumberLong(1)} are the index {a: 1}.
+     */
+    bool same_key = mf_doc_cmp(&wkey, &hkey) == 0;
     if (!same_name && !same_key)
         return 0;
     identity_options(want, &wopts);

@@ -11,7 +11,7 @@
  * (json_schema_parser.cpp) and validationAction "errorAndLog" (8.1 only).
  */
 const assert = require('node:assert/strict');
-const { Double } = require('mongodb');
+const { Double, Long } = require('mongodb');
 const h = require('./harness');
 
 const srv = h.useServer();
@@ -142,8 +142,10 @@ h.test('createIndexes on {_id: ±1}: only v, key, name, ns, collation (197), exa
   await h.expectCode(create({ key: { a: 1 }, name: '_id_' }), 2,
     /^The index name '_id_' is reserved for the _id index, which must have key pattern \{_id: 1\}, found key: \{ a: 1 \}$/);
   await h.expectCode(create({ key: { _id: 'hashed' }, name: '_id_' }), 2, /reserved for the _id index, .* found key: \{ _id: "hashed" \}$/);
-  // What passes validateIdIndexSpec: the _id index's own spec (a no-op), another name (the _id_ index's twin: 85), hashed _id.
+  // What passes validateIdIndexSpec: the _id index's own spec (a no-op, its 1 of any number type: key patterns
+  // compare as SimpleBSONObjComparator does), another name (the _id_ index's twin: 85), hashed _id.
   assert.equal((await create({ key: { _id: 1 }, name: '_id_', v: 1 })).note, 'all indexes already exist');
+  assert.equal((await create({ key: { _id: new Double(1) }, name: '_id_' })).note, 'all indexes already exist');
   await h.expectCode(create({ key: { _id: 1 }, name: 'other' }), 85, /^Index already exists with a different name: _id_$/);
   await create({ key: { _id: 'hashed' }, name: 'h' });
   assert.deepEqual((await db.collection('c').indexes()).map((i) => i.name), ['_id_', 'h']);
@@ -167,6 +169,21 @@ h.test('a v: 1 spec is still checked by the v: 2 key pattern rules: 0, -0.0, NaN
   for (const [key, re] of cases) await h.expectCode(create(key), 67, re);
   await db.command({ createIndexes: 'c', indexes: [{ key: { b: -1 }, name: 'k', v: 1 }] });
   assert.equal((await db.collection('c').indexes()).find((i) => i.name === 'k').v, 1);
+});
+
+// findIndexesByKeyPattern and compareIndexOptions compare key patterns by value: {a: 1.0} and {a: NumberLong(1)} are {a: 1}.
+h.test('a key pattern whose numbers are of another type is the same index: a no-op under its name, 85 under another', async () => {
+  const db = srv.freshDb('ie_kpnum');
+  await db.collection('c').insertOne({ a: 1 });
+  const create = (spec) => db.command({ createIndexes: 'c', indexes: [spec] });
+  await create({ key: { a: 1, b: -1 }, name: 'ab' });
+  assert.equal((await create({ key: { a: new Double(1), b: Long.fromNumber(-1) }, name: 'ab' })).note, 'all indexes already exist');
+  await h.expectCode(create({ key: { a: Long.fromNumber(1), b: -1 }, name: 'other' }), 85, /^Index already exists with a different name: ab$/);
+  // A different value or order is another index.
+  await create({ key: { a: 1, b: 1 }, name: 'ab2' });
+  await create({ key: { b: -1, a: 1 }, name: 'ba' });
+  assert.deepEqual((await db.collection('c').indexes()).map((i) => [i.name, i.key]),
+    [['_id_', { _id: 1 }], ['ab', { a: 1, b: -1 }], ['ab2', { a: 1, b: 1 }], ['ba', { b: -1, a: 1 }]]);
 });
 
 h.test('dropIndexes with a name given twice is 27 for the second, and drops nothing (one write unit in mongod)', async () => {
