@@ -160,20 +160,24 @@ h.test('wildcard indexes: the wildcardProjection is part of the signature, compa
   assert.deepEqual((await c.find({ z: 5 }).hint('wc_noa').sort({ _id: 1 }).toArray()).map((d) => d._id), [1, 2]);
 });
 
-// IndexCatalogImpl::_isSpecOk: an index whose key is {_id: 1} or {_id: -1} is an _id
-// index under any name, so it cannot be sparse, partial or non-unique (67), and being
-// unique it is the _id_ index's twin (85). Mongoose's own docs use the sparse case:
-// schema.index({_id: 1}, {sparse: true}) emits "_id index cannot be sparse". Found by helper-102.
-h.test('an index on {_id: 1} under another name is an _id index: 67 for sparse, partial, non-unique; 85 as a twin', async () => {
+// An index whose key is {_id: 1} or {_id: -1} is an _id index under any name:
+// createIndexes' parse (parseAndValidateIndexSpecs) puts it through validateIdIndexSpec,
+// so sparse, partialFilterExpression and unique (even true) are 197, and a plain one is
+// the _id_ index's twin (85). Mongoose's own docs use the sparse case,
+// schema.index({_id: 1}, {sparse: true}). Found by helper-102; codes by helper-144
+// (index_edges_compat.test.js has the rest of validateIdIndexSpec).
+h.test('an index on {_id: 1} under another name is an _id index: 197 for sparse, partial, unique; 85 as a twin', async () => {
   const db = srv.freshDb('idrules');
   await db.collection('c').insertOne({ a: 1 });
   const create = (spec) => db.command({ createIndexes: 'c', indexes: [spec] });
-  await h.expectCode(create({ key: { _id: 1 }, name: 's', sparse: true }), 67, /^_id index cannot be sparse$/);
-  await h.expectCode(create({ key: { _id: 1 }, name: 'p', partialFilterExpression: { a: 1 } }), 67,
-    /^_id index cannot be a partial index$/);
-  await h.expectCode(create({ key: { _id: 1 }, name: 'n', unique: false }), 67, /^_id index cannot be non-unique$/);
-  await h.expectCode(create({ key: { _id: 1 }, name: '_id_1', unique: true }), 85,
-    /^Index already exists with a different name: _id_$/);
+  await h.expectCode(create({ key: { _id: 1 }, name: 's', sparse: true }), 197,
+    /^The field 'sparse' is not valid for an _id index specification/);
+  await h.expectCode(create({ key: { _id: 1 }, name: 'p', partialFilterExpression: { a: 1 } }), 197,
+    /^The field 'partialFilterExpression' is not valid for an _id index specification/);
+  await h.expectCode(create({ key: { _id: 1 }, name: 'n', unique: false }), 197,
+    /^The field 'unique' is not valid for an _id index specification/);
+  await h.expectCode(create({ key: { _id: 1 }, name: '_id_1', unique: true }), 197,
+    /^The field 'unique' is not valid for an _id index specification/);
   await h.expectCode(create({ key: { _id: 1 }, name: 'x' }), 85, /^Index already exists with a different name: _id_$/);
   // The same spec as the _id index's own is a no-op; a compound or hashed index on _id is an ordinary one.
   assert.equal((await create({ key: { _id: 1 }, name: '_id_' })).note, 'all indexes already exist');
@@ -209,19 +213,20 @@ h.test('an explicit simple collation is not kept in the index spec, and still ov
   assert.deepEqual((await en.find({ h: 'a' }).hint('dflt').toArray()).map((d) => d._id).sort(), [1, 2]);
 });
 
-// _isSpecOk's last _id rule: an index on {_id: +-1} must have the collection's default
-// collation (found by helper-103).
-h.test('an index on {_id: -1} needs the collection default collation (67)', async () => {
+// _isSpecOk's last _id rule: an index on {_id: 1} must have the collection's default
+// collation (found by helper-103); {_id: -1} never gets that far, validateIdIndexSpec's
+// key rule refuses it (2).
+h.test('an index on {_id: 1} needs the collection default collation (67); {_id: -1} is 2', async () => {
   const db = srv.freshDb('idcoll');
   await db.collection('c').insertOne({});
-  await h.expectCode(db.command({ createIndexes: 'c', indexes: [{ key: { _id: -1 }, name: 'y', collation: { locale: 'fr' } }] }),
+  await h.expectCode(db.command({ createIndexes: 'c', indexes: [{ key: { _id: 1 }, name: 'y', collation: { locale: 'fr' } }] }),
     67, /^_id index must have the collection default collation$/);
-  await db.command({ createIndexes: 'c', indexes: [{ key: { _id: -1 }, name: 'z' }] });
+  await h.expectCode(db.command({ createIndexes: 'c', indexes: [{ key: { _id: -1 }, name: 'z' }] }), 2,
+    /^The field 'key' for an _id index must be \{_id: 1\}/);
   await db.createCollection('fr', { collation: { locale: 'fr' } });
-  await db.command({ createIndexes: 'fr', indexes: [{ key: { _id: -1 }, name: 'd' }] });
-  await h.expectCode(db.command({ createIndexes: 'fr', indexes: [{ key: { _id: -1 }, name: 's', collation: { locale: 'simple' } }] }),
+  await h.expectCode(db.command({ createIndexes: 'fr', indexes: [{ key: { _id: 1 }, name: 's', collation: { locale: 'simple' } }] }),
     67, /^_id index must have the collection default collation$/);
-  assert.deepEqual((await db.collection('fr').indexes()).map((i) => i.name), ['_id_', 'd']);
+  assert.deepEqual((await db.collection('fr').indexes()).map((i) => i.name), ['_id_']);
 });
 
 // The stored spec of an explicitly simple index has no collation: after a restart it must
