@@ -199,6 +199,7 @@ mf_crud_optimize_context(mf_error_t *err)
 #define EXEC_ERROR_AGG "PlanExecutor error during aggregation"
 
 static void env_set_streams(mf_agg_env_t *env);
+static void env_init_streaming(mf_agg_env_t *env, mf_op_t *op, agg_scan_ctx_t *sc);
 
 /* env_set_limits: the server parameters stages read while they run ($densify's generation caps). */
 static void
@@ -536,16 +537,8 @@ mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, int64_t coun
     agg_stream_t *x = cur->ext;
     mf_agg_env_t env;
 
-    memset(&env, 0, sizeof env);
     x->sc.op = op;
-    env.scan = agg_scan;
-    env.list_sessions = agg_list_sessions; /* $lookup sub-pipelines may list sessions too */
-    env_set_limits(&env, op);
-    env.pull = agg_pull;
-    env.pull_count = agg_pull_count;
-    env_set_streams(&env);
-    env.source_indexes = agg_source_indexes;
-    env.ctx = &x->sc;
+    env_init_streaming(&env, op, &x->sc);
     *exhausted = false;
     while (count < max) {
         bson_t *d;
@@ -772,15 +765,7 @@ mf_crud_agg_explain_run(mf_op_t *op, const char *coll, mf_pipeline_t *pl, const 
     mf_agg_limits_t lim = agg_limits(op, allow_disk);
     x->stream = mf_agg_stream_new(pl, pd->nstages, &lim);
     mf_agg_stream_collect_stats(x->stream);
-    memset(&env, 0, sizeof env);
-    env.scan = agg_scan;
-    env.list_sessions = agg_list_sessions;
-    env_set_limits(&env, op);
-    env.pull = agg_pull;
-    env.pull_count = agg_pull_count;
-    env_set_streams(&env);
-    env.source_indexes = agg_source_indexes;
-    env.ctx = &x->sc;
+    env_init_streaming(&env, op, &x->sc);
     /* Run to the end, the results discarded (explain.cpp's executePlan); a writing stage writes nothing. */
     for (int64_t n = 1;; n++) {
         bson_t *d;
@@ -907,15 +892,7 @@ view_each(mf_op_t *op, const char *name, const bson_value_t *stages, int depth, 
 
     if (x == NULL)
         return -1;
-    memset(&env, 0, sizeof env);
-    env.scan = agg_scan;
-    env.list_sessions = agg_list_sessions; /* $lookup sub-pipelines may list sessions too */
-    env_set_limits(&env, op);
-    env.pull = agg_pull;
-    env.pull_count = agg_pull_count;
-    env_set_streams(&env);
-    env.source_indexes = agg_source_indexes;
-    env.ctx = &x->sc;
+    env_init_streaming(&env, op, &x->sc);
     x->sc.scan_stats = sink; /* the view's own stages' reads of other collections count too */
     for (;;) {
         bson_t *d;
@@ -957,16 +934,8 @@ agg_sub_next(void *ctx, void *sub, bson_t **out, mf_error_t *err)
     agg_stream_t *s = sub;
     mf_agg_env_t env;
 
-    memset(&env, 0, sizeof env);
     s->sc.op = x->op;
-    env.scan = agg_scan;
-    env.list_sessions = agg_list_sessions; /* $lookup sub-pipelines may list sessions too */
-    env_set_limits(&env, x->op);
-    env.pull = agg_pull;
-    env.pull_count = agg_pull_count;
-    env.ctx = &s->sc;
-    env.source_indexes = agg_source_indexes; /* a $geoNear heading it reads the other collection's indexes */
-    env_set_streams(&env);
+    env_init_streaming(&env, x->op, &s->sc);
     if (mf_agg_stream_next(s->stream, &env, out, err) != 0)
         return -1;
     if (*out != NULL && ((s->plan != NULL && s->plan->text != NULL) || mf_pipeline_geo_meta(s->pl)))
@@ -982,6 +951,25 @@ env_set_streams(mf_agg_env_t *env)
     env->sub_next = agg_sub_next;
     env->sub_free = agg_stream_free;
     env->set_scan_stats = agg_set_scan_stats;
+}
+
+/*
+ * env_init_streaming: *env cleared and set up to pull a pipeline's stream
+ * for op: the scan, session-list, pull and index callbacks, the limits and
+ * the sub-stream callbacks, with sc as their context (not owned).
+ */
+static void
+env_init_streaming(mf_agg_env_t *env, mf_op_t *op, agg_scan_ctx_t *sc)
+{
+    memset(env, 0, sizeof(*env));
+    env->scan = agg_scan;
+    env->list_sessions = agg_list_sessions; /* $lookup sub-pipelines may list sessions too */
+    env_set_limits(env, op);
+    env->pull = agg_pull;
+    env->pull_count = agg_pull_count;
+    env_set_streams(env);
+    env->source_indexes = agg_source_indexes; /* a $geoNear heading it reads the other collection's indexes */
+    env->ctx = sc;
 }
 
 /*
@@ -1150,15 +1138,7 @@ agg_write_stream(mf_op_t *op, const char *name, mf_pipeline_t **plp, const bson_
         mf_docvec_t batch;
         int64_t bytes = 0;
         mf_agg_env_t env;
-        memset(&env, 0, sizeof env);
-        env.scan = agg_scan;
-        env.list_sessions = agg_list_sessions; /* $lookup sub-pipelines may list sessions too */
-        env_set_limits(&env, op);
-        env.pull = agg_pull;
-        env.pull_count = agg_pull_count;
-        env_set_streams(&env);
-        env.source_indexes = agg_source_indexes;
-        env.ctx = &x->sc;
+        env_init_streaming(&env, op, &x->sc);
         x->sc.op = op;
         mf_docvec_init(&batch);
         mf_catalog_rdlock(op->eng->cat);

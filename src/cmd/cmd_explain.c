@@ -537,6 +537,28 @@ is_view(mf_op_t *op, const char *coll)
 }
 
 /*
+ * explain_built_aggregate: explains the aggregate command *agg (being
+ * built, its pipeline closed) after copying into it the fields of the
+ * original command inner named in carried (NULL-terminated) and an empty
+ * cursor; destroys *agg. Returns what mf_crud_explain_aggregate returns.
+ */
+static int
+explain_built_aggregate(mf_op_t *op, bson_t *agg, const bson_t *inner, const char *const *carried,
+                        const char *verbosity)
+{
+    bson_iter_t it;
+    bson_t st;
+    for (int i = 0; carried[i] != NULL; i++)
+        if (bson_iter_init_find(&it, inner, carried[i]))
+            bson_append_value(agg, carried[i], -1, bson_iter_value(&it));
+    BSON_APPEND_DOCUMENT_BEGIN(agg, "cursor", &st);
+    bson_append_document_end(agg, &st);
+    int rc = mf_crud_explain_aggregate(op, agg, verbosity);
+    bson_destroy(agg);
+    return rc;
+}
+
+/*
  * explain_count_as_aggregate: a count on a view runs, and explains, as the
  * aggregate count_command_as_aggregation_command.cpp makes of it: {$match:
  * query} (when not empty), $skip, $limit, {$count: "count"}, with the
@@ -547,7 +569,6 @@ static int
 explain_count_as_aggregate(mf_op_t *op, const char *coll, const bson_t *inner, const char *verbosity)
 {
     bson_t agg = BSON_INITIALIZER, pl, st, q;
-    bson_iter_t it;
     int k = 0;
     char key[16];
     int64_t skip = sub_int(inner, "skip"), limit = sub_int(inner, "limit");
@@ -580,14 +601,7 @@ explain_count_as_aggregate(mf_op_t *op, const char *coll, const bson_t *inner, c
     bson_append_document_end(&pl, &st);
     bson_append_array_end(&agg, &pl);
     static const char *const carried[] = {"collation", "hint", "comment", "maxTimeMS", "readConcern", NULL};
-    for (int i = 0; carried[i] != NULL; i++)
-        if (bson_iter_init_find(&it, inner, carried[i]))
-            bson_append_value(&agg, carried[i], -1, bson_iter_value(&it));
-    BSON_APPEND_DOCUMENT_BEGIN(&agg, "cursor", &st);
-    bson_append_document_end(&agg, &st);
-    int rc = mf_crud_explain_aggregate(op, &agg, verbosity);
-    bson_destroy(&agg);
-    return rc;
+    return explain_built_aggregate(op, &agg, inner, carried, verbosity);
 }
 
 /*
@@ -659,14 +673,7 @@ explain_distinct_as_aggregate(mf_op_t *op, const char *coll, const bson_t *inner
         bson_append_document_end(&agg, &st);
     }
     static const char *const carried[] = {"maxTimeMS", "readConcern", NULL};
-    for (int i = 0; carried[i] != NULL; i++)
-        if (bson_iter_init_find(&it, inner, carried[i]))
-            bson_append_value(&agg, carried[i], -1, bson_iter_value(&it));
-    BSON_APPEND_DOCUMENT_BEGIN(&agg, "cursor", &st);
-    bson_append_document_end(&agg, &st);
-    int rc = mf_crud_explain_aggregate(op, &agg, verbosity);
-    bson_destroy(&agg);
-    return rc;
+    return explain_built_aggregate(op, &agg, inner, carried, verbosity);
 }
 
 /*
