@@ -6,9 +6,11 @@
 # Extra arguments after the binary are test files to run instead of all of
 # them (those run one at a time). Exits non-zero if either part fails.
 #
-# The whole suite spends most of its time waiting (for expiries, elections,
-# restarts), so its files run MAYFLY_TEST_JOBS at a time (default: the CPUs,
-# at most 4; 1 runs them one after the other as before). Files whose tests
+# The whole suite spends much of its time waiting (for expiries, elections,
+# restarts: measured, a file and its servers keep about half of one CPU busy
+# over the file's run), so its files run MAYFLY_TEST_JOBS at a time
+# (default: one more than the CPUs, at most 4; 1 runs them one after the
+# other as before). Files whose tests
 # measure the server against the machine's load (SERIAL below: programs kept
 # busy beside it, a query kept slow while DDL runs, thread counts, lateness
 # on an idle machine, elections' timeouts, a file that needs most of its
@@ -41,7 +43,7 @@ SERIAL="ttl_schedgroup locks stalls hold_stress ttl_monitor limits replset_failo
 # The longest of the others start first, so that no long file runs on alone at the end.
 FIRST="tls compact index_build agg_stages replset_ttl changestream archive"
 . scripts/pool.sh
-njobs="$(pool_jobs "${MAYFLY_TEST_JOBS:-}")"
+njobs="$(pool_jobs "${MAYFLY_TEST_JOBS:-$(( $(nproc 2>/dev/null || echo 1) + 1 ))}")"
 
 logs="$(mktemp -d /tmp/mf-client-logs.XXXXXX)"
 trap 'rm -rf "$logs"' EXIT
