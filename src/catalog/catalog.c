@@ -33,9 +33,13 @@
  * always under the write lock, so readers holding the shared lock see one
  * consistent validator; collMod, which replaces c->options and persists,
  * needs nothing else.
+ *
+ * Views (see "system.views" below) are catalog entries, mirrored as documents
+ * of their database's system.views collection in the same transactions.
  */
 #include "common/alloc.h"
 #include "catalog/catalog.h"
+#include "catalog/coll_write.h"
 #include "doc/collation.h"
 
 #include <pthread.h>
@@ -85,6 +89,10 @@ struct mf_catalog {
      */
     _Atomic int64_t lk_acquired[2], lk_waits[2], lk_wait_us[2], lk_waiting[2];
 };
+
+#define SYSTEM_VIEWS "system.views"
+static int views_coll(mf_catalog_t *cat, const char *db, bool create, struct mf_coll **out, mf_error_t *err);
+static int views_def_put(mf_sess_t *s, struct mf_coll *sv, const struct mf_coll *v, mf_error_t *err);
 
 static void
 random_hex(char *out, size_t nbytes)
@@ -1335,10 +1343,20 @@ mf_catalog_coll_persist(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err)
 
     if (parse_options(c->options, c->capped_exact, false, &po, err) != 0)
         return -1;
+    /* A view's new definition replaces its system.views document in the same transaction. */
+    mf_coll_t *sv = NULL;
+    if (po.view && views_coll(cat, c->db, true, &sv, err) != 0) {
+        parsed_opts_free(&po);
+        return -1;
+    }
     coll_to_bson(c, &entry);
     ret = ddl_begin(cat, &s, err);
-    if (ret == 0)
-        ret = ddl_end(cat, s, entry_write(s, c->ns, &entry, err), err);
+    if (ret == 0) {
+        ret = entry_write(s, c->ns, &entry, err);
+        if (ret == 0 && sv != NULL)
+            ret = views_def_put(s, sv, c, err);
+        ret = ddl_end(cat, s, ret, err);
+    }
     bson_destroy(&entry);
     if (ret == 0) {
         apply_options(c, &po);
@@ -1501,11 +1519,29 @@ mf_catalog_has_collations(mf_catalog_t *cat)
     return atomic_load_explicit(&cat->collated, memory_order_relaxed);
 }
 
+static bool
+is_system_views(const mf_coll_t *c)
+{
+    return strcmp(c->name, SYSTEM_VIEWS) == 0;
+}
+
+/*
+ * The observers c's document writes report to: none for system.views, whose
+ * documents only mirror views (the view's DDL event carries its definition:
+ * the oplog, change streams and opcounters see that, as mongod's see the
+ * view catalog's change and not a user write).
+ */
+static mf_observers_t *
+observers_for(const mf_catalog_t *cat, const mf_coll_t *c)
+{
+    return is_system_views(c) ? NULL : cat->observers;
+}
+
 /* Adds c to the map (taking the map lock: lookups never see it half-added). */
 static void
 catalog_insert(mf_catalog_t *cat, mf_coll_t *c)
 {
-    c->observers = cat->observers;
+    c->observers = observers_for(cat, c);
     if (c->options != NULL && bson_has_field(c->options, "collation"))
         atomic_store(&cat->collated, true);
     pthread_rwlock_wrlock(&cat->lock);
@@ -1789,6 +1825,8 @@ mf_catalog_coll_set_sizes(mf_coll_t *c, int64_t count, int64_t size)
     atomic_store(&c->approx_size, size);
 }
 
+static int views_mend(mf_catalog_t *cat, mf_error_t *err);
+
 int
 mf_catalog_open(mf_storage_t *st, mf_catalog_t **out, mf_error_t *err)
 {
@@ -1884,6 +1922,8 @@ mf_catalog_open(mf_storage_t *st, mf_catalog_t **out, mf_error_t *err)
         mf_log(MF_LOG_WARN, "STORAGE", "%d unreadable catalog entries: not dropping unnamed tables", unreadable);
     else if (drop_orphans(cat, err) != 0)
         goto err_free;
+    if (views_mend(cat, err) != 0)
+        goto err_free;
     mf_log(MF_LOG_INFO, "STORAGE", "catalog loaded: %d collections", cat->ncolls);
     mf_storage_set_periodic(st, sizes_periodic, cat);
     *out = cat;
@@ -1930,7 +1970,7 @@ mf_catalog_set_observers(mf_catalog_t *cat, mf_observers_t *obs)
 {
     cat->observers = obs;
     for (int i = 0; i < cat->ncolls; i++)
-        cat->colls[i]->observers = obs;
+        cat->colls[i]->observers = observers_for(cat, cat->colls[i]);
 }
 
 mf_observers_t *
@@ -2089,6 +2129,266 @@ new_index(mf_coll_t *c, const bson_t *spec, mf_error_t *err)
     return ix;
 }
 
+/* ---------- system.views ----------
+ *
+ * MongoDB keeps a database's view definitions as the documents of its
+ * <db>.system.views collection (durable_view_catalog.cpp, view_catalog.cpp
+ * _upsertIntoCatalog): {_id: "<db>.<view>", viewOn, pipeline} plus
+ * collation when the view has one. mayfly's views are catalog entries (reads
+ * resolve them from memory); system.views is kept as their mirror, a real
+ * collection, so find, aggregate, count and listCollections show what
+ * mongod's show. It is created with the database's first view and kept
+ * after its last (mongod's getOrCreateCollection; only a drop removes it),
+ * and each view's document is written in the same DDL transaction as the
+ * view's entry, so the two never disagree after a crash. Dropping
+ * system.views drops every view of its database in one transaction (mongod
+ * clears its view catalog when system.views goes). mf_catalog_open mends a
+ * database whose mirror is missing or differs (data written before it
+ * existed). A client never writes it (crud.h: 73 "cannot write to").
+ */
+
+/* view_def: v's definition as mongod's system.views holds it (out initialised here). */
+static void
+view_def(const mf_coll_t *v, bson_t *out)
+{
+    bson_iter_t it;
+    bson_t empty;
+    bson_init(out);
+    BSON_APPEND_UTF8(out, "_id", v->ns);
+    if (v->options != NULL && bson_iter_init_find(&it, v->options, "viewOn"))
+        bson_append_value(out, "viewOn", 6, bson_iter_value(&it));
+    if (v->options != NULL && bson_iter_init_find(&it, v->options, "pipeline") && BSON_ITER_HOLDS_ARRAY(&it)) {
+        bson_append_value(out, "pipeline", 8, bson_iter_value(&it));
+    } else {
+        BSON_APPEND_ARRAY_BEGIN(out, "pipeline", &empty);
+        bson_append_array_end(out, &empty);
+    }
+    if (v->options != NULL && bson_iter_init_find(&it, v->options, "collation") && BSON_ITER_HOLDS_DOCUMENT(&it))
+        bson_append_value(out, "collation", 9, bson_iter_value(&it));
+}
+
+/*
+ * views_def_find: the document of sv whose _id is ns, read in s's
+ * transaction: 0 with *rid and *doc (a copy the caller destroys),
+ * MF_NOTFOUND, or -1 with err. A scan: a database has few views.
+ */
+static int
+views_def_find(mf_sess_t *s, mf_coll_t *sv, const char *ns, int64_t *rid, bson_t *doc, mf_error_t *err)
+{
+    mf_cur_t *cur;
+    int ret;
+
+    if (mf_cur_open(s, sv->uri, &cur, err) != 0)
+        return -1;
+    while ((ret = mf_cur_next(cur)) == 0) {
+        const uint8_t *v;
+        size_t len;
+        bson_t d;
+        bson_iter_t it;
+        mf_cur_value(cur, &v, &len);
+        if (!bson_init_static(&d, v, len) || !bson_iter_init_find(&it, &d, "_id") || !BSON_ITER_HOLDS_UTF8(&it) ||
+            strcmp(bson_iter_utf8(&it, NULL), ns) != 0)
+            continue;
+        *rid = mf_cur_rid(cur);
+        bson_copy_to(&d, doc);
+        break;
+    }
+    mf_cur_close(cur);
+    if (ret == 0 || ret == MF_NOTFOUND)
+        return ret;
+    return scan_error(ret, "the view definitions", sv->ns, err);
+}
+
+/*
+ * views_def_write: in s's transaction, makes sv hold def as its document
+ * with _id ns, or none when def is NULL. Returns 0, MF_CONFLICT or -1 with
+ * err.
+ */
+static int
+views_def_write(mf_sess_t *s, mf_coll_t *sv, const char *ns, const bson_t *def, mf_error_t *err)
+{
+    int64_t rid = 0;
+    bson_t old;
+    int ret = views_def_find(s, sv, ns, &rid, &old, err);
+
+    if (ret == MF_NOTFOUND) {
+        ret = def != NULL ? mf_coll_insert(s, sv, def, NULL, err) : 0;
+    } else if (ret == 0) {
+        if (def == NULL)
+            ret = mf_coll_remove(s, sv, rid, &old, err);
+        else if (!bson_equal(&old, def))
+            ret = mf_coll_replace(s, sv, rid, &old, def, err);
+        bson_destroy(&old);
+    }
+    if (ret == MF_CONFLICT)
+        mf_err_write_conflict(err);
+    return ret;
+}
+
+/* views_def_put: views_def_write of view v's current definition. */
+static int
+views_def_put(mf_sess_t *s, mf_coll_t *sv, const mf_coll_t *v, mf_error_t *err)
+{
+    bson_t def;
+    view_def(v, &def);
+    int ret = views_def_write(s, sv, v->ns, &def, err);
+    bson_destroy(&def);
+    return ret;
+}
+
+/*
+ * views_coll: db's system.views, found (and so locked) in the caller's lock
+ * session, created empty with default options when missing and create is
+ * set; *out NULL when missing and not created. Called before ddl_mu is
+ * taken. Returns 0, or -1 with err (a bounded lock wait that gave up is
+ * 24 LockTimeout: the mirror must not be skipped).
+ */
+static int
+views_coll(mf_catalog_t *cat, const char *db, bool create, mf_coll_t **out, mf_error_t *err)
+{
+    for (int attempt = 0;; attempt++) {
+        *out = mf_catalog_coll_find(cat, db, SYSTEM_VIEWS);
+        if (*out == NULL && T.depth > 0 && mf_catalog_lock_timed_out())
+            return mf_err_set(err, MF_E_LockTimeout, "%s.%s stayed in use for %d ms", db, SYSTEM_VIEWS,
+                              LOCK_TIMEOUT_MS);
+        if (*out != NULL || !create)
+            return 0;
+        if (mf_catalog_coll_create(cat, db, SYSTEM_VIEWS, NULL, out, err) == 0)
+            return 0;
+        /* Another thread created it meanwhile: find it. */
+        if (err->code != MF_E_NamespaceExists || attempt > 0)
+            return -1;
+        mf_err_clear(err);
+    }
+}
+
+/*
+ * views_mirror_ok: whether sv holds exactly the definitions of db's nviews
+ * views, one document each. Open time: no session, nothing else running.
+ */
+static bool
+views_mirror_ok(mf_catalog_t *cat, mf_sess_t *s, const char *db, mf_coll_t *sv, int nviews)
+{
+    mf_cur_t *cur;
+    mf_error_t err;
+    int ret, matched = 0;
+    bool ok = true;
+    size_t dl = strlen(db);
+
+    if (mf_cur_open(s, sv->uri, &cur, &err) != 0)
+        return false;
+    while (ok && (ret = mf_cur_next(cur)) == 0) {
+        const uint8_t *v;
+        size_t len;
+        bson_t d, def;
+        bson_iter_t it;
+        mf_cur_value(cur, &v, &len);
+        ok = bson_init_static(&d, v, len) && bson_iter_init_find(&it, &d, "_id") && BSON_ITER_HOLDS_UTF8(&it);
+        const char *id = ok ? bson_iter_utf8(&it, NULL) : "";
+        mf_coll_t *view = ok && strncmp(id, db, dl) == 0 && id[dl] == '.' ? lookup(cat, db, id + dl + 1) : NULL;
+        ok = view != NULL && view->is_view;
+        if (ok) {
+            view_def(view, &def);
+            ok = bson_equal(&d, &def);
+            bson_destroy(&def);
+            matched++;
+        }
+    }
+    mf_cur_close(cur);
+    return ok && matched == nviews;
+}
+
+/*
+ * views_mend: at open, makes each database's system.views hold exactly its
+ * views' definitions, creating it where a database has views and no
+ * system.views (data from before the mirror), in one transaction per
+ * database that differs. Open time: no lock session, nothing else running.
+ * Returns 0 or -1 with err.
+ */
+static int
+views_mend(mf_catalog_t *cat, mf_error_t *err)
+{
+    mf_sess_t *s = mf_storage_session(cat->st);
+    char last[256] = "";
+    int rc = 0;
+
+    for (int i = 0; i < cat->ncolls && rc == 0; i++) {
+        mf_coll_t *c = cat->colls[i];
+        if ((!c->is_view && !is_system_views(c)) || strcmp(c->db, last) == 0)
+            continue;
+        snprintf(last, sizeof(last), "%s", c->db);
+        coll_vec_t views = {0};
+        for (int j = 0; j < cat->ncolls; j++)
+            if (cat->colls[j]->is_view && strcmp(cat->colls[j]->db, last) == 0)
+                collect_into(&views, cat->colls[j]);
+        mf_coll_t *sv = lookup(cat, last, SYSTEM_VIEWS);
+        if (sv != NULL && views_mirror_ok(cat, s, last, sv, views.n)) {
+            free(views.v);
+            continue;
+        }
+        mf_log(MF_LOG_INFO, "STORAGE", "writing the view definitions of database %s into %s.%s (%d views)", last,
+               last, SYSTEM_VIEWS, views.n);
+        if (sv == NULL)
+            rc = mf_catalog_coll_create(cat, last, SYSTEM_VIEWS, NULL, &sv, err);
+        if (rc == 0)
+            rc = mf_txn_begin(s, err);
+        if (rc == 0) {
+            /* Documents that name no view go; each view's is put. */
+            mf_cur_t *cur;
+            int64_t *rids = NULL;
+            bson_t *docs = NULL;
+            int n = 0, ret = 0;
+            if ((rc = mf_cur_open(s, sv->uri, &cur, err)) == 0) {
+                while ((ret = mf_cur_next(cur)) == 0) {
+                    const uint8_t *v;
+                    size_t len;
+                    bson_t d;
+                    bson_iter_t it;
+                    mf_cur_value(cur, &v, &len);
+                    bool keep = bson_init_static(&d, v, len) && bson_iter_init_find(&it, &d, "_id") &&
+                                BSON_ITER_HOLDS_UTF8(&it);
+                    const char *id = keep ? bson_iter_utf8(&it, NULL) : "";
+                    size_t dl = strlen(last);
+                    mf_coll_t *view = keep && strncmp(id, last, dl) == 0 && id[dl] == '.' ? lookup(cat, last, id + dl + 1)
+                                                                                         : NULL;
+                    if (view != NULL && view->is_view)
+                        continue;
+                    rids = mf_realloc(rids, (size_t)(n + 1) * sizeof(*rids));
+                    docs = mf_realloc(docs, (size_t)(n + 1) * sizeof(*docs));
+                    rids[n] = mf_cur_rid(cur);
+                    if (!bson_init_static(&d, v, len))
+                        bson_init(&docs[n]);
+                    else
+                        bson_copy_to(&d, &docs[n]);
+                    n++;
+                }
+                mf_cur_close(cur);
+                if (ret != MF_NOTFOUND)
+                    rc = scan_error(ret, "the view definitions", sv->ns, err);
+            }
+            for (int k = 0; k < n && rc == 0; k++)
+                rc = mf_coll_remove(s, sv, rids[k], &docs[k], err);
+            for (int k = 0; k < views.n && rc == 0; k++)
+                rc = views_def_put(s, sv, views.v[k], err);
+            for (int k = 0; k < n; k++)
+                bson_destroy(&docs[k]);
+            free(rids);
+            free(docs);
+            if (rc != 0) {
+                if (rc == MF_CONFLICT)
+                    mf_err_write_conflict(err);
+                mf_txn_abort(s);
+                rc = -1;
+            } else {
+                rc = mf_txn_commit(s, true, err);
+            }
+        }
+        free(views.v);
+    }
+    mf_storage_session_release(s);
+    return rc != 0 ? -1 : 0;
+}
+
 int
 mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, const bson_t *options, mf_coll_t **out,
                        mf_error_t *err)
@@ -2102,6 +2402,17 @@ mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, cons
     parsed_opts_t po;
     if (parse_options(options, false, false, &po, err) != 0)
         return -1;
+    /* A view's definition goes into system.views too: made first, unless the name is taken already. */
+    mf_coll_t *sv = NULL;
+    if (po.view) {
+        pthread_rwlock_rdlock(&cat->lock);
+        bool taken = lookup(cat, db, name) != NULL;
+        pthread_rwlock_unlock(&cat->lock);
+        if (taken || views_coll(cat, db, true, &sv, err) != 0) {
+            parsed_opts_free(&po);
+            return taken ? mf_err_set(err, MF_E_NamespaceExists, "Collection %s.%s already exists.", db, name) : -1;
+        }
+    }
     /* One creation at a time: the name is checked and taken under ddl_mu. */
     pthread_mutex_lock(&cat->ddl_mu);
     pthread_rwlock_rdlock(&cat->lock);
@@ -2179,6 +2490,8 @@ mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, cons
             rc = entry_write(ds, c->ns, &entry, err);
             if (rc == 0)
                 rc = sizes_write(ds, c->ident, 0, 0, err);
+            if (rc == 0 && sv != NULL)
+                rc = views_def_put(ds, sv, c, err);
             rc = ddl_end(cat, ds, rc, err);
         }
         bson_destroy(&entry);
@@ -2271,21 +2584,75 @@ mf_catalog_db_drop(mf_catalog_t *cat, const char *db, int *ndropped, mf_error_t 
     return rc;
 }
 
+/*
+ * views_of: every view of db, found (so locked) in the caller's session,
+ * into cv. Returns 0, or -1 with err when a bounded lock wait gave up.
+ */
+static int
+views_of(mf_catalog_t *cat, const char *db, coll_vec_t *cv, mf_error_t *err)
+{
+    int n = 0;
+    char **names = NULL;
+    size_t dl = strlen(db);
+
+    pthread_rwlock_rdlock(&cat->lock);
+    for (int i = 0; i < cat->ncolls; i++) {
+        const mf_coll_t *c = cat->colls[i];
+        if (c->is_view && strncmp(c->ns, db, dl) == 0 && c->ns[dl] == '.') {
+            names = mf_realloc(names, (size_t)(n + 1) * sizeof(*names));
+            names[n++] = mf_strdup(c->name);
+        }
+    }
+    pthread_rwlock_unlock(&cat->lock);
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        mf_coll_t *v = rc == 0 ? mf_catalog_coll_find(cat, db, names[i]) : NULL;
+        if (v != NULL && v->is_view)
+            collect_into(cv, v);
+        else if (rc == 0 && v == NULL && T.depth > 0 && mf_catalog_lock_timed_out())
+            rc = mf_err_set(err, MF_E_LockTimeout, "view %s.%s stayed in use for %d ms", db, names[i], LOCK_TIMEOUT_MS);
+        free(names[i]);
+    }
+    free(names);
+    return rc;
+}
+
 int
 mf_catalog_coll_drop(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err)
 {
     mf_sess_t *s;
+    mf_coll_t *sv = NULL;
+    coll_vec_t views = {0};
+
+    /* A view's document leaves system.views with it; system.views takes every view of its database along. */
+    if (c->is_view && views_coll(cat, c->db, false, &sv, err) != 0)
+        return -1;
+    if (is_system_views(c) && views_of(cat, c->db, &views, err) != 0) {
+        free(views.v);
+        return -1;
+    }
     int rc = ddl_begin(cat, &s, err);
     if (rc == 0) {
-        rc = entry_write(s, c->ns, NULL, err);
+        for (int i = 0; i < views.n && rc == 0; i++) {
+            rc = entry_write(s, views.v[i]->ns, NULL, err);
+            if (rc == 0)
+                rc = sizes_write(s, views.v[i]->ident, -1, 0, err);
+        }
+        if (rc == 0 && sv != NULL)
+            rc = views_def_write(s, sv, c->ns, NULL, err);
+        if (rc == 0)
+            rc = entry_write(s, c->ns, NULL, err);
         if (rc == 0)
             rc = sizes_write(s, c->ident, -1, 0, err);
         rc = ddl_end(cat, s, rc, err);
     }
-    if (rc != 0)
-        return -1;
-    coll_forget(cat, c);
-    return 0;
+    if (rc == 0) {
+        for (int i = 0; i < views.n; i++)
+            coll_forget(cat, views.v[i]);
+        coll_forget(cat, c);
+    }
+    free(views.v);
+    return rc != 0 ? -1 : 0;
 }
 
 int

@@ -454,12 +454,18 @@ bool mf_catalog_has_collations(mf_catalog_t *cat);
  * mf_catalog_coll_create: creates db.name with options (may be NULL) and its
  * _id index. Caller holds the write lock. NamespaceExists (48) if present.
  * Options with viewOn make a view: a catalog entry (and an empty record
- * table) without indexes.
+ * table) without indexes, whose definition is also written into db's
+ * system.views (created first when missing) in the same transaction.
  */
 int mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, const bson_t *options,
                            mf_coll_t **out, mf_error_t *err) MF_WUR;
 
-/* mf_catalog_coll_drop: removes the collection, its indexes and their tables. Write lock held. */
+/*
+ * mf_catalog_coll_drop: removes the collection, its indexes and their
+ * tables. A view's document leaves system.views in the same transaction;
+ * dropping system.views drops every view of its database with it. Write
+ * lock held.
+ */
 int mf_catalog_coll_drop(mf_catalog_t *cat, mf_coll_t *c, mf_error_t *err) MF_WUR;
 
 /*

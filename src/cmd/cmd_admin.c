@@ -971,20 +971,15 @@ append_repl(mf_op_t *op, bson_t *r)
 /* Counts for serverStatus' catalogStats, as mongod 8.0 keeps them. */
 typedef struct catalog_counts {
     int32_t collections, capped, clustered, timeseries, views, internal_colls, internal_views;
-    const char *view_db; /* the last database seen holding a view (collections come in namespace order) */
 } catalog_counts_t;
 
 static void
 count_coll(void *arg, mf_coll_t *c)
 {
     catalog_counts_t *n = arg;
-    /* Internal: the admin, local and config databases, and system.* collections (buckets, views, profile...). */
+    /* Internal: the admin, local and config databases, and system.* collections (buckets, system.views, profile...). */
     bool internal = strcmp(c->db, "admin") == 0 || strcmp(c->db, "local") == 0 || strcmp(c->db, "config") == 0 ||
                     strncmp(c->name, "system.", 7) == 0;
-    if (c->is_view && (n->view_db == NULL || strcmp(n->view_db, c->db) != 0)) {
-        n->internal_colls++; /* mongod keeps a database's views in its system.views collection */
-        n->view_db = c->db;
-    }
     if (c->is_view && c->is_timeseries)
         n->timeseries++;
     else if (c->is_view)

@@ -1048,6 +1048,29 @@ cmd_create(mf_op_t *op)
     return rc;
 }
 
+typedef struct ts_find {
+    const char *db;
+    bool found;
+} ts_find_t;
+
+static void
+note_timeseries(void *arg, const char *db, const char *name, const uint8_t uuid[16])
+{
+    ts_find_t *f = arg;
+    (void)uuid;
+    if (strcmp(db, f->db) == 0 && strncmp(name, MF_TS_BUCKETS_PREFIX, strlen(MF_TS_BUCKETS_PREFIX)) == 0)
+        f->found = true;
+}
+
+/* Whether db holds a time-series collection (its buckets), without locking any collection. */
+static bool
+has_timeseries(mf_catalog_t *cat, const char *db)
+{
+    ts_find_t f = {db, false};
+    mf_catalog_names(cat, note_timeseries, &f);
+    return f.found;
+}
+
 static int
 cmd_drop(mf_op_t *op)
 {
@@ -1064,6 +1087,12 @@ cmd_drop(mf_op_t *op)
         /* As mongod: only an existing system.profile is refused (dropping none is ok). */
         mf_catalog_unlock(op->eng->cat);
         return mf_err_set(&op->err, MF_E_IllegalOperation, "turn off profiling before dropping system.profile collection");
+    }
+    if (c != NULL && strcmp(name, "system.views") == 0 && has_timeseries(op->eng->cat, op->db)) {
+        /* mongod's isDroppableCollection: the time-series views would go with it, their buckets stay. */
+        mf_catalog_unlock(op->eng->cat);
+        return mf_err_set(&op->err, MF_E_CommandFailed,
+                          "cannot drop collection %s.system.views when time-series collections are present", op->db);
     }
     if (c != NULL) {
         int nidx = mf_coll_ready_indexes(c);
@@ -1340,6 +1369,12 @@ cmd_rename_collection(mf_op_t *op)
         return mf_err_set(&op->err, MF_E_InvalidNamespace, "Invalid source namespace: %s", from);
     if (split_ns(to, tdb, sizeof(tdb), &tcoll) != 0)
         return mf_err_set(&op->err, MF_E_InvalidNamespace, "Invalid target namespace: %s", to);
+    /* mongod's userAllowedWriteNS on both names: system.views is the view catalog's own (73's message, as 20). */
+    if (strcmp(fcoll, "system.views") == 0 || strcmp(tcoll, "system.views") == 0) {
+        bool src = strcmp(fcoll, "system.views") == 0;
+        return mf_err_set(&op->err, MF_E_IllegalOperation, "error with %s namespace: cannot write to %s",
+                          src ? "source" : "target", src ? from : to);
+    }
     /*
      * Users do not create system collections by renaming (buckets get their own message below), but for
      * those mongod's isLegalClientSystemNS lets clients write: the auth collections (renamed away and back

@@ -855,6 +855,12 @@ mf_cmd_txn_check(mf_op_t *op)
                                   "'snapshot' in order to run in a transaction");
         }
     }
+    /* shard_role.cpp's acquisition: the view catalog's collection is never read in a transaction. */
+    if ((strcmp(op->name, "find") == 0 || strcmp(op->name, "aggregate") == 0 || strcmp(op->name, "distinct") == 0) &&
+        bson_iter_init(&it, op->cmd) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it) &&
+        strcmp(bson_iter_utf8(&it, NULL), "system.views") == 0)
+        return mf_err_set(&op->err, MF_E_OperationNotSupportedInTransaction,
+                          "Cannot access system.views collection in a transaction");
     if (strcmp(op->name, "aggregate") == 0 && mf_op_find(op, "pipeline", &it) && BSON_ITER_HOLDS_ARRAY(&it)) {
         bson_iter_t st, stage;
         if (bson_iter_recurse(&it, &st))

@@ -1573,7 +1573,8 @@ copy_collection(void *arg, const bson_t *info)
         bson_append_value(&cmd, "uuid", 4, bson_iter_value(&ii)); /* the same collection as the primary's */
     int rc = mf_oplog_run(sc->r->eng, sc->db, &cmd, exists, &sc->err);
     bson_destroy(&cmd);
-    if (rc != 0 || strcmp(type, "collection") != 0)
+    /* system.views mirrors the views, which this member's catalog writes there as it creates them. */
+    if (rc != 0 || strcmp(type, "collection") != 0 || strcmp(name, "system.views") == 0)
         return rc;
     /* The documents. */
     sc->coll = name;
