@@ -592,6 +592,17 @@ mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, int64_t coun
     return 0;
 }
 
+/* mf_crud_stages_start_with (crud.h): whether the array value stages' first stage is named stage. */
+bool
+mf_crud_stages_start_with(const bson_value_t *stages, const char *stage)
+{
+    bson_iter_t si, first;
+    return stages != NULL && stages->value_type == BSON_TYPE_ARRAY &&
+           bson_iter_init_from_data(&si, stages->value.v_doc.data, stages->value.v_doc.data_len) &&
+           bson_iter_next(&si) && BSON_ITER_HOLDS_DOCUMENT(&si) && bson_iter_recurse(&si, &first) &&
+           bson_iter_next(&first) && strcmp(bson_iter_key(&first), stage) == 0;
+}
+
 /*
  * mf_crud_view_resolve: the collection under view `name` and the pipeline
  * that reads it, as MongoDB resolves views: the definitions from the
@@ -627,6 +638,9 @@ mf_crud_view_resolve(mf_op_t *op, const char *name, const bson_value_t *stages, 
         if (!bson_iter_init_find(&it, c->options, "viewOn") || !BSON_ITER_HOLDS_UTF8(&it))
             break;
         cur = bson_iter_utf8(&it, NULL);
+        /* view_catalog_helpers.cpp resolveView: a definition that starts with $collStats ends the resolution there. */
+        if (mf_crud_stages_start_with(&defs[n - 1], "$collStats"))
+            break;
     }
     for (size_t v = n + 1; v-- > 0;) {
         const bson_value_t *pv = v == 0 ? stages : &defs[v - 1];
@@ -1518,6 +1532,35 @@ mf_cmd_aggregate(mf_op_t *op)
     uint8_t archive_uuid[16] = {0};
     const bson_value_t *pv = bson_iter_value(&it);
     bson_value_t rest_v;
+    /*
+     * A view whose definition starts with $collStats (view_catalog_helpers.cpp
+     * resolveView stops there): the stage reports on the namespace the
+     * resolution stopped at, and the rest of the resolved pipeline runs over
+     * its document. A reader's own leading stage is run on the view itself
+     * (latencyStats of a view), as mongod's.
+     */
+    bson_t vres = BSON_INITIALIZER;
+    bson_value_t vres_v;
+    char *vbase = NULL;
+    const char *stats_name = name;
+    if (name != NULL && !mf_crud_stages_start_with(pv, "$collStats") && !mf_crud_stages_start_with(pv, "$archived") &&
+        !mf_crud_stages_start_with(pv, "$indexStats") && !mf_crud_stages_start_with(pv, "$planCacheStats")) {
+        mf_catalog_rdlock(op->eng->cat);
+        mf_coll_t *vc = mf_catalog_coll_find(op->eng->cat, op->db, name);
+        int depth = 0;
+        if (vc != NULL && vc->is_view && mf_crud_view_resolve(op, name, pv, &depth, &vbase, &vres, &op->err) != 0)
+            mf_err_clear(&op->err); /* the resolution's error is the ordinary path's to report */
+        mf_catalog_unlock(op->eng->cat);
+        vres_v = array_value(&vres);
+        if (vbase != NULL && mf_crud_stages_start_with(&vres_v, "$collStats")) {
+            pv = &vres_v;
+            stats_name = vbase;
+        } else {
+            bson_reinit(&vres);
+            free(vbase);
+            vbase = NULL;
+        }
+    }
     if (name != NULL) {
         bson_t arr;
         bson_iter_t si, first;
@@ -1558,7 +1601,9 @@ mf_cmd_aggregate(mf_op_t *op)
                 if (!archive_none)
                     memcpy(archive_uuid, ac->uuid, 16);
                 mf_catalog_unlock(op->eng->cat);
-            } else if (mf_cmd_coll_stats_doc(op, name, &first, &stats_doc) != 0) {
+            } else if (mf_cmd_coll_stats_doc(op, stats_name, &first, &stats_doc) != 0) {
+                bson_destroy(&vres);
+                free(vbase);
                 return -1;
             }
             collstats = !archived && !indexstats;
@@ -1573,6 +1618,8 @@ mf_cmd_aggregate(mf_op_t *op)
             pv = &rest_v;
         }
     }
+    bson_destroy(&vres); /* pv no longer points into it: the rest was copied */
+    free(vbase);
     pl = mf_pipeline_new(pv, &op->err);
     if (pl == NULL)
         mf_crud_optimize_context(&op->err);

@@ -157,6 +157,8 @@ append_cursor(mf_op_t *op, const char *ns_coll, bool lists_indexes, bson_t *batc
 
 /* ---------- create / drop ---------- */
 
+static int coll_stats_spec_check(mf_op_t *op, const bson_iter_t *spec);
+
 /* 166 CommandNotSupportedOnView: c is a view and the command needs a collection. */
 static int
 refuse_view(mf_op_t *op, const mf_coll_t *c)
@@ -477,7 +479,33 @@ mf_cmd_check_view_options(mf_op_t *op, const bson_t *opts)
     if (!BSON_ITER_HOLDS_ARRAY(&it))
         return mf_err_set(&op->err, MF_E_TypeMismatch, "BSON field 'create.pipeline' is the wrong type '%s', expected type 'array'",
                           mf_type_name(bson_iter_type(&it)));
-    mf_pipeline_t *pl = mf_pipeline_new(bson_iter_value(&it), &op->err);
+    /*
+     * A leading $collStats is the view's own (mongod's resolveView stops at it
+     * and the aggregate command runs it: cmd_agg.c): its spec is checked here,
+     * the stages after it as any pipeline (a $collStats further on is 40602).
+     */
+    mf_pipeline_t *pl;
+    if (mf_crud_stages_start_with(bson_iter_value(&it), "$collStats")) {
+        bson_iter_t st, first;
+        bson_t rest = BSON_INITIALIZER;
+        uint32_t k = 0;
+        if (!bson_iter_recurse(&it, &st) || !bson_iter_next(&st) || !bson_iter_recurse(&st, &first) ||
+            !bson_iter_next(&first) || coll_stats_spec_check(op, &first) != 0)
+            return -1;
+        while (bson_iter_next(&st)) {
+            char key[16];
+            const char *kp;
+            bson_uint32_to_string(k++, &kp, key, sizeof key);
+            bson_append_value(&rest, kp, -1, bson_iter_value(&st));
+        }
+        bson_value_t rv = {.value_type = BSON_TYPE_ARRAY};
+        rv.value.v_doc.data = (uint8_t *)bson_get_data(&rest);
+        rv.value.v_doc.data_len = rest.len;
+        pl = mf_pipeline_new(&rv, &op->err);
+        bson_destroy(&rest);
+    } else {
+        pl = mf_pipeline_new(bson_iter_value(&it), &op->err);
+    }
     if (pl == NULL)
         return -1;
     bool writes = mf_pipeline_writes(pl), collectionless = mf_pipeline_is_collectionless(pl);

@@ -224,8 +224,11 @@ int mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, int64_t 
  *   the positional operator; both are stolen, even on failure. 0 or -1
  *   with op->err.
  * mf_crud_view_resolve: (cmd_agg.c) the resolved pipeline and collection.
+ *   A view whose definition starts with $collStats ends the resolution
+ *   (mongod's resolveView): *base is its viewOn, even when that is a view.
  * All: the caller holds the catalog lock shared.
  */
+bool mf_crud_stages_start_with(const bson_value_t *stages, const char *stage);
 int mf_crud_view_resolve(mf_op_t *op, const char *name, const bson_value_t *stages, int *depth, char **base, bson_t *all,
                          mf_error_t *err);
 int mf_crud_view_each(mf_op_t *op, const char *name, const bson_t *stages, const bson_value_t *hint, mf_agg_visit_fn visit,
