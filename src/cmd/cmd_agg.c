@@ -1625,6 +1625,10 @@ mf_cmd_aggregate(mf_op_t *op)
         mf_crud_optimize_context(&op->err);
     if (collstats || archived || indexstats)
         bson_destroy(&rest);
+    if (pl != NULL && mf_pipeline_lookup_from_check(pl, op->db, &op->err) != 0) {
+        mf_pipeline_free(pl);
+        pl = NULL;
+    }
     if (pl != NULL && mf_crud_agg_views_collation(op, pl) != 0) {
         mf_pipeline_free(pl);
         pl = NULL;

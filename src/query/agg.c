@@ -3636,6 +3636,23 @@ mf_pipeline_foreign_colls(const mf_pipeline_t *p, int (*fn)(void *arg, const cha
     return 0;
 }
 
+int
+mf_pipeline_lookup_from_check(const mf_pipeline_t *p, const char *db, mf_error_t *err)
+{
+    for (size_t i = 0; p != NULL && i < p->n; i++) {
+        const stage_t *s = &p->stages[i];
+        /* document_source_lookup.cpp LiteParsed: from "" names the database alone, which is no namespace. */
+        if (s->kind == S_LOOKUP && s->from != NULL && s->from[0] == '\0')
+            return mf_err_set(err, MF_E_InvalidNamespace, "invalid $lookup namespace: %s.", db);
+        if ((s->kind == S_LOOKUP || s->kind == S_UNIONWITH) && mf_pipeline_lookup_from_check(s->sub, db, err) != 0)
+            return -1;
+        for (size_t j = 0; s->kind == S_FACET && j < s->nfacets; j++)
+            if (mf_pipeline_lookup_from_check(s->facets[j], db, err) != 0)
+                return -1;
+    }
+    return 0;
+}
+
 bool
 mf_pipeline_is_collectionless(const mf_pipeline_t *p)
 {

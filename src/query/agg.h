@@ -212,6 +212,14 @@ typedef struct mf_pipeline mf_pipeline_t;
  */
 int mf_pipeline_foreign_colls(const mf_pipeline_t *p, int (*fn)(void *arg, const char *coll), void *arg);
 
+/*
+ * mf_pipeline_lookup_from_check: 73 InvalidNamespace "invalid $lookup
+ * namespace: <db>." for a $lookup (in p, its sub-pipelines or $facet) whose
+ * from is "" (mongod 8.0's lite parse: the database alone is no namespace).
+ * 0, or -1 with err.
+ */
+int mf_pipeline_lookup_from_check(const mf_pipeline_t *p, const char *db, mf_error_t *err);
+
 /* mf_pipeline_new: parses an array of stages (pipeline is the array value). NULL with err on error. */
 mf_pipeline_t *mf_pipeline_new(const bson_value_t *pipeline, mf_error_t *err);
 void mf_pipeline_free(mf_pipeline_t *p);
