@@ -221,6 +221,21 @@ h.test('system.views survives a clean restart and kill -9, and views keep workin
   assert.deepEqual((await listed(db)).map((e) => e.name), ['c']);
 });
 
+h.test('a time-series view a crash left without buckets goes at start-up, and its system.views document with it', { timeout: 90000 }, async () => {
+  const dbName = srv.freshDb('svorphan').databaseName;
+  let db = srv.client.db(dbName);
+  await db.createCollection('w', { timeseries: { timeField: 't' } });
+  await db.createCollection('keep', { timeseries: { timeField: 't' } });
+  await db.collection('system.buckets.w').drop();
+  assert.deepEqual((await defs(db)).map((d) => d._id), [`${dbName}.keep`, `${dbName}.w`]);
+  await srv.server.restart({ kill9: true });
+  await srv.reconnect();
+  db = srv.client.db(dbName);
+  assert.deepEqual((await defs(db)).map((d) => d._id), [`${dbName}.keep`]);
+  const names = (await listed(db)).map((e) => e.name).sort();
+  assert.deepEqual(names, ['keep', 'system.buckets.keep', 'system.views']);
+});
+
 h.test('a view may start with $collStats: it reports on its viewOn and resolution stops there (views_coll_stats.js)', async () => {
   const db = srv.freshDb('svcs');
   const dbName = db.databaseName;
