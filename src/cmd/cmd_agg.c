@@ -338,6 +338,9 @@ typedef struct agg_stream {
     bson_t *rk_key;         /* owned, or NULL */
     /* $archived (SPEC I2): the source is this archive reader instead of a plan (plan is NULL). Owned. */
     mf_archive_reader_t *archive;
+    /* A view led by $collStats: the source is this one statistics document (plan is NULL). Owned. */
+    bson_t *one_doc;
+    bool one_pending; /* not yet pulled */
 } agg_stream_t;
 
 static void
@@ -360,6 +363,8 @@ agg_stream_free(void *arg)
     if (x->rk_key != NULL)
         bson_destroy(x->rk_key);
     mf_archive_reader_close(x->archive);
+    if (x->one_doc != NULL)
+        bson_destroy(x->one_doc);
     free(x->db);
     free(x->coll);
     free(x);
@@ -461,6 +466,16 @@ agg_source_read(agg_stream_t *x, size_t max, mf_docvec_t *out, size_t *n, bool *
 {
     *n = 0;
     *eof = false;
+    if (x->one_doc != NULL) {
+        if (x->one_pending && max > 0) {
+            if (out != NULL)
+                mf_docvec_push(out, x->one_doc);
+            x->one_pending = false;
+            *n = 1;
+        }
+        *eof = !x->one_pending;
+        return 0;
+    }
     if (x->archive != NULL) {
         const bson_t *doc;
         int r = 0;
@@ -669,22 +684,55 @@ array_value(const bson_t *stages)
     return v;
 }
 
-/* view_resolve: mf_crud_view_resolve, parsed. The pipeline is owned by the caller; NULL with err. */
+/*
+ * view_resolve: mf_crud_view_resolve, parsed. The pipeline is owned by the
+ * caller; NULL with err. A resolution led by $collStats (a view's
+ * definition, mf_crud_view_resolve) gives the stage's document for *base
+ * in *stats (initialised here, the caller destroys it; *has_stats set) and
+ * the stages after it as the pipeline.
+ */
 static mf_pipeline_t *
-view_resolve(mf_op_t *op, const char *name, const bson_value_t *stages, int *depth, char **base, mf_error_t *err)
+view_resolve(mf_op_t *op, const char *name, const bson_value_t *stages, int *depth, char **base, bson_t *stats,
+             bool *has_stats, mf_error_t *err)
 {
-    bson_t all = BSON_INITIALIZER;
+    bson_t all = BSON_INITIALIZER, rest = BSON_INITIALIZER;
     mf_pipeline_t *pl = NULL;
 
+    *has_stats = false;
     if (mf_crud_view_resolve(op, name, stages, depth, base, &all, err) == 0) {
         bson_value_t av = array_value(&all);
+        bson_iter_t si, first;
+        if (mf_crud_stages_start_with(&av, "$collStats") && bson_iter_init(&si, &all) && bson_iter_next(&si) &&
+            bson_iter_recurse(&si, &first) && bson_iter_next(&first)) {
+            if (mf_cmd_coll_stats_doc(op, *base, &first, stats) != 0) {
+                if (err != &op->err)
+                    *err = op->err;
+                free(*base);
+                *base = NULL;
+                bson_destroy(&all);
+                return NULL;
+            }
+            *has_stats = true;
+            for (uint32_t k = 0; bson_iter_next(&si); k++) {
+                char key[16];
+                const char *kp;
+                bson_uint32_to_string(k, &kp, key, sizeof key);
+                bson_append_value(&rest, kp, -1, bson_iter_value(&si));
+            }
+            av = array_value(&rest);
+        }
         pl = mf_pipeline_new(&av, err);
+        if (pl == NULL && *has_stats) {
+            bson_destroy(stats);
+            *has_stats = false;
+        }
         if (pl == NULL) {
             mf_crud_optimize_context(err);
             free(*base);
             *base = NULL;
         }
     }
+    bson_destroy(&rest);
     bson_destroy(&all);
     return pl;
 }
@@ -870,12 +918,32 @@ view_stream(mf_op_t *op, const char *name, const bson_value_t *stages, int depth
             bool allow_disk, mf_error_t *err)
 {
     char *base = NULL;
-    mf_pipeline_t *pl = view_resolve(op, name, stages, &depth, &base, err);
+    bson_t stats;
+    bool has_stats;
+    mf_pipeline_t *pl = view_resolve(op, name, stages, &depth, &base, &stats, &has_stats, err);
     agg_stream_t *x = NULL;
     bson_t bhint;
     bson_value_t bhint_v;
     bool translated = false;
 
+    if (pl != NULL && has_stats) {
+        /* Led by $collStats: its one document is the source; nothing is pushed down. */
+        x = mf_calloc(1, sizeof *x);
+        x->sc.op = op;
+        x->sc.stream = x;
+        x->sc.view_depth = depth;
+        x->pl = pl;
+        x->one_doc = bson_copy(&stats);
+        x->one_pending = true;
+        x->limit_left = -1;
+        x->db = mf_strdup(op->db);
+        x->coll = mf_strdup(base);
+        mf_agg_limits_t lim = agg_limits(op, allow_disk);
+        x->stream = mf_agg_stream_new(pl, 0, &lim);
+        bson_destroy(&stats);
+        free(base);
+        return x;
+    }
     if (pl != NULL) {
         /* Only through a view: a hint given on the buckets collection itself is already in their form. */
         if (strcmp(name, base) != 0 && ts_hint_to_buckets(op, base, hint, &bhint)) {

@@ -252,6 +252,14 @@ h.test('a view may start with $collStats: it reports on its viewOn and resolutio
   assert.deepEqual(await db.collection('a3').aggregate([{ $project: { _id: 0, ns: 1, count: 1 } }]).toArray(),
     [{ ns: `${dbName}.b`, count: 2 }]);
   assert.equal(await db.collection('a3').countDocuments({}), 1);
+  // find, count and distinct read it as the aggregation would (mongod runs them as one).
+  assert.deepEqual(await db.collection('a3').find({}, { projection: { _id: 0, ns: 1, count: 1 } }).toArray(),
+    [{ ns: `${dbName}.b`, count: 2 }]);
+  assert.deepEqual(await db.collection('a3').find({ count: 5 }).toArray(), []);
+  assert.equal((await db.command({ count: 'a3' })).n, 1);
+  assert.deepEqual(await db.collection('a3').distinct('ns'), [`${dbName}.b`]);
+  assert.deepEqual(await db.collection('b').aggregate([{ $unionWith: { coll: 'a3', pipeline: [{ $project: { _id: 0, ns: 1 } }] } }]).toArray(),
+    [{ _id: 1 }, { _id: 2 }, { ns: `${dbName}.b` }]);
   // Its spec is checked at creation; elsewhere than first it is 40602, as in any pipeline.
   await assert.rejects(db.command({ create: 'bad', viewOn: 'b', pipeline: [{ $collStats: { bad: {} } }] }),
     (e) => e.code === 40415);
