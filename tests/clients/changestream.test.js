@@ -447,7 +447,7 @@ R.test('changeStreamPreAndPostImages errors as mongod: the option\'s shape (14, 
   await h.expectCode(db.command({ aggregate: 'off', pipeline: [{ $changeStream: { fullDocumentBeforeChange: 'sometimes' } }], cursor: {} }), 2);
   await h.expectCode(db.command({ aggregate: 'off', pipeline: [{ $changeStream: { fullDocumentBeforeChange: 1 } }], cursor: {} }), 14);
   // The command failures changed nothing.
-  assert.deepEqual((await db.listCollections({}, { nameOnly: true }).toArray()).map((x) => x.name).sort(), ['off', 'view']);
+  assert.deepEqual((await db.listCollections({}, { nameOnly: true }).toArray()).map((x) => x.name).sort(), ['off', 'system.views', 'view']);
 });
 
 R.test('resumeAfter, startAfter and startAtOperationTime continue where asked', async () => {

@@ -473,7 +473,7 @@ h.test('F1 a time-series view left without its buckets is dropped at start-up (a
   await srv.reconnect();
   db = srv.client.db(dbName);
   const names = (await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name).sort();
-  assert.deepEqual(names, ['keep', 'system.buckets.keep']);
+  assert.deepEqual(names, ['keep', 'system.buckets.keep', 'system.views']);
   assert.match(srv.server.stderrTail(200), /half of a time-series collection a crash left/);
 });
 

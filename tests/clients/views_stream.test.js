@@ -147,7 +147,7 @@ h.test('view cycles through pipeline stages, and views whose collations differ, 
   await h.expectCode(db.createCollection('later', { viewOn: 'base', pipeline: [] }), 167,
     new RegExp(`^View ${db.databaseName}\\.later has a collation that does not match the collation of view ${db.databaseName}\\.frtop$`));
   const names = (await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name).sort();
-  assert.deepEqual(names, ['base', 'fr', 'fr2', 'frtop', 'v1', 'v2']);
+  assert.deepEqual(names, ['base', 'fr', 'fr2', 'frtop', 'system.views', 'v1', 'v2']);
 });
 
 h.test('collMod changes a view\'s definition (viewOn and pipeline together, as mongod); a cycle of views is 5 GraphContainsCycle, at create and at collMod', async () => {
@@ -289,7 +289,7 @@ h.test('a view is not renamed, nor renamed onto: 166 "cannot rename view", 48 "a
   await h.expectCode(admin.command({ renameCollection: `${ns}.c`, to: `${ns}.v`, dropTarget: true }), 48,
     new RegExp(`^a view already exists with that name: ${ns}\\.v$`));
   const names = (await db.listCollections().toArray()).map((x) => `${x.name}:${x.type}`).sort();
-  assert.deepEqual(names, ['c:collection', 'v:view'], 'both left as they were');
+  assert.deepEqual(names, ['c:collection', 'system.views:collection', 'v:view'], 'both left as they were');
   assert.deepEqual(await db.collection('v').find().toArray(), [{ _id: 1 }]);
 });
 
