@@ -2420,6 +2420,7 @@ mf_catalog_coll_create(mf_catalog_t *cat, const char *db, const char *name, cons
     pthread_rwlock_unlock(&cat->lock);
     if (exists) {
         pthread_mutex_unlock(&cat->ddl_mu);
+        parsed_opts_free(&po); /* apply_options never took them */
         return mf_err_set(err, MF_E_NamespaceExists, "Collection %s.%s already exists.", db, name);
     }
 

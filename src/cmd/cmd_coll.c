@@ -1099,6 +1099,31 @@ has_timeseries(mf_catalog_t *cat, const char *db)
     return f.found;
 }
 
+/*
+ * Whether db.name, a system.* collection other than system.profile and
+ * system.views (checked on their own), may be dropped by a client:
+ * isDroppableCollection's list in mongod's catalog/drop_collection.cpp
+ * (time-series buckets, system.js, statistics and resharding collections,
+ * and the few internal collections of admin, config and local it names).
+ * The others (admin.system.users, system.roles, system.version, ...) are 20.
+ */
+static bool
+system_coll_droppable(const char *db, const char *name)
+{
+    static const char *const prefixes[] = {MF_TS_BUCKETS_PREFIX, "system.statistics.", "system.resharding.", NULL};
+    static const char *const exact[][2] = {
+        {NULL, "system.js"},          {"config", "system.sessions"}, {"admin", "system.keys"},
+        {"local", "system.healthlog"}, {"config", "system.preimages"}, {"local", "system.collections_to_restore"},
+    };
+    for (int i = 0; prefixes[i] != NULL; i++)
+        if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+            return true;
+    for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
+        if (strcmp(name, exact[i][1]) == 0 && (exact[i][0] == NULL || strcmp(db, exact[i][0]) == 0))
+            return true;
+    return false;
+}
+
 static int
 cmd_drop(mf_op_t *op)
 {
@@ -1121,6 +1146,11 @@ cmd_drop(mf_op_t *op)
         mf_catalog_unlock(op->eng->cat);
         return mf_err_set(&op->err, MF_E_CommandFailed,
                           "cannot drop collection %s.system.views when time-series collections are present", op->db);
+    }
+    if (c != NULL && strncmp(name, "system.", 7) == 0 && strcmp(name, "system.profile") != 0 &&
+        strcmp(name, "system.views") != 0 && !system_coll_droppable(op->db, name)) {
+        mf_catalog_unlock(op->eng->cat);
+        return mf_err_set(&op->err, MF_E_IllegalOperation, "cannot drop system collection %s.%s", op->db, name);
     }
     if (c != NULL) {
         int nidx = mf_coll_ready_indexes(c);

@@ -327,3 +327,23 @@ R.test('a replica set: each member keeps the same system.views; its drop replica
     return JSON.stringify(names) === JSON.stringify(['c']);
   }, { what: 'the secondary to drop system.views and the views' });
 });
+
+/*
+ * Other system collections: isDroppableCollection (catalog/drop_collection.cpp)
+ * lets a client drop system.js, time-series buckets and a few internal ones; the
+ * rest, admin.system.users among them, are 20 "cannot drop system collection".
+ */
+h.test('drop of a system collection outside isDroppableCollection\'s list is 20; system.js and buckets may go', async () => {
+  const admin = srv.client.db('admin');
+  await admin.command({ createUser: 'sysdrop_u', pwd: 'pw', roles: [] });
+  await h.expectCode(admin.command({ drop: 'system.users' }), 20, /^cannot drop system collection admin\.system\.users$/);
+  assert.ok(await admin.collection('system.users').findOne({ _id: 'admin.sysdrop_u' }), 'the users stay');
+  await admin.command({ dropUser: 'sysdrop_u' });
+  const db = srv.freshDb('sysdrop');
+  await db.collection('system.js').insertOne({ _id: 'f', value: 1 });
+  assert.equal((await db.command({ drop: 'system.js' })).ok, 1);
+  await db.createCollection('ts', { timeseries: { timeField: 't' } });
+  await db.collection('ts').insertOne({ t: new Date() });
+  assert.equal((await db.command({ drop: 'system.buckets.ts' })).ok, 1);
+  assert.ok(!(await db.listCollections({ name: 'system.buckets.ts' }).toArray()).length);
+});
