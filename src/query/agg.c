@@ -3433,6 +3433,7 @@ sub_pipeline_writes(const stage_t *s, mf_error_t *err)
 }
 
 static void limit_before_projections(mf_pipeline_t *p);
+static void merge_matches(mf_pipeline_t *p);
 static void sort_key_sources(mf_pipeline_t *p);
 
 /* pipeline_add: parses stage name (argument v) as p's next stage. 0, or -1 with err (p keeps what it holds). */
@@ -3514,6 +3515,7 @@ mf_pipeline_new(const bson_value_t *pipeline, mf_error_t *err)
         mf_pipeline_free(p);
         return NULL;
     }
+    merge_matches(p);
     limit_before_projections(p);
     sort_key_sources(p);
     bson_value_t tv;
@@ -3563,6 +3565,51 @@ sort_key_sources(mf_pipeline_t *p)
                 mf_projection_set_sort_key_source(s->projection, sort);
             sort = NULL;
         }
+    }
+}
+
+/*
+ * merge_matches: mongod's DocumentSourceMatch::doOptimizeAt joins a $match
+ * with the $match right after it into one, {$and: [first, second]}, so a
+ * view's $match and the reader's, or two a client sent, filter as one: the
+ * leading one is then the whole filter the plan gets (its index bounds) and
+ * not only its first part. Runs after every stage was parsed, so a $text
+ * in a second $match has been refused already (17313). Two whose join a
+ * matcher refuses (one level deeper than either: past the nesting limit)
+ * stay two, as they were.
+ */
+static void
+merge_matches(mf_pipeline_t *p)
+{
+    for (size_t i = 0; i + 1 < p->n;) {
+        stage_t *a = &p->stages[i], *b = &p->stages[i + 1];
+        if (a->kind != S_MATCH || b->kind != S_MATCH) {
+            i++;
+            continue;
+        }
+        bson_t *spec = bson_new(), arr, *raw;
+        BSON_APPEND_ARRAY_BEGIN(spec, "$and", &arr);
+        BSON_APPEND_DOCUMENT(&arr, "0", a->spec);
+        BSON_APPEND_DOCUMENT(&arr, "1", b->spec);
+        bson_append_array_end(spec, &arr);
+        mf_error_t te; /* written only on failure: not zeroed (5 KB) */
+        mf_matcher_t *m = mf_matcher_new(spec, &te);
+        if (m == NULL) {
+            bson_destroy(spec);
+            i++;
+            continue;
+        }
+        raw = bson_new();
+        BSON_APPEND_DOCUMENT(raw, "$match", spec);
+        mf_matcher_free(a->matcher);
+        bson_destroy(a->spec);
+        bson_destroy(a->raw);
+        a->matcher = m;
+        a->spec = spec;
+        a->raw = raw;
+        stage_free(b);
+        memmove(b, b + 1, (p->n - i - 2) * sizeof *b);
+        p->n--;
     }
 }
 

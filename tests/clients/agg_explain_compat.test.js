@@ -239,13 +239,15 @@ h.test('explain of a distinct on a view is the aggregation it runs over the view
   assert.deepEqual((await db.command({ distinct: 'v', key: 'a' })).values, [1, 2, { b: 3 }]);
   const ex = await db.command({ explain: { distinct: 'v', key: 'a', query: { _id: { $gte: 1 } } }, verbosity: 'executionStats' });
   assert.equal(ex.stages[0].$cursor.queryPlanner.namespace, `${db.databaseName}.b`);
+  // The view's $match and the distinct's query are one $match (merge_matches), the plan's filter.
+  assert.deepEqual(ex.stages[0].$cursor.queryPlanner.parsedQuery, { $and: [{ k: 'x' }, { _id: { $gte: 1 } }] });
   const rest = ex.stages.slice(1);
-  assert.deepEqual(rest.map(stageName), ['$match', '$replaceRoot', '$unwind', '$group']);
-  assert.deepEqual(rest[1].$replaceRoot, { newRoot: { _internalUnwoundField: { $_internalFindAllValuesAtPath: 'a' } } });
-  assert.deepEqual(rest[2].$unwind, { path: '$_internalUnwoundField', preserveNullAndEmptyArrays: true });
-  assert.deepEqual(rest[3].$group, { _id: null, distinct: { $addToSet: '$_internalUnwoundField' } });
+  assert.deepEqual(rest.map(stageName), ['$replaceRoot', '$unwind', '$group']);
+  assert.deepEqual(rest[0].$replaceRoot, { newRoot: { _internalUnwoundField: { $_internalFindAllValuesAtPath: 'a' } } });
+  assert.deepEqual(rest[1].$unwind, { path: '$_internalUnwoundField', preserveNullAndEmptyArrays: true });
+  assert.deepEqual(rest[2].$group, { _id: null, distinct: { $addToSet: '$_internalUnwoundField' } });
   // The view's three documents; a: [1, 2] unwinds to two, a missing one stays once.
-  assert.deepEqual(ex.stages.map((s) => num(s.nReturned)), [3, 3, 3, 4, 1]);
+  assert.deepEqual(ex.stages.map((s) => num(s.nReturned)), [3, 3, 4, 1]);
   assert.equal(ex.command.aggregate, 'v');
   const qp = await db.command({ explain: { distinct: 'v', key: 'a' }, verbosity: 'queryPlanner' });
   assert.deepEqual(qp.stages.map(stageName), ['$cursor', '$replaceRoot', '$unwind', '$group']);
@@ -271,4 +273,34 @@ h.test('the explained run stops at maxTimeMS like the aggregate: 50 MaxTimeMSExp
   }
   const ok = await c.aggregate([{ $addFields: { z: 1 } }]).explain('executionStats');
   assert.equal(num(ok.stages[1].nReturned), 100);
+});
+
+/*
+ * DocumentSourceMatch::doOptimizeAt: a $match right after another joins it,
+ * {$and: [first, second]}, so the whole of both is the plan's filter. A view
+ * with a $match read with a filter was planned on the view's $match alone: a
+ * collection scan where the reader's predicate had an index.
+ */
+h.test('consecutive $match stages are one: a view\'s $match and the reader\'s filter plan together (an IXSCAN)', async () => {
+  const db = srv.freshDb('aexmatch');
+  const c = await filled(db, 'c', 1000);
+  await c.createIndex({ a: 1 });
+  await db.createCollection('v', { viewOn: 'c', pipeline: [{ $match: { b: 3 } }] });
+  const ex = await db.collection('v').find({ a: { $lt: 100 } }).explain('executionStats');
+  const cursor = ex.stages ? ex.stages[0].$cursor : ex;
+  assert.deepEqual(cursor.queryPlanner.parsedQuery, { $and: [{ b: 3 }, { a: { $lt: 100 } }] });
+  assert.match(JSON.stringify(cursor.queryPlanner.winningPlan), /"IXSCAN"/);
+  assert.equal(num(cursor.executionStats.totalDocsExamined), 100);
+  assert.deepEqual((await db.collection('v').find({ a: { $lt: 100 } }).toArray()).map((d) => d._id), [3, 53]);
+  // In one pipeline: the two become one stage, three too; the results are those of the filters one after the other.
+  const ex2 = await c.aggregate([{ $match: { b: 3 } }, { $match: { a: { $lt: 100 } } }, { $match: {} },
+    { $group: { _id: null, n: { $sum: 1 } } }]).explain('executionStats');
+  assert.deepEqual(ex2.stages.map(stageName), ['$cursor', '$group']);
+  assert.equal(num(ex2.stages[0].$cursor.executionStats.totalKeysExamined), 100);
+  assert.deepEqual(await c.aggregate([{ $match: { b: 3 } }, { $match: { a: { $lt: 100 } } }, { $project: { _id: 1 } }]).toArray(),
+    [{ _id: 3 }, { _id: 53 }]);
+  // Not across a stage the second depends on, and a $text in a later $match is still 17313.
+  const ex3 = await c.aggregate([{ $match: { b: 3 } }, { $addFields: { z: 1 } }, { $match: { z: 1 } }]).explain('queryPlanner');
+  assert.deepEqual(ex3.stages.map(stageName), ['$cursor', '$addFields', '$match']);
+  await h.expectCode(c.aggregate([{ $match: { b: 3 } }, { $match: { $text: { $search: 'x' } } }]).toArray(), 17313);
 });
