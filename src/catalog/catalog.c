@@ -2168,6 +2168,28 @@ view_def(const mf_coll_t *v, bson_t *out)
 }
 
 /*
+ * view_doc_id: the current document of cur, a cursor on system.views, in *d
+ * (static: valid until the cursor moves; empty when it is not BSON), and its
+ * _id, the view's namespace, or NULL when it has no string _id.
+ */
+static const char *
+view_doc_id(mf_cur_t *cur, bson_t *d)
+{
+    const uint8_t *v;
+    size_t len;
+    bson_iter_t it;
+
+    mf_cur_value(cur, &v, &len);
+    if (!bson_init_static(d, v, len)) {
+        bson_init(d);
+        return NULL;
+    }
+    if (!bson_iter_init_find(&it, d, "_id") || !BSON_ITER_HOLDS_UTF8(&it))
+        return NULL;
+    return bson_iter_utf8(&it, NULL);
+}
+
+/*
  * views_def_find: the document of sv whose _id is ns, read in s's
  * transaction: 0 with *rid and *doc (a copy the caller destroys),
  * MF_NOTFOUND, or -1 with err. A scan: a database has few views.
@@ -2181,13 +2203,9 @@ views_def_find(mf_sess_t *s, mf_coll_t *sv, const char *ns, int64_t *rid, bson_t
     if (mf_cur_open(s, sv->uri, &cur, err) != 0)
         return -1;
     while ((ret = mf_cur_next(cur)) == 0) {
-        const uint8_t *v;
-        size_t len;
         bson_t d;
-        bson_iter_t it;
-        mf_cur_value(cur, &v, &len);
-        if (!bson_init_static(&d, v, len) || !bson_iter_init_find(&it, &d, "_id") || !BSON_ITER_HOLDS_UTF8(&it) ||
-            strcmp(bson_iter_utf8(&it, NULL), ns) != 0)
+        const char *id = view_doc_id(cur, &d);
+        if (id == NULL || strcmp(id, ns) != 0)
             continue;
         *rid = mf_cur_rid(cur);
         bson_copy_to(&d, doc);
@@ -2340,26 +2358,18 @@ views_mend(mf_catalog_t *cat, mf_error_t *err)
             int n = 0, ret = 0;
             if ((rc = mf_cur_open(s, sv->uri, &cur, err)) == 0) {
                 while ((ret = mf_cur_next(cur)) == 0) {
-                    const uint8_t *v;
-                    size_t len;
                     bson_t d;
-                    bson_iter_t it;
-                    mf_cur_value(cur, &v, &len);
-                    bool keep = bson_init_static(&d, v, len) && bson_iter_init_find(&it, &d, "_id") &&
-                                BSON_ITER_HOLDS_UTF8(&it);
-                    const char *id = keep ? bson_iter_utf8(&it, NULL) : "";
+                    const char *id = view_doc_id(cur, &d);
                     size_t dl = strlen(last);
-                    mf_coll_t *view = keep && strncmp(id, last, dl) == 0 && id[dl] == '.' ? lookup(cat, last, id + dl + 1)
-                                                                                         : NULL;
+                    mf_coll_t *view = id != NULL && strncmp(id, last, dl) == 0 && id[dl] == '.'
+                                          ? lookup(cat, last, id + dl + 1)
+                                          : NULL;
                     if (view != NULL && view->is_view)
                         continue;
                     rids = mf_realloc(rids, (size_t)(n + 1) * sizeof(*rids));
                     docs = mf_realloc(docs, (size_t)(n + 1) * sizeof(*docs));
                     rids[n] = mf_cur_rid(cur);
-                    if (!bson_init_static(&d, v, len))
-                        bson_init(&docs[n]);
-                    else
-                        bson_copy_to(&d, &docs[n]);
+                    bson_copy_to(&d, &docs[n]);
                     n++;
                 }
                 mf_cur_close(cur);

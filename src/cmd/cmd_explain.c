@@ -537,6 +537,26 @@ is_view(mf_op_t *op, const char *coll)
 }
 
 /*
+ * aggregate_begin: starts in *agg the aggregate over coll that a count or a
+ * distinct on a view becomes: the "aggregate" field and the pipeline *pl
+ * opened, holding {$match: query} when inner's query is not empty. Returns
+ * the number of stages appended (the next stage's index key).
+ */
+static int
+aggregate_begin(bson_t *agg, const char *coll, const bson_t *inner, bson_t *pl)
+{
+    bson_t st, q;
+    BSON_APPEND_UTF8(agg, "aggregate", coll);
+    BSON_APPEND_ARRAY_BEGIN(agg, "pipeline", pl);
+    if (!sub_doc(inner, "query", &q) || bson_empty(&q))
+        return 0;
+    BSON_APPEND_DOCUMENT_BEGIN(pl, "0", &st);
+    BSON_APPEND_DOCUMENT(&st, "$match", &q);
+    bson_append_document_end(pl, &st);
+    return 1;
+}
+
+/*
  * explain_built_aggregate: explains the aggregate command *agg (being
  * built, its pipeline closed) after copying into it the fields of the
  * original command inner named in carried (NULL-terminated) and an empty
@@ -568,21 +588,14 @@ explain_built_aggregate(mf_op_t *op, bson_t *agg, const bson_t *inner, const cha
 static int
 explain_count_as_aggregate(mf_op_t *op, const char *coll, const bson_t *inner, const char *verbosity)
 {
-    bson_t agg = BSON_INITIALIZER, pl, st, q;
+    bson_t agg = BSON_INITIALIZER, pl, st;
     int k = 0;
     char key[16];
     int64_t skip = sub_int(inner, "skip"), limit = sub_int(inner, "limit");
 
     if (limit < 0)
         limit = -limit; /* a count's limit -n is n */
-    BSON_APPEND_UTF8(&agg, "aggregate", coll);
-    BSON_APPEND_ARRAY_BEGIN(&agg, "pipeline", &pl);
-    if (sub_doc(inner, "query", &q) && !bson_empty(&q)) {
-        snprintf(key, sizeof key, "%d", k++);
-        BSON_APPEND_DOCUMENT_BEGIN(&pl, key, &st);
-        BSON_APPEND_DOCUMENT(&st, "$match", &q);
-        bson_append_document_end(&pl, &st);
-    }
+    k = aggregate_begin(&agg, coll, inner, &pl);
     if (skip > 0) {
         snprintf(key, sizeof key, "%d", k++);
         BSON_APPEND_DOCUMENT_BEGIN(&pl, key, &st);
@@ -628,14 +641,7 @@ explain_distinct_as_aggregate(mf_op_t *op, const char *coll, const bson_t *inner
         return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'distinct.key' is missing but a required field");
     }
     const char *dkey = bson_iter_utf8(&it, NULL);
-    BSON_APPEND_UTF8(&agg, "aggregate", coll);
-    BSON_APPEND_ARRAY_BEGIN(&agg, "pipeline", &pl);
-    if (sub_doc(inner, "query", &q) && !bson_empty(&q)) {
-        snprintf(key, sizeof key, "%d", k++);
-        BSON_APPEND_DOCUMENT_BEGIN(&pl, key, &st);
-        BSON_APPEND_DOCUMENT(&st, "$match", &q);
-        bson_append_document_end(&pl, &st);
-    }
+    k = aggregate_begin(&agg, coll, inner, &pl);
     snprintf(key, sizeof key, "%d", k++);
     BSON_APPEND_DOCUMENT_BEGIN(&pl, key, &st);
     BSON_APPEND_DOCUMENT_BEGIN(&st, "$replaceRoot", &a);
