@@ -39,6 +39,11 @@ if [ "$#" -gt 0 ]; then
     exit $?
 fi
 
+# A file still running after FILE_LIMIT seconds is killed with its servers
+# (timeout signals its whole process group) and counts as failed, so a hung
+# file (a hook awaiting a promise that never settles has no node:test
+# timeout) fails the run instead of stalling it until CI's own limit.
+FILE_LIMIT="${MAYFLY_FILE_LIMIT:-900}"
 SERIAL="ttl_schedgroup locks stalls hold_stress ttl_monitor limits replset_failover"
 # The longest of the others start first, so that no long file runs on alone at the end.
 FIRST="tls compact index_build agg_stages replset_ttl changestream archive"
@@ -69,16 +74,18 @@ done
 # exit status in $logs/<name>.rc, then prints the output whole (under a lock,
 # so two files' outputs never interleave).
 run_file() {
-    local f="$1" name
+    local f="$1" name rc
     name="$(basename "$f" .test.js)"
     t0=$(date +%s)
-    node --test --test-concurrency=1 --test-timeout=240000 "$f" > "$logs/$name.log" 2>&1
-    echo $? > "$logs/$name.rc"
+    timeout -k 15 "$FILE_LIMIT" node --test --test-concurrency=1 --test-timeout=240000 "$f" > "$logs/$name.log" 2>&1
+    rc=$?
+    [ "$rc" -eq 124 ] && echo "== $f: killed after $FILE_LIMIT s (MAYFLY_FILE_LIMIT), its servers with it" >> "$logs/$name.log"
+    echo "$rc" > "$logs/$name.rc"
     { echo "== $f (exit $(cat "$logs/$name.rc"), $(( $(date +%s) - t0 )) s)"; cat "$logs/$name.log"; } |
         pool_print "$logs/.print.lock"
 }
 export -f run_file
-export logs
+export logs FILE_LIMIT
 
 start=$(date +%s)
 echo "== node driver / mongoose / mongosh suites ($(( ${#together[@]} + ${#alone[@]} )) files, ${#together[@]} of them $njobs at a time) against $bin"
