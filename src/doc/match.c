@@ -154,7 +154,21 @@ struct node {
     size_t *ulen;  /* K_OR: the sizes of the units sorted holds one after another (an $in group, or 1) */
     size_t nunits;
     bool or_in;    /* K_OR: one unit, an $in */
+    /*
+     * Kept for the read-only view (mf_match_node_view) only, never read by
+     * matching: what a node was written as (shown: a $text or $sampleRate
+     * that became K_TRUE / K_FALSE / K_SAMPLE; val holds the operand of
+     * $text, $expr and $jsonSchema and the operator document of a geo
+     * leaf), and of a K_IN made by or_to_in, whether it was (or_merged) and
+     * the $or branches it absorbed when one of them was an $in (orig).
+     */
+    unsigned char shown;
+    bool or_merged;
+    node_t **orig;
+    size_t norig;
 };
+
+enum { SHOWN_AS_IS = 0, SHOWN_TEXT, SHOWN_SAMPLE };
 
 struct mf_matcher {
     node_t *root;
@@ -232,6 +246,9 @@ node_free(node_t *n)
     free(n->rank);
     free(n->sorted);
     free(n->ulen);
+    for (size_t i = 0; i < n->norig; i++)
+        node_free(n->orig[i]);
+    free(n->orig);
     if (n->expr)
         mf_expr_free(n->expr);
     mf_jsonschema_free(n->schema);
@@ -1123,6 +1140,7 @@ parse_ops(node_t *out, const char *path, const bson_value_t *opdoc, int depth, b
                 return -1;
             n = node_new(K_GEO, path);
             n->geo = q;
+            bson_value_copy(opdoc, &n->val); /* for the view only */
         } else if ((strcmp(op, "$maxDistance") == 0 || strcmp(op, "$minDistance") == 0 ||
                     strcmp(op, "$uniqueDocs") == 0) &&
                    mf_match_opdoc_has_near(opdoc)) {
@@ -1209,6 +1227,31 @@ in_absorb(node_t *in, node_t *l)
 }
 
 /*
+ * in_copy: in_absorb, copying l's values and regexes (recompiled, as they
+ * compiled before) so that l stays whole: the branches of an $or kept for
+ * the view (node_t.orig).
+ */
+static void
+in_copy(node_t *in, const node_t *l)
+{
+    if (l->kind == K_EQ) {
+        if (l->val.value_type == BSON_TYPE_NULL)
+            in->has_null = true;
+        bson_value_copy(&l->val, &in->vals[in->nvals++]);
+        return;
+    }
+    in->has_null = in->has_null || l->has_null;
+    for (size_t j = 0; j < l->nvals; j++)
+        bson_value_copy(&l->vals[j], &in->vals[in->nvals++]);
+    for (size_t j = 0; j < l->nrxs; j++) {
+        mf_error_t e;
+        rx_t *r = rx_compile(l->rxs[j]->pattern, strlen(l->rxs[j]->pattern), l->rxs[j]->flags, &e);
+        if (r != NULL)
+            in->rxs[in->nrxs++] = r;
+    }
+}
+
+/*
  * or_to_in: MongoDB's rewrite of the branches of a $or that are equalities
  * (or $in) on one path into one $in per path ({$or: [{a: 1}, {b: 2}, {a:
  * 3}]} is {$or: [{a: {$in: [1, 3]}}, {b: 2}]}); when one $in is all that is
@@ -1227,12 +1270,14 @@ or_to_in(node_t *orn)
         leaf[i] = or_branch_leaf(orn->kids[i]);
     for (size_t i = 0; i < n; i++) {
         size_t nv = 0, nr = 0, same = 0;
+        bool has_in = false;
         if (leaf[i] == NULL)
             continue;
         for (size_t j = i; j < n; j++) {
             if (leaf[j] == NULL || strcmp(leaf[j]->path, leaf[i]->path) != 0)
                 continue;
             same++;
+            has_in = has_in || leaf[j]->kind == K_IN;
             nv += leaf[j]->kind == K_IN ? leaf[j]->nvals : 1;
             nr += leaf[j]->kind == K_IN ? leaf[j]->nrxs : 0;
         }
@@ -1241,18 +1286,33 @@ or_to_in(node_t *orn)
         node_t *in = node_new(K_IN, leaf[i]->path);
         in->vals = mf_calloc(nv ? nv : 1, sizeof(*in->vals));
         in->rxs = mf_calloc(nr ? nr : 1, sizeof(*in->rxs));
+        /*
+         * mongod's rewrite joins equalities, not $in branches: when one is
+         * absorbed, the branches are kept as parsed for the view (orig).
+         */
+        in->or_merged = !has_in;
+        if (has_in) {
+            in->orig = mf_calloc(same, sizeof(*in->orig));
+            in->norig = same;
+        }
         for (size_t j = n; j-- > i;) {
             if (leaf[j] == NULL || strcmp(leaf[j]->path, in->path) != 0)
                 continue;
-            in_absorb(in, leaf[j]);
+            if (has_in)
+                in_copy(in, leaf[j]);
+            else
+                in_absorb(in, leaf[j]);
             leaf[j] = NULL;
-            if (j != i) {
+            if (has_in)
+                in->orig[--same] = orn->kids[j];
+            else if (j != i)
                 node_free(orn->kids[j]);
+            if (j != i)
                 orn->kids[j] = NULL;
-            }
         }
         in_finish(in);
-        node_free(orn->kids[i]);
+        if (!has_in)
+            node_free(orn->kids[i]);
         orn->kids[i] = in;
         merged = true;
     }
@@ -1311,12 +1371,9 @@ parse_sample_rate(const bson_value_t *v, mf_error_t *err)
         mf_err_set(err, MF_E_BadValue, "numeric argument to $sampleRate must be in [0, 1]");
         return NULL;
     }
-    if (x == 0.0)
-        return node_new(K_FALSE, NULL);
-    if (x == 1.0)
-        return node_new(K_TRUE, NULL);
-    n = node_new(K_SAMPLE, NULL);
+    n = node_new(x == 0.0 ? K_FALSE : x == 1.0 ? K_TRUE : K_SAMPLE, NULL);
     n->rate = x;
+    n->shown = SHOWN_SAMPLE;
     return n;
 }
 
@@ -1438,6 +1495,7 @@ parse_filter(const uint8_t *data, uint32_t len, int depth, unsigned flags, mf_er
                 }
                 n = node_new(K_EXPR, NULL);
                 n->expr = e;
+                bson_value_copy(v, &n->val); /* for the view only */
             } else if (strcmp(k, "$jsonSchema") == 0) {
                 mf_jsonschema_t *js = mf_jsonschema_new(v, err);
                 if (js == NULL) {
@@ -1446,6 +1504,7 @@ parse_filter(const uint8_t *data, uint32_t len, int depth, unsigned flags, mf_er
                 }
                 n = node_new(K_SCHEMA, NULL);
                 n->schema = js;
+                bson_value_copy(v, &n->val); /* for the view only */
             } else if (strcmp(k, "$text") == 0 && (flags & P_SUB)) {
                 /* expression_parser.cpp's parseText: the level first, then the allowed features; both 2. */
                 mf_err_set(err, MF_E_BadValue, "$text can only be applied to the top-level document");
@@ -1456,8 +1515,11 @@ parse_filter(const uint8_t *data, uint32_t len, int depth, unsigned flags, mf_er
                  * Matched by the text plan (doc/text.h, query/plan.c): true here, as mongod's TEXT node;
                  * false in mf_matcher_new_text_false's matcher (a document the text search does not match).
                  */
-                if (mf_text_check(v, err) == 0)
+                if (mf_text_check(v, err) == 0) {
                     n = node_new((flags & P_TEXT_FALSE) ? K_FALSE : K_TRUE, NULL);
+                    n->shown = SHOWN_TEXT;
+                    bson_value_copy(v, &n->val); /* for the view only */
+                }
             } else if (strcmp(k, "$where") == 0) {
                 mf_err_set(err, MF_E_BadValue, "$where is not allowed in this context");
             } else if (strcmp(k, "$not") == 0) {
@@ -2832,4 +2894,148 @@ void
 mf_matcher_failure_details(const bson_t *filter, const bson_t *doc, bson_t *out, uint32_t max_bytes)
 {
     filter_details(filter, doc, out, max_bytes, false);
+}
+
+/* ---- the read-only view (match.h) ---- */
+
+struct mf_match_node {
+    node_t n; /* never instantiated: mf_match_node_t pointers are node_t pointers */
+};
+
+static const node_t *
+as_node(const mf_match_node_t *p)
+{
+    return (const node_t *)(const void *)p;
+}
+
+static const mf_match_node_t *
+as_view_node(const node_t *n)
+{
+    return (const mf_match_node_t *)(const void *)n;
+}
+
+const mf_match_node_t *
+mf_matcher_root(const mf_matcher_t *m)
+{
+    return as_view_node(m->root);
+}
+
+const mf_match_node_t *
+mf_match_node_kid(const mf_match_node_t *p, size_t i)
+{
+    return as_view_node(as_node(p)->kids[i]);
+}
+
+const mf_match_node_t *
+mf_match_node_orig(const mf_match_node_t *p, size_t i)
+{
+    return as_view_node(as_node(p)->orig[i]);
+}
+
+void
+mf_match_node_in_regex(const mf_match_node_t *p, size_t i, const char **pattern, const char **flags)
+{
+    const rx_t *r = as_node(p)->rxs[i];
+    *pattern = r->pattern;
+    *flags = r->flags;
+}
+
+/* The public kind of a node (the two enums differ in order and in what they tell apart). */
+static mf_match_kind_t
+view_kind(const node_t *n)
+{
+    switch (n->kind) {
+    case K_AND: return MF_MATCH_AND;
+    case K_OR: return MF_MATCH_OR;
+    case K_NOR: return MF_MATCH_NOR;
+    case K_NOT: return MF_MATCH_NOT;
+    case K_TRUE: return MF_MATCH_ALWAYS_TRUE;
+    case K_FALSE: return MF_MATCH_ALWAYS_FALSE;
+    case K_EXPR: return MF_MATCH_EXPR;
+    case K_SCHEMA: return MF_MATCH_JSON_SCHEMA;
+    case K_SAMPLE: return MF_MATCH_SAMPLE_RATE;
+    case K_EQ: return MF_MATCH_EQ;
+    case K_LT: return MF_MATCH_LT;
+    case K_LTE: return MF_MATCH_LTE;
+    case K_GT: return MF_MATCH_GT;
+    case K_GTE: return MF_MATCH_GTE;
+    case K_IN: return MF_MATCH_IN;
+    case K_REGEX: return MF_MATCH_REGEX;
+    case K_TYPE: return MF_MATCH_TYPE;
+    case K_MOD: return MF_MATCH_MOD;
+    case K_BITS_ALL_SET: return MF_MATCH_BITS_ALL_SET;
+    case K_BITS_ALL_CLEAR: return MF_MATCH_BITS_ALL_CLEAR;
+    case K_BITS_ANY_SET: return MF_MATCH_BITS_ANY_SET;
+    case K_BITS_ANY_CLEAR: return MF_MATCH_BITS_ANY_CLEAR;
+    case K_GEO: return mf_geo_query_near(n->geo) != NULL ? MF_MATCH_GEO_NEAR : MF_MATCH_GEO;
+    case K_EXISTS: return MF_MATCH_EXISTS;
+    case K_SIZE: return MF_MATCH_SIZE;
+    case K_ELEM_OBJ: return MF_MATCH_ELEM_MATCH_OBJECT;
+    case K_ELEM_VAL: return MF_MATCH_ELEM_MATCH_VALUE;
+    }
+    return MF_MATCH_AND;
+}
+
+void
+mf_match_node_view(const mf_match_node_t *p, mf_match_view_t *out)
+{
+    const node_t *n = as_node(p);
+
+    memset(out, 0, sizeof(*out));
+    out->kind = view_kind(n);
+    out->path = n->path;
+    out->nkids = n->nkids;
+    out->max_distance = -1;
+    if (n->val.value_type != BSON_TYPE_EOD)
+        out->value = &n->val;
+    switch (n->kind) {
+    case K_IN:
+        out->in_values = n->vals;
+        out->n_in_values = n->nvals;
+        out->n_in_regexes = n->nrxs;
+        out->or_merged = n->or_merged;
+        out->n_orig = n->norig;
+        break;
+    case K_REGEX:
+        out->regex = n->rx->pattern;
+        out->flags = n->rx->flags;
+        break;
+    case K_TYPE:
+        out->types = n->types;
+        out->ntypes = n->ntypes;
+        out->type_number = n->type_number;
+        break;
+    case K_SIZE:
+        out->size = n->size;
+        break;
+    case K_MOD:
+        out->divisor = n->divisor;
+        out->remainder = n->remainder;
+        break;
+    case K_BITS_ALL_SET:
+    case K_BITS_ALL_CLEAR:
+    case K_BITS_ANY_SET:
+    case K_BITS_ANY_CLEAR:
+        out->bit_positions = n->bitpos;
+        out->n_bit_positions = n->nbitpos;
+        break;
+    case K_GEO: {
+        const mf_geo_near_t *near = mf_geo_query_near(n->geo);
+        bson_iter_t it;
+        if (near == NULL)
+            break;
+        out->max_distance = near->max;
+        if (n->val.value_type == BSON_TYPE_DOCUMENT &&
+            bson_iter_init_from_data(&it, n->val.value.v_doc.data, n->val.value.v_doc.data_len))
+            while (bson_iter_next(&it))
+                if (strcmp(bson_iter_key(&it), "$nearSphere") == 0)
+                    out->near_sphere = true;
+        break;
+    }
+    default:
+        break;
+    }
+    out->text = n->shown == SHOWN_TEXT;
+    out->sample = n->shown == SHOWN_SAMPLE;
+    out->rate = n->rate;
 }

@@ -153,6 +153,103 @@ mf_matcher_t *mf_matcher_new_value(const bson_value_t *filter, mf_error_t *err);
 mf_matcher_t *mf_matcher_new_pull(const bson_value_t *filter, mf_error_t *err);
 
 /*
+ * A read-only view of a parsed filter, for renderings of it (mongod's
+ * MatchExpression::debugString in planner errors, query/plan_cq.c): the
+ * matcher's tree as its parser built it, before matching-time preparation.
+ * Nodes are borrowed from the matcher and valid while it lives. Walking is
+ * for error paths: it costs the matcher nothing when unused.
+ *
+ * The tree is mongod's parse tree, with these differences a renderer
+ * undoes: an operator document on a path ({a: {$gt: 1, $lt: 5}}) is an
+ * $and of its operators (mongod adds them to the enclosing $and); $ne,
+ * $nin, $exists: false and $not are a $not of the positive operator;
+ * equalities on one path under an $or are already one $in (or_merged, and
+ * when an $in branch was absorbed, the branches as parsed in orig); $all is
+ * an $and of equalities / regexes / $elemMatch ($alwaysFalse when empty);
+ * $text is ALWAYS_TRUE / ALWAYS_FALSE with text set; $sampleRate is
+ * SAMPLE_RATE (or ALWAYS_FALSE / ALWAYS_TRUE at 0 / 1) with sample set.
+ */
+typedef struct mf_match_node mf_match_node_t;
+
+typedef enum mf_match_kind {
+    MF_MATCH_AND,
+    MF_MATCH_OR,
+    MF_MATCH_NOR,
+    MF_MATCH_NOT,
+    MF_MATCH_ALWAYS_TRUE,
+    MF_MATCH_ALWAYS_FALSE,
+    MF_MATCH_EXPR,
+    MF_MATCH_JSON_SCHEMA,
+    MF_MATCH_SAMPLE_RATE,
+    MF_MATCH_EQ,
+    MF_MATCH_LT,
+    MF_MATCH_LTE,
+    MF_MATCH_GT,
+    MF_MATCH_GTE,
+    MF_MATCH_IN,
+    MF_MATCH_REGEX,
+    MF_MATCH_TYPE,
+    MF_MATCH_MOD,
+    MF_MATCH_BITS_ALL_SET,
+    MF_MATCH_BITS_ALL_CLEAR,
+    MF_MATCH_BITS_ANY_SET,
+    MF_MATCH_BITS_ANY_CLEAR,
+    MF_MATCH_GEO,      /* $geoWithin / $within / $geoIntersects */
+    MF_MATCH_GEO_NEAR, /* $near / $nearSphere */
+    MF_MATCH_EXISTS,
+    MF_MATCH_SIZE,
+    MF_MATCH_ELEM_MATCH_OBJECT,
+    MF_MATCH_ELEM_MATCH_VALUE,
+} mf_match_kind_t;
+
+/* One node as mf_match_node_view shows it; pointers borrowed from the matcher. */
+typedef struct mf_match_view {
+    mf_match_kind_t kind;
+    const char *path; /* NULL: none, or the value under test (inside an $elemMatch value form) */
+    /*
+     * EQ, LT, LTE, GT, GTE: the operand. EXPR, JSON_SCHEMA, and a $text:
+     * the operand as written. GEO, GEO_NEAR: the operator document
+     * ({$geoWithin: ...}, {$near: ..., $maxDistance: ...}). BITS_* with a
+     * BinData mask: the mask. NULL otherwise.
+     */
+    const bson_value_t *value;
+    const bson_value_t *in_values; /* IN: the equalities, in BSON order without duplicates */
+    size_t n_in_values;
+    size_t n_in_regexes; /* IN: its regexes, read with mf_match_node_in_regex */
+    bool or_merged;      /* IN: made of the equalities of $or branches on its path */
+    size_t n_orig;       /* IN: the $or branches it was made of, when one was an $in (mf_match_node_orig) */
+    const char *regex, *flags; /* REGEX */
+    const int *types;          /* TYPE: libbson type codes (MinKey 0xFF, MaxKey 0x7F), as given */
+    int ntypes;
+    bool type_number;          /* TYPE: "number" was given */
+    int64_t size;              /* SIZE */
+    int64_t divisor, remainder; /* MOD */
+    const uint32_t *bit_positions; /* BITS_* with a number or a list: the positions (as given, or the mask's set bits) */
+    size_t n_bit_positions;
+    bool text;                 /* ALWAYS_TRUE / ALWAYS_FALSE: a $text (value its operand) */
+    bool sample;               /* SAMPLE_RATE, ALWAYS_TRUE / ALWAYS_FALSE: a $sampleRate of rate */
+    double rate;
+    double max_distance;       /* GEO_NEAR: $maxDistance, or -1 for none */
+    bool near_sphere;          /* GEO_NEAR: $nearSphere */
+    size_t nkids;              /* children (mf_match_node_kid) */
+} mf_match_view_t;
+
+/* mf_matcher_root: the root of m's parsed filter (an AND for a filter document). */
+const mf_match_node_t *mf_matcher_root(const mf_matcher_t *m);
+
+/* mf_match_node_view: fills *out with n's view. */
+void mf_match_node_view(const mf_match_node_t *n, mf_match_view_t *out);
+
+/* mf_match_node_kid: n's i-th child (i < nkids). */
+const mf_match_node_t *mf_match_node_kid(const mf_match_node_t *n, size_t i);
+
+/* mf_match_node_orig: an or-merged IN's i-th original $or branch (i < n_orig). */
+const mf_match_node_t *mf_match_node_orig(const mf_match_node_t *n, size_t i);
+
+/* mf_match_node_in_regex: an IN's i-th regex (i < n_in_regexes): its pattern and flags. */
+void mf_match_node_in_regex(const mf_match_node_t *n, size_t i, const char **pattern, const char **flags);
+
+/*
  * mf_matcher_failure_details: explains why doc does not match filter (a
  * collection validator), in the shape of MongoDB's errInfo.details:
  * {operatorName: "$jsonSchema", schemaRulesNotSatisfied: [...]} for a lone

@@ -14,20 +14,31 @@
  * MatchExpression::optimize and sortTree: one line per node, four spaces of
  * indentation per level; nested $and / $or absorbed into their parent, a
  * one-child $and / $or replaced by its child, an empty $and kept ("$and"),
- * an empty $or "$alwaysFalse", a one-child $nor a $not; equalities on one
- * path under a $or joined into a $in; a one-value $in an equality; the
- * children of $and / $or / $nor ordered by (MatchType, path, children,
- * number of children), MatchType in the enum order of expression.h.
+ * an empty $or "$alwaysFalse", a one-child $nor a $not; equalities and
+ * regexes on one path under a $or joined into a $in; a one-value $in an
+ * equality; the children of $and / $or / $nor ordered by (MatchType, path,
+ * children, number of children), MatchType in the enum order of
+ * expression.h.
  *
- * The filter is read here from its BSON (it has already been parsed and
- * checked by the matcher): the common operators are rendered as mongod
- * renders them; others ($expr, $where, geo, $jsonSchema, $text, bit tests)
- * are shown as their operator and value, which mongod's text does not
- * match exactly. The reason always follows whole (the rendering is cut to
- * leave it room), so clients matching the reason as a suffix still do.
+ * The filter is not read here: it is parsed by the matcher (doc/match.h,
+ * the one parser of the query language) and this file walks the matcher's
+ * tree through its read-only view (mf_match_node_view), copying it into a
+ * small tree of its own that the optimisation above rewrites. Each node is
+ * rendered as mongod's debugString renders it (expression_leaf.cpp,
+ * expression_tree.cpp, expression_array.cpp, expression_type.h,
+ * expression_geo.cpp, expression_text_base.cpp, expression_expr.cpp).
+ * Approximate still: $expr is shown as its expression's serialization
+ * before mongod's optimisation (no constant folding, no $_internalExpr*
+ * rewrite beside it), $jsonSchema as "$jsonSchema <schema>" (mongod shows
+ * the tree of internal schema expressions it compiles to), a $text's
+ * language as given or "english". The reason always follows whole (the
+ * rendering is cut to leave it room), so clients matching the reason as a
+ * suffix still do.
  */
 #include "common/alloc.h"
 #include "common/fmt.h"
+#include "doc/expr.h"
+#include "doc/match.h"
 #include "doc/value.h"
 #include "query/plan.h"
 
@@ -67,18 +78,37 @@ enum {
     MT_ALWAYS_TRUE,
     MT_GEO_NEAR,
     MT_TEXT,
-    MT_OTHER, /* $jsonSchema and anything this file does not model */
+    MT_INTERNAL_2D_POINT_IN_ANNULUS,
+    MT_INTERNAL_BUCKET_GEO_WITHIN,
+    MT_INTERNAL_EXPR_EQ, /* RewriteExpr's match expressions beside an $expr */
+    MT_INTERNAL_EXPR_GT,
+    MT_INTERNAL_EXPR_GTE,
+    MT_INTERNAL_EXPR_LT,
+    MT_INTERNAL_EXPR_LTE,
+    MT_OTHER, /* $jsonSchema (mongod: a tree of internal schema expressions) */
 };
+
+/* A regex of a $in: pattern and flags, borrowed from the matcher. */
+typedef struct rx_ref {
+    const char *re, *opts;
+} rx_ref_t;
 
 typedef struct node {
     int type;
-    const char *path;   /* borrowed from the filter ("" for none) */
-    const char *op;     /* MT_OTHER and the bit tests: the operator's name */
-    bson_value_t v;     /* borrowed: comparison value, $size, $mod [d, r], $in / $type array, regex */
+    const char *path;   /* borrowed from the matcher ("" for none) */
+    mf_match_view_t view; /* leaves: the matcher's view of the node (borrowed pointers) */
+    bson_value_t v;     /* comparisons: the operand (a shallow copy, or owned when owned_v) */
+    bool owned_v;
+    char *owned_path;   /* a path this file made (RewriteExpr's), else NULL */
     const char *re, *re_opts; /* MT_REGEX */
+    /* MT_IN: its equalities (owned array of shallow copies) and regexes (owned array) */
+    bson_value_t *vals;
+    size_t nvals;
+    rx_ref_t *rxs;
+    size_t nrxs;
+    bool or_merged;     /* MT_IN: the equalities of $or branches (joined by the matcher, as mongod's optimize does) */
     struct node **kids; /* owned */
     size_t n, cap;
-    bson_t *owned;      /* the $in array an $or of equalities became (v points into it) */
 } node_t;
 
 static node_t *
@@ -98,8 +128,11 @@ node_free(node_t *nd)
     for (size_t i = 0; i < nd->n; i++)
         node_free(nd->kids[i]);
     free(nd->kids);
-    if (nd->owned != NULL)
-        bson_destroy(nd->owned);
+    free(nd->vals);
+    free(nd->rxs);
+    if (nd->owned_v)
+        bson_value_destroy(&nd->v);
+    bson_free(nd->owned_path);
     free(nd);
 }
 
@@ -115,59 +148,6 @@ node_add(node_t *parent, node_t *kid)
     parent->kids[parent->n++] = kid;
 }
 
-static node_t *parse_doc(const bson_t *doc, int depth);
-
-static node_t *
-parse_doc_value(const bson_value_t *v, int depth)
-{
-    bson_t d;
-    if ((v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY) ||
-        !bson_init_static(&d, v->value.v_doc.data, v->value.v_doc.data_len))
-        return node_new(MT_AND, NULL);
-    return parse_doc(&d, depth);
-}
-
-/* A document whose first field is an operator other than a top-level one ($and, ...): an expression of a path. */
-static bool
-is_operator_doc(const bson_value_t *v)
-{
-    bson_t d;
-    bson_iter_t it;
-    if (v->value_type != BSON_TYPE_DOCUMENT || !bson_init_static(&d, v->value.v_doc.data, v->value.v_doc.data_len) ||
-        !bson_iter_init(&it, &d) || !bson_iter_next(&it))
-        return false;
-    const char *k = bson_iter_key(&it);
-    return k[0] == '$' && strcmp(k, "$and") != 0 && strcmp(k, "$or") != 0 && strcmp(k, "$nor") != 0 &&
-           strcmp(k, "$where") != 0 && strcmp(k, "$expr") != 0 && strcmp(k, "$text") != 0 &&
-           strcmp(k, "$comment") != 0 && strcmp(k, "$jsonSchema") != 0 && strcmp(k, "$ref") != 0 &&
-           strcmp(k, "$id") != 0 && strcmp(k, "$db") != 0;
-}
-
-static node_t *
-leaf(int type, const char *path, const bson_value_t *v)
-{
-    node_t *nd = node_new(type, path);
-    if (v->value_type == BSON_TYPE_REGEX && (type == MT_REGEX)) {
-        nd->re = v->value.v_regex.regex;
-        nd->re_opts = v->value.v_regex.options ? v->value.v_regex.options : "";
-    }
-    nd->v = *v;
-    return nd;
-}
-
-static node_t *parse_path_ops(const char *path, const bson_value_t *v, int depth);
-
-/* One "path: value" of a filter. */
-static node_t *
-parse_path(const char *path, const bson_value_t *v, int depth)
-{
-    if (v->value_type == BSON_TYPE_REGEX)
-        return leaf(MT_REGEX, path, v);
-    if (is_operator_doc(v))
-        return parse_path_ops(path, v, depth);
-    return leaf(MT_EQ, path, v);
-}
-
 static node_t *
 wrap_not(node_t *kid)
 {
@@ -176,218 +156,247 @@ wrap_not(node_t *kid)
     return nd;
 }
 
-/* {$op: value, ...} on path: an $and of one node per operator. */
-static node_t *
-parse_path_ops(const char *path, const bson_value_t *v, int depth)
+/* The MatchType a matcher node is in mongod's tree. */
+static int
+match_type(const mf_match_view_t *w)
 {
-    node_t *and = node_new(MT_AND, NULL);
-    bson_t d;
-    bson_iter_t it;
-    const bson_value_t *regex = NULL, *options = NULL;
-    if (depth > 50 || !bson_init_static(&d, v->value.v_doc.data, v->value.v_doc.data_len) || !bson_iter_init(&it, &d))
-        return and;
-    while (bson_iter_next(&it)) {
-        const char *op = bson_iter_key(&it);
-        const bson_value_t *x = bson_iter_value(&it);
-        if (strcmp(op, "$eq") == 0)
-            node_add(and, leaf(MT_EQ, path, x));
-        else if (strcmp(op, "$lt") == 0)
-            node_add(and, leaf(MT_LT, path, x));
-        else if (strcmp(op, "$lte") == 0)
-            node_add(and, leaf(MT_LTE, path, x));
-        else if (strcmp(op, "$gt") == 0)
-            node_add(and, leaf(MT_GT, path, x));
-        else if (strcmp(op, "$gte") == 0)
-            node_add(and, leaf(MT_GTE, path, x));
-        else if (strcmp(op, "$ne") == 0)
-            node_add(and, wrap_not(leaf(MT_EQ, path, x)));
-        else if (strcmp(op, "$in") == 0)
-            node_add(and, leaf(MT_IN, path, x));
-        else if (strcmp(op, "$nin") == 0)
-            node_add(and, wrap_not(leaf(MT_IN, path, x)));
-        else if (strcmp(op, "$exists") == 0) {
-            node_t *e = leaf(MT_EXISTS, path, x);
-            node_add(and, mf_value_truthy(x) ? e : wrap_not(e));
-        } else if (strcmp(op, "$regex") == 0)
-            regex = x;
-        else if (strcmp(op, "$options") == 0)
-            options = x;
-        else if (strcmp(op, "$mod") == 0)
-            node_add(and, leaf(MT_MOD, path, x));
-        else if (strcmp(op, "$size") == 0)
-            node_add(and, leaf(MT_SIZE, path, x));
-        else if (strcmp(op, "$type") == 0)
-            node_add(and, leaf(MT_TYPE, path, x));
-        else if (strcmp(op, "$not") == 0)
-            node_add(and, wrap_not(x->value_type == BSON_TYPE_REGEX ? leaf(MT_REGEX, path, x)
-                                                                     : parse_path_ops(path, x, depth + 1)));
-        else if (strcmp(op, "$all") == 0) {
-            bson_t arr;
-            bson_iter_t ai;
-            size_t k = 0;
-            if (x->value_type == BSON_TYPE_ARRAY && bson_init_static(&arr, x->value.v_doc.data, x->value.v_doc.data_len) &&
-                bson_iter_init(&ai, &arr)) {
-                while (bson_iter_next(&ai)) {
-                    const bson_value_t *e = bson_iter_value(&ai);
-                    bson_iter_t ei;
-                    k++;
-                    if (e->value_type == BSON_TYPE_DOCUMENT && bson_iter_init_from_data(&ei, e->value.v_doc.data, e->value.v_doc.data_len) &&
-                        bson_iter_next(&ei) && strcmp(bson_iter_key(&ei), "$elemMatch") == 0)
-                        node_add(and, parse_path_ops(path, e, depth + 1));
-                    else
-                        node_add(and, leaf(e->value_type == BSON_TYPE_REGEX ? MT_REGEX : MT_EQ, path, e));
-                }
-            }
-            if (k == 0)
-                node_add(and, node_new(MT_ALWAYS_FALSE, NULL));
-        } else if (strcmp(op, "$elemMatch") == 0) {
-            if (is_operator_doc(x)) {
-                node_t *em = node_new(MT_ELEM_MATCH_VALUE, path);
-                node_t *subs = parse_path_ops("", x, depth + 1);
-                /* ElemMatchValueMatchExpression keeps one child per operator. */
-                for (size_t i = 0; i < subs->n; i++)
-                    node_add(em, subs->kids[i]);
-                subs->n = 0;
-                node_free(subs);
-                node_add(and, em);
-            } else {
-                node_t *em = node_new(MT_ELEM_MATCH_OBJECT, path);
-                node_add(em, parse_doc_value(x, depth + 1));
-                node_add(and, em);
-            }
-        } else if (strncmp(op, "$bits", 5) == 0) {
-            int t = strcmp(op, "$bitsAllSet") == 0 ? MT_BITS_ALL_SET : strcmp(op, "$bitsAllClear") == 0 ? MT_BITS_ALL_CLEAR
-                    : strcmp(op, "$bitsAnySet") == 0 ? MT_BITS_ANY_SET : MT_BITS_ANY_CLEAR;
-            node_t *b = leaf(t, path, x);
-            b->op = op;
-            node_add(and, b);
-        } else if (strcmp(op, "$near") == 0 || strcmp(op, "$nearSphere") == 0 || strcmp(op, "$geoNear") == 0) {
-            node_t *g = leaf(MT_GEO_NEAR, path, x);
-            g->op = op;
-            node_add(and, g);
-        } else if (strcmp(op, "$geoWithin") == 0 || strcmp(op, "$within") == 0 || strcmp(op, "$geoIntersects") == 0) {
-            node_t *g = leaf(MT_GEO, path, x);
-            g->op = op;
-            node_add(and, g);
-        } else if (strcmp(op, "$comment") != 0 && strcmp(op, "$maxDistance") != 0 && strcmp(op, "$minDistance") != 0) {
-            node_t *o = leaf(MT_OTHER, path, x);
-            o->op = op;
-            node_add(and, o);
-        }
+    switch (w->kind) {
+    case MF_MATCH_AND: return MT_AND;
+    case MF_MATCH_OR: return MT_OR;
+    case MF_MATCH_NOR: return MT_NOR;
+    case MF_MATCH_NOT: return MT_NOT;
+    case MF_MATCH_ALWAYS_TRUE: return w->text ? MT_TEXT : w->sample ? MT_EXPRESSION : MT_ALWAYS_TRUE;
+    case MF_MATCH_ALWAYS_FALSE: return w->text ? MT_TEXT : w->sample ? MT_EXPRESSION : MT_ALWAYS_FALSE;
+    case MF_MATCH_EXPR: return MT_EXPRESSION;
+    case MF_MATCH_SAMPLE_RATE: return MT_EXPRESSION;
+    case MF_MATCH_JSON_SCHEMA: return MT_OTHER;
+    case MF_MATCH_EQ: return MT_EQ;
+    case MF_MATCH_LT: return MT_LT;
+    case MF_MATCH_LTE: return MT_LTE;
+    case MF_MATCH_GT: return MT_GT;
+    case MF_MATCH_GTE: return MT_GTE;
+    case MF_MATCH_IN: return MT_IN;
+    case MF_MATCH_REGEX: return MT_REGEX;
+    case MF_MATCH_TYPE: return MT_TYPE;
+    case MF_MATCH_MOD: return MT_MOD;
+    case MF_MATCH_BITS_ALL_SET: return MT_BITS_ALL_SET;
+    case MF_MATCH_BITS_ALL_CLEAR: return MT_BITS_ALL_CLEAR;
+    case MF_MATCH_BITS_ANY_SET: return MT_BITS_ANY_SET;
+    case MF_MATCH_BITS_ANY_CLEAR: return MT_BITS_ANY_CLEAR;
+    case MF_MATCH_GEO: return MT_GEO;
+    case MF_MATCH_GEO_NEAR: return MT_GEO_NEAR;
+    case MF_MATCH_EXISTS: return MT_EXISTS;
+    case MF_MATCH_SIZE: return MT_SIZE;
+    case MF_MATCH_ELEM_MATCH_OBJECT: return MT_ELEM_MATCH_OBJECT;
+    case MF_MATCH_ELEM_MATCH_VALUE: return MT_ELEM_MATCH_VALUE;
     }
-    if (regex != NULL) {
-        node_t *r = node_new(MT_REGEX, path);
-        if (regex->value_type == BSON_TYPE_REGEX) {
-            r->re = regex->value.v_regex.regex;
-            r->re_opts = regex->value.v_regex.options ? regex->value.v_regex.options : "";
-        } else if (regex->value_type == BSON_TYPE_UTF8) {
-            r->re = regex->value.v_utf8.str;
-            r->re_opts = "";
-        } else {
-            r->re = r->re_opts = "";
-        }
-        if (options != NULL && options->value_type == BSON_TYPE_UTF8)
-            r->re_opts = options->value.v_utf8.str;
-        node_add(and, r);
-    }
-    return and;
+    return MT_OTHER;
 }
 
-static node_t *
-parse_list(int type, const bson_value_t *v, int depth)
+/* --- $expr: Expression::optimize's constant folding and RewriteExpr --- */
+
+/* Whether v holds a {$rand: ...} anywhere (not constant, though it reads no field). */
+static bool
+has_rand(const bson_value_t *v, int depth)
 {
-    node_t *nd = node_new(type, NULL);
-    bson_t arr;
     bson_iter_t it;
-    if (v->value_type == BSON_TYPE_ARRAY && bson_init_static(&arr, v->value.v_doc.data, v->value.v_doc.data_len) &&
-        bson_iter_init(&it, &arr)) {
-        while (bson_iter_next(&it))
-            node_add(nd, parse_doc_value(bson_iter_value(&it), depth + 1));
+    if ((v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY) || depth > 50 ||
+        !bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
+        return false;
+    while (bson_iter_next(&it))
+        if ((v->value_type == BSON_TYPE_DOCUMENT && strcmp(bson_iter_key(&it), "$rand") == 0) ||
+            has_rand(bson_iter_value(&it), depth + 1))
+            return true;
+    return false;
+}
+
+/*
+ * expr_constant: whether the expression v folds to a constant under
+ * Expression::optimize (it reads no field or variable), and if so its
+ * value into *out (owned by the caller; bson_value_destroy).
+ */
+static bool
+expr_constant(const bson_value_t *v, bson_value_t *out)
+{
+    mf_error_t err;
+    bson_t empty = BSON_INITIALIZER;
+    bool ok = false;
+    if (v->value_type == BSON_TYPE_UTF8 && v->value.v_utf8.str[0] == '$')
+        return false;
+    if (has_rand(v, 0))
+        return false;
+    mf_expr_t *e = mf_expr_parse(v, &err);
+    if (e == NULL)
+        return false;
+    if (mf_expr_is_constant(e) && mf_expr_eval(e, &empty, out, &err) == 0) {
+        ok = out->value_type != BSON_TYPE_EOD;
+        if (!ok)
+            bson_value_destroy(out);
+    }
+    mf_expr_free(e);
+    return ok;
+}
+
+/* A local field path of the current document ("$a.b", not "$$var"): its path ("a.b"). */
+static const char *
+expr_field_path(const bson_value_t *v)
+{
+    if (v->value_type != BSON_TYPE_UTF8 || v->value.v_utf8.str[0] != '$' || v->value.v_utf8.str[1] == '$' ||
+        v->value.v_utf8.str[1] == '\0')
+        return NULL;
+    return v->value.v_utf8.str + 1;
+}
+
+/*
+ * expr_rewrite: RewriteExpr::rewrite of the $expr operand v: $and of the
+ * children that rewrite (NULL if none), $or only when all do, and a
+ * comparison ($eq $gt $gte $lt $lte) of one field path with a constant
+ * (not an array, undefined or missing) as $_internalExpr<Op> on that path,
+ * the path on the left (the operator mirrored when it was on the right).
+ */
+static node_t *
+expr_rewrite(const bson_value_t *v, int depth)
+{
+    bson_iter_t it, ai;
+    const char *op;
+    if (depth > 50 || v->value_type != BSON_TYPE_DOCUMENT ||
+        !bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len) || !bson_iter_next(&it))
+        return NULL;
+    op = bson_iter_key(&it);
+    const bson_value_t *arg = bson_iter_value(&it);
+    if (strcmp(op, "$and") == 0 || strcmp(op, "$or") == 0) {
+        bool is_and = op[1] == 'a';
+        node_t *list = node_new(is_and ? MT_AND : MT_OR, NULL);
+        if (arg->value_type != BSON_TYPE_ARRAY) {
+            node_t *one = expr_rewrite(arg, depth + 1);
+            if (one != NULL)
+                node_add(list, one);
+            else if (!is_and)
+                goto none;
+        } else if (bson_iter_init_from_data(&ai, arg->value.v_doc.data, arg->value.v_doc.data_len)) {
+            while (bson_iter_next(&ai)) {
+                node_t *one = expr_rewrite(bson_iter_value(&ai), depth + 1);
+                if (one != NULL)
+                    node_add(list, one);
+                else if (!is_and)
+                    goto none;
+            }
+        }
+        if (list->n > 0)
+            return list;
+    none:
+        node_free(list);
+        return NULL;
+    }
+    int type = strcmp(op, "$eq") == 0    ? MT_INTERNAL_EXPR_EQ
+               : strcmp(op, "$gt") == 0  ? MT_INTERNAL_EXPR_GT
+               : strcmp(op, "$gte") == 0 ? MT_INTERNAL_EXPR_GTE
+               : strcmp(op, "$lt") == 0  ? MT_INTERNAL_EXPR_LT
+               : strcmp(op, "$lte") == 0 ? MT_INTERNAL_EXPR_LTE
+                                         : -1;
+    bson_value_t operands[2];
+    int n = 0;
+    if (type < 0 || arg->value_type != BSON_TYPE_ARRAY ||
+        !bson_iter_init_from_data(&ai, arg->value.v_doc.data, arg->value.v_doc.data_len))
+        return NULL;
+    while (bson_iter_next(&ai)) {
+        if (n == 2)
+            return NULL;
+        operands[n++] = *bson_iter_value(&ai);
+    }
+    if (n != 2)
+        return NULL;
+    int fp = expr_field_path(&operands[0]) != NULL ? 0 : 1;
+    const char *path = expr_field_path(&operands[fp]);
+    bson_value_t c;
+    if (path == NULL || expr_field_path(&operands[1 - fp]) != NULL || !expr_constant(&operands[1 - fp], &c))
+        return NULL;
+    if (c.value_type == BSON_TYPE_ARRAY || c.value_type == BSON_TYPE_UNDEFINED) {
+        bson_value_destroy(&c);
+        return NULL;
+    }
+    if (fp == 1) /* {$gt: [1, "$x"]} is x < 1 */
+        type = type == MT_INTERNAL_EXPR_GT    ? MT_INTERNAL_EXPR_LT
+               : type == MT_INTERNAL_EXPR_GTE ? MT_INTERNAL_EXPR_LTE
+               : type == MT_INTERNAL_EXPR_LT  ? MT_INTERNAL_EXPR_GT
+               : type == MT_INTERNAL_EXPR_LTE ? MT_INTERNAL_EXPR_GTE
+                                              : type;
+    node_t *leaf = node_new(type, NULL);
+    leaf->owned_path = bson_strdup(path);
+    leaf->path = leaf->owned_path;
+    leaf->v = c;
+    leaf->owned_v = true;
+    return leaf;
+}
+
+/*
+ * from_matcher: this file's copy of the matcher's node m, as mongod's
+ * parser would have built it. An $in the matcher made of $or branches one
+ * of which was an $in becomes those branches again (an $or, which the
+ * optimisation absorbs into the enclosing one).
+ */
+static node_t *
+from_matcher(const mf_match_node_t *m, int parent_type, int depth)
+{
+    mf_match_view_t w;
+    node_t *nd;
+
+    mf_match_node_view(m, &w);
+    if (w.kind == MF_MATCH_IN && w.n_orig > 0) {
+        nd = node_new(MT_OR, NULL);
+        for (size_t i = 0; i < w.n_orig; i++)
+            node_add(nd, from_matcher(mf_match_node_orig(m, i), MT_OR, depth + 1));
+        return nd;
+    }
+    nd = node_new(match_type(&w), w.path);
+    nd->view = w;
+    if (w.value != NULL)
+        nd->v = *w.value;
+    switch (w.kind) {
+    case MF_MATCH_REGEX:
+        nd->re = w.regex;
+        nd->re_opts = w.flags ? w.flags : "";
+        break;
+    case MF_MATCH_IN:
+        /*
+         * Joined by the matcher from an $or's equalities: as mongod's
+         * rewrite made it. When it took the whole $or's place, mongod
+         * optimises it once more (a one-value $in is then an equality).
+         */
+        nd->or_merged = w.or_merged && parent_type == MT_OR;
+        nd->nvals = w.n_in_values;
+        nd->vals = mf_calloc(w.n_in_values ? w.n_in_values : 1, sizeof(*nd->vals));
+        memcpy(nd->vals, w.in_values, w.n_in_values * sizeof(*nd->vals));
+        nd->nrxs = w.n_in_regexes;
+        nd->rxs = mf_calloc(w.n_in_regexes ? w.n_in_regexes : 1, sizeof(*nd->rxs));
+        for (size_t i = 0; i < w.n_in_regexes; i++)
+            mf_match_node_in_regex(m, i, &nd->rxs[i].re, &nd->rxs[i].opts);
+        break;
+    default:
+        break;
+    }
+    if (depth < 200)
+        for (size_t i = 0; i < w.nkids; i++)
+            node_add(nd, from_matcher(mf_match_node_kid(m, i), nd->type, depth + 1));
+    if (w.kind == MF_MATCH_EXPR && w.value != NULL) {
+        /* ExprMatchExpression's optimizer: {$and: [<its RewriteExpr match expression>, <the $expr>]} */
+        node_t *rewritten = expr_rewrite(w.value, 0);
+        if (rewritten != NULL) {
+            node_t *and = node_new(MT_AND, NULL);
+            node_add(and, rewritten);
+            node_add(and, nd);
+            return and;
+        }
     }
     return nd;
 }
 
-/* A filter document: an $and of its fields. */
-static node_t *
-parse_doc(const bson_t *doc, int depth)
-{
-    node_t *and = node_new(MT_AND, NULL);
-    bson_iter_t it;
-    if (depth > 50 || !bson_iter_init(&it, doc))
-        return and;
-    while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        const bson_value_t *v = bson_iter_value(&it);
-        if (k[0] != '$')
-            node_add(and, parse_path(k, v, depth));
-        else if (strcmp(k, "$and") == 0)
-            node_add(and, parse_list(MT_AND, v, depth));
-        else if (strcmp(k, "$or") == 0)
-            node_add(and, parse_list(MT_OR, v, depth));
-        else if (strcmp(k, "$nor") == 0)
-            node_add(and, parse_list(MT_NOR, v, depth));
-        else if (strcmp(k, "$alwaysTrue") == 0)
-            node_add(and, node_new(MT_ALWAYS_TRUE, NULL));
-        else if (strcmp(k, "$alwaysFalse") == 0)
-            node_add(and, node_new(MT_ALWAYS_FALSE, NULL));
-        else if (strcmp(k, "$comment") != 0) {
-            int t = strcmp(k, "$expr") == 0    ? MT_EXPRESSION
-                    : strcmp(k, "$where") == 0 ? MT_WHERE
-                    : strcmp(k, "$text") == 0  ? MT_TEXT
-                                               : MT_OTHER;
-            node_t *o = leaf(t, NULL, v);
-            o->op = k;
-            node_add(and, o);
-        }
-    }
-    return and;
-}
-
 /* --- MatchExpression::optimize --- */
-
-static bool
-in_values(const node_t *nd, bson_value_t **vals, size_t *n, size_t *nregex)
-{
-    bson_t arr;
-    bson_iter_t it;
-    *vals = NULL;
-    *n = *nregex = 0;
-    if (nd->v.value_type != BSON_TYPE_ARRAY || !bson_init_static(&arr, nd->v.value.v_doc.data, nd->v.value.v_doc.data_len) ||
-        !bson_iter_init(&it, &arr))
-        return false;
-    size_t cap = 0;
-    while (bson_iter_next(&it)) {
-        const bson_value_t *e = bson_iter_value(&it);
-        if (e->value_type == BSON_TYPE_REGEX) {
-            (*nregex)++;
-            continue;
-        }
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 8;
-            *vals = mf_realloc(*vals, cap * sizeof(**vals));
-        }
-        (*vals)[(*n)++] = *e;
-    }
-    return true;
-}
 
 static int
 value_qcmp(const void *a, const void *b)
 {
     return mf_value_cmp(a, b);
-}
-
-/* The first regex of a $in's array (for a $in of one regex, which becomes that regex). */
-static const bson_value_t *
-in_first_regex(const node_t *nd)
-{
-    bson_iter_t it;
-    if (!bson_iter_init_from_data(&it, nd->v.value.v_doc.data, nd->v.value.v_doc.data_len))
-        return NULL;
-    while (bson_iter_next(&it))
-        if (BSON_ITER_HOLDS_REGEX(&it))
-            return bson_iter_value(&it);
-    return NULL;
 }
 
 static node_t *optimize(node_t *nd);
@@ -405,23 +414,56 @@ replace(node_t *old, node_t *by)
     return by;
 }
 
-/* An equality (not to a regex) or a regex: what an $or may join into a $in on its path. */
+/*
+ * What an $or may join into a $in on its path: an equality (not to a
+ * regex), a regex, or a $in the matcher already joined from such
+ * equalities.
+ */
 static bool
 in_eligible(const node_t *nd)
 {
-    return (nd->type == MT_EQ && nd->v.value_type != BSON_TYPE_REGEX) || nd->type == MT_REGEX;
+    return (nd->type == MT_EQ && nd->v.value_type != BSON_TYPE_REGEX) || nd->type == MT_REGEX ||
+           (nd->type == MT_IN && nd->or_merged);
+}
+
+/* Appends x's values and regexes (an eligible node) to the $in in. */
+static void
+in_take(node_t *in, const node_t *x, size_t *capv, size_t *capr)
+{
+    size_t addv = x->type == MT_EQ ? 1 : x->type == MT_IN ? x->nvals : 0;
+    size_t addr = x->type == MT_REGEX ? 1 : x->type == MT_IN ? x->nrxs : 0;
+    if (in->nvals + addv > *capv) {
+        *capv = (in->nvals + addv) * 2;
+        in->vals = mf_realloc(in->vals, *capv * sizeof(*in->vals));
+    }
+    if (in->nrxs + addr > *capr) {
+        *capr = (in->nrxs + addr) * 2;
+        in->rxs = mf_realloc(in->rxs, *capr * sizeof(*in->rxs));
+    }
+    if (x->type == MT_EQ) {
+        in->vals[in->nvals++] = x->v;
+    } else if (x->type == MT_REGEX) {
+        in->rxs[in->nrxs].re = x->re;
+        in->rxs[in->nrxs++].opts = x->re_opts;
+    } else {
+        memcpy(in->vals + in->nvals, x->vals, x->nvals * sizeof(*x->vals));
+        in->nvals += x->nvals;
+        memcpy(in->rxs + in->nrxs, x->rxs, x->nrxs * sizeof(*x->rxs));
+        in->nrxs += x->nrxs;
+    }
 }
 
 /*
  * The $or rewrite of 8.0's ListOfMatchExpression optimizer: the equalities
- * and regexes on one path, when there are two or more, become one $in.
+ * and regexes on one path, when there are two or more, become one $in
+ * (not optimised again, unless it is all that is left of the $or).
  */
 static void
 or_to_in(node_t *nd)
 {
     for (size_t i = 0; i < nd->n; i++) {
         node_t *first = nd->kids[i];
-        size_t same = 0;
+        size_t same = 0, capv = 0, capr = 0;
         if (!in_eligible(first))
             continue;
         for (size_t j = i; j < nd->n; j++)
@@ -429,32 +471,19 @@ or_to_in(node_t *nd)
         if (same < 2)
             continue;
         node_t *in = node_new(MT_IN, first->path);
-        in->owned = bson_new();
-        bson_t arr;
-        int k = 0;
+        in->or_merged = true;
         size_t w = i + 1; /* kids[i] becomes the $in */
-        bson_append_array_begin(in->owned, "v", 1, &arr);
         for (size_t j = i; j < nd->n; j++) {
             node_t *x = nd->kids[j];
             if (j > i && (!in_eligible(x) || strcmp(x->path, first->path) != 0)) {
                 nd->kids[w++] = x;
                 continue;
             }
-            char key[16];
-            snprintf(key, sizeof(key), "%d", k++);
-            if (x->type == MT_REGEX)
-                bson_append_regex(&arr, key, -1, x->re ? x->re : "", x->re_opts ? x->re_opts : "");
-            else
-                bson_append_value(&arr, key, -1, &x->v);
+            in_take(in, x, &capv, &capr);
             if (x != first)
                 node_free(x);
         }
-        bson_append_array_end(in->owned, &arr);
         nd->n = w;
-        bson_iter_t it;
-        if (bson_iter_init_find(&it, in->owned, "v"))
-            in->v = *bson_iter_value(&it);
-        in->path = first->path; /* borrowed from the filter, as first's */
         node_free(first);
         nd->kids[i] = in;
     }
@@ -520,10 +549,12 @@ optimize_list(node_t *nd)
     if (nd->type == MT_OR) {
         or_to_in(nd);
         if (nd->n == 1) {
+            /* The $or became one $in: optimised once more (a one-value $in is an equality). */
             node_t *only = nd->kids[0];
             nd->n = 0;
             node_free(nd);
-            return only;
+            only->or_merged = false;
+            return optimize(only);
         }
     }
     return nd;
@@ -544,19 +575,20 @@ optimize(node_t *nd)
             nd->kids[i] = optimize(nd->kids[i]);
         return nd;
     case MT_IN: {
-        bson_value_t *vals;
-        size_t n, nregex;
-        if (!in_values(nd, &vals, &n, &nregex))
-            return nd;
+        /* A $in the $or rewrite made is not optimised again (one pass). */
         node_t *out = nd;
-        if (n == 1 && nregex == 0) {
-            out = leaf(MT_EQ, nd->path, &vals[0]);
+        if (nd->or_merged)
+            return nd;
+        if (nd->nvals == 1 && nd->nrxs == 0) {
+            out = node_new(MT_EQ, nd->path);
+            out->v = nd->vals[0];
             node_free(nd);
-        } else if (n == 0 && nregex == 1) {
-            out = leaf(MT_REGEX, nd->path, in_first_regex(nd));
+        } else if (nd->nvals == 0 && nd->nrxs == 1) {
+            out = node_new(MT_REGEX, nd->path);
+            out->re = nd->rxs[0].re;
+            out->re_opts = nd->rxs[0].opts;
             node_free(nd);
         }
-        free(vals);
         return out;
     }
     default:
@@ -591,7 +623,8 @@ sort_tree(node_t *nd)
 {
     for (size_t i = 0; i < nd->n; i++)
         sort_tree(nd->kids[i]);
-    if (nd->type != MT_AND && nd->type != MT_OR && nd->type != MT_NOR)
+    /* The nodes with a child vector: the lists and ElemMatchValueMatchExpression. */
+    if (nd->type != MT_AND && nd->type != MT_OR && nd->type != MT_NOR && nd->type != MT_ELEM_MATCH_VALUE)
         return;
     /* Stable insertion sort, as std::stable_sort (lists are short). */
     for (size_t i = 1; i < nd->n; i++) {
@@ -635,46 +668,213 @@ put_value(out_t *o, const bson_value_t *v)
     put(o, "%s", b);
 }
 
-/* One $type operand (a code or an alias) into the set: bit code + 1 (MinKey -1 as 0, MaxKey 127 as 128). */
-static void
-type_set_add(const bson_value_t *v, bool *all_numbers, bool set[129])
+/* A type code as mongod's BSONType: MinKey -1, the others as libbson numbers them. */
+static int
+bson_type_code(int t)
 {
-    int64_t code;
-    if (v->value_type == BSON_TYPE_UTF8) {
-        code = mf_type_alias(v->value.v_utf8.str);
-        if (code == -2)
-            *all_numbers = true;
-        else if (code >= -1 && code <= 127)
+    return t == BSON_TYPE_MINKEY ? -1 : t;
+}
+
+/*
+ * MatcherTypeSet::toBSONArray printed as a BSONObj: "{ 0: "number", 1: 2 }"
+ * ("number" first when given, then the type codes in order, once each).
+ */
+static void
+put_type_set(out_t *o, const mf_match_view_t *w)
+{
+    bool set[129] = {false};
+    int k = 0;
+    for (int i = 0; i < w->ntypes; i++) {
+        int code = bson_type_code(w->types[i]);
+        if (code >= -1 && code <= 127)
             set[code + 1] = true;
-    } else if (mf_value_as_int64(v, &code) && code >= -1 && code <= 127) {
-        set[code + 1] = true;
+    }
+    put(o, "{");
+    if (w->type_number)
+        put(o, " %d: \"number\"", k++);
+    for (int i = 0; i < 129; i++)
+        if (set[i])
+            put(o, "%s %d: %d", k > 0 ? "," : "", k, i - 1), k++;
+    put(o, k > 0 ? " }" : "}");
+}
+
+/* BitTestMatchExpression's bit positions: as given, a number's set bits, or a BinData mask's set bits. */
+static void
+put_bit_positions(out_t *o, const mf_match_view_t *w)
+{
+    bool first = true;
+    put(o, "[");
+    if (w->value != NULL && w->value->value_type == BSON_TYPE_BINARY) {
+        const uint8_t *d = w->value->value.v_binary.data;
+        for (uint32_t i = 0; i < w->value->value.v_binary.data_len; i++)
+            for (int b = 0; b < 8; b++)
+                if (d[i] & (1u << b)) {
+                    put(o, "%s%u", first ? "" : ", ", i * 8 + (unsigned)b);
+                    first = false;
+                }
+    } else {
+        for (size_t i = 0; i < w->n_bit_positions; i++)
+            put(o, "%s%u", i > 0 ? ", " : "", w->bit_positions[i]);
+    }
+    put(o, "]");
+}
+
+/* A double as a C++ ostream prints it by default (6 significant digits). */
+static void
+put_ostream_double(out_t *o, double d)
+{
+    put(o, "%g", d);
+}
+
+/*
+ * An $expr operand as mongod's Expression::serialize prints through Value's
+ * ostream ("{$eq: ["$a", {$const: 5}]}"): field paths and variables as
+ * strings, other literals as {$const: v}, an operator's operand as an
+ * array, $literal as $const, documents of fields as documents.
+ */
+static void put_expr(out_t *o, const bson_value_t *v, int depth);
+
+static void
+put_value_plain(out_t *o, const bson_value_t *v)
+{
+    switch (v->value_type) {
+    case BSON_TYPE_UTF8:
+        put(o, "\"%s\"", v->value.v_utf8.str);
+        break;
+    case BSON_TYPE_DOUBLE:
+        put_ostream_double(o, v->value.v_double);
+        break;
+    case BSON_TYPE_INT32:
+        put(o, "%d", v->value.v_int32);
+        break;
+    case BSON_TYPE_INT64:
+        put(o, "%lld", (long long)v->value.v_int64);
+        break;
+    case BSON_TYPE_BOOL:
+        put(o, "%s", v->value.v_bool ? "true" : "false");
+        break;
+    case BSON_TYPE_NULL:
+        put(o, "null");
+        break;
+    case BSON_TYPE_DOCUMENT:
+    case BSON_TYPE_ARRAY: {
+        bool arr = v->value_type == BSON_TYPE_ARRAY, first = true;
+        bson_iter_t it;
+        put(o, arr ? "[" : "{");
+        if (bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
+            while (bson_iter_next(&it)) {
+                put(o, "%s", first ? "" : ", ");
+                if (!arr)
+                    put(o, "%s: ", bson_iter_key(&it));
+                put_value_plain(o, bson_iter_value(&it));
+                first = false;
+            }
+        put(o, arr ? "]" : "}");
+        break;
+    }
+    default:
+        put_value(o, v);
+        break;
     }
 }
 
-/* MatcherTypeSet::toBSONArray: "number" first when given, then the type codes in order. */
 static void
-put_type_set(out_t *o, const bson_value_t *v)
+put_expr(out_t *o, const bson_value_t *v, int depth)
 {
-    bool all_numbers = false, set[129] = {false}, first = true;
     bson_iter_t it;
-    if (v->value_type == BSON_TYPE_ARRAY && bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len)) {
-        while (bson_iter_next(&it))
-            type_set_add(bson_iter_value(&it), &all_numbers, set);
-    } else {
-        type_set_add(v, &all_numbers, set);
+    bson_value_t c;
+    bool first = true;
+    if (depth > 50) {
+        put(o, "...");
+        return;
     }
-    put(o, "[");
-    if (all_numbers) {
-        put(o, " \"number\"");
+    if (v->value_type == BSON_TYPE_UTF8 && v->value.v_utf8.str[0] == '$') {
+        put(o, "\"%s\"", v->value.v_utf8.str); /* a field path or a variable */
+        return;
+    }
+    if (expr_constant(v, &c)) {
+        /* Expression::optimize folds what reads no field into an ExpressionConstant */
+        put(o, "{$const: ");
+        put_value_plain(o, &c);
+        put(o, "}");
+        bson_value_destroy(&c);
+        return;
+    }
+    if ((v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY) ||
+        !bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len)) {
+        put(o, "{$const: ");
+        put_value_plain(o, v);
+        put(o, "}");
+        return;
+    }
+    if (v->value_type == BSON_TYPE_ARRAY) {
+        put(o, "[");
+        while (bson_iter_next(&it)) {
+            put(o, "%s", first ? "" : ", ");
+            put_expr(o, bson_iter_value(&it), depth + 1);
+            first = false;
+        }
+        put(o, "]");
+        return;
+    }
+    if (bson_iter_next(&it) && bson_iter_key(&it)[0] == '$') {
+        /* An operator: its operands as a list, or its named arguments. */
+        const char *op = bson_iter_key(&it);
+        const bson_value_t *arg = bson_iter_value(&it);
+        bson_iter_t ai;
+        put(o, "{%s: ", op);
+        if (arg->value_type == BSON_TYPE_ARRAY || arg->value_type == BSON_TYPE_DOCUMENT) {
+            bool arr = arg->value_type == BSON_TYPE_ARRAY;
+            put(o, arr ? "[" : "{");
+            if (bson_iter_init_from_data(&ai, arg->value.v_doc.data, arg->value.v_doc.data_len))
+                while (bson_iter_next(&ai)) {
+                    put(o, "%s", first ? "" : ", ");
+                    if (!arr)
+                        put(o, "%s: ", bson_iter_key(&ai));
+                    put_expr(o, bson_iter_value(&ai), depth + 1);
+                    first = false;
+                }
+            put(o, arr ? "]" : "}");
+        } else {
+            put(o, "[");
+            put_expr(o, arg, depth + 1);
+            put(o, "]");
+        }
+        put(o, "}");
+        return;
+    }
+    /* ExpressionObject: each field an expression. */
+    put(o, "{");
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        put(o, "%s%s: ", first ? "" : ", ", bson_iter_key(&it));
+        put_expr(o, bson_iter_value(&it), depth + 1);
         first = false;
     }
-    for (int i = 0; i < 129; i++) {
-        if (!set[i])
-            continue;
-        put(o, "%s %d", first ? "" : ",", i - 1);
-        first = false;
-    }
-    put(o, first ? "]" : " ]");
+    put(o, "}");
+}
+
+/* TextMatchExpressionBase: "TEXT : query=..., language=..., caseSensitive=0, diacriticSensitive=0". */
+static void
+put_text(out_t *o, const bson_value_t *v)
+{
+    const char *query = "", *language = "english";
+    bool cs = false, ds = false;
+    bson_iter_t it;
+    if (v != NULL && v->value_type == BSON_TYPE_DOCUMENT &&
+        bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
+        while (bson_iter_next(&it)) {
+            const char *k = bson_iter_key(&it);
+            if (strcmp(k, "$search") == 0 && BSON_ITER_HOLDS_UTF8(&it))
+                query = bson_iter_utf8(&it, NULL);
+            else if (strcmp(k, "$language") == 0 && BSON_ITER_HOLDS_UTF8(&it))
+                language = bson_iter_utf8(&it, NULL);
+            else if (strcmp(k, "$caseSensitive") == 0)
+                cs = bson_iter_as_bool(&it);
+            else if (strcmp(k, "$diacriticSensitive") == 0)
+                ds = bson_iter_as_bool(&it);
+        }
+    put(o, "TEXT : query=%s, language=%s, caseSensitive=%d, diacriticSensitive=%d", query, language, cs, ds);
 }
 
 static const char *
@@ -691,6 +891,21 @@ cmp_name(int type)
         return "$gt";
     default:
         return "$gte";
+    }
+}
+
+static const char *
+bits_name(int type)
+{
+    switch (type) {
+    case MT_BITS_ALL_SET:
+        return "$bitsAllSet";
+    case MT_BITS_ALL_CLEAR:
+        return "$bitsAllClear";
+    case MT_BITS_ANY_SET:
+        return "$bitsAnySet";
+    default:
+        return "$bitsAnyClear";
     }
 }
 
@@ -732,57 +947,87 @@ debug_string(out_t *o, const node_t *nd, int level)
     case MT_EXISTS:
         put(o, "%s exists", nd->path);
         break;
-    case MT_SIZE: {
-        int64_t n = 0;
-        mf_value_as_int64(&nd->v, &n);
-        put(o, "%s $size : %lld", nd->path, (long long)n);
+    case MT_SIZE:
+        put(o, "%s $size : %lld", nd->path, (long long)nd->view.size);
         break;
-    }
-    case MT_MOD: {
-        bson_iter_t it;
-        int64_t d = 0, r = 0;
-        if (nd->v.value_type == BSON_TYPE_ARRAY &&
-            bson_iter_init_from_data(&it, nd->v.value.v_doc.data, nd->v.value.v_doc.data_len)) {
-            if (bson_iter_next(&it))
-                mf_value_as_int64(bson_iter_value(&it), &d);
-            if (bson_iter_next(&it))
-                mf_value_as_int64(bson_iter_value(&it), &r);
-        }
-        put(o, "%s mod %lld %% x == %lld", nd->path, (long long)d, (long long)r);
+    case MT_MOD:
+        put(o, "%s mod %lld %% x == %lld", nd->path, (long long)nd->view.divisor, (long long)nd->view.remainder);
         break;
-    }
     case MT_IN: {
-        bson_value_t *vals;
-        size_t n, nregex;
+        /* InListData: sorted, duplicates dropped; then the regexes in their order. */
+        bson_value_t *vals = mf_calloc(nd->nvals ? nd->nvals : 1, sizeof(*vals));
+        memcpy(vals, nd->vals, nd->nvals * sizeof(*vals));
+        if (nd->nvals > 1)
+            qsort(vals, nd->nvals, sizeof(*vals), value_qcmp);
         put(o, "%s $in [ ", nd->path);
-        if (in_values(nd, &vals, &n, &nregex)) {
-            /* InListData: sorted, duplicates dropped, then the regexes in their order. */
-            if (n > 1)
-                qsort(vals, n, sizeof(*vals), value_qcmp);
-            for (size_t i = 0; i < n; i++) {
-                if (i > 0 && mf_value_cmp(&vals[i - 1], &vals[i]) == 0)
-                    continue;
-                put_value(o, &vals[i]);
-                put(o, " ");
-            }
-            free(vals);
-            bson_iter_t it;
-            if (nregex && bson_iter_init_from_data(&it, nd->v.value.v_doc.data, nd->v.value.v_doc.data_len)) {
-                while (bson_iter_next(&it)) {
-                    if (!BSON_ITER_HOLDS_REGEX(&it))
-                        continue;
-                    const bson_value_t *r = bson_iter_value(&it);
-                    put(o, "/%s/%s ", r->value.v_regex.regex, r->value.v_regex.options ? r->value.v_regex.options : "");
-                }
-            }
+        for (size_t i = 0; i < nd->nvals; i++) {
+            if (i > 0 && mf_value_cmp(&vals[i - 1], &vals[i]) == 0)
+                continue;
+            put_value(o, &vals[i]);
+            put(o, " ");
         }
+        free(vals);
+        for (size_t i = 0; i < nd->nrxs; i++)
+            put(o, "/%s/%s ", nd->rxs[i].re, nd->rxs[i].opts ? nd->rxs[i].opts : "");
         put(o, "]");
         break;
     }
     case MT_TYPE:
         put(o, "%s $type: ", nd->path);
-        put_type_set(o, &nd->v);
+        put_type_set(o, &nd->view);
         break;
+    case MT_BITS_ALL_SET:
+    case MT_BITS_ALL_CLEAR:
+    case MT_BITS_ANY_SET:
+    case MT_BITS_ANY_CLEAR:
+        put(o, "%s %s: ", nd->path, bits_name(nd->type));
+        put_bit_positions(o, &nd->view);
+        break;
+    case MT_GEO: {
+        /* GeoMatchExpression: its serialization, { <path>: <operator document> }. */
+        bson_t raw = BSON_INITIALIZER;
+        char b[1024];
+        if (nd->view.value != NULL)
+            bson_append_value(&raw, nd->path, -1, nd->view.value);
+        mf_fmt_doc(&raw, b, sizeof(b));
+        bson_destroy(&raw);
+        put(o, "GEO raw = %s", b);
+        break;
+    }
+    case MT_GEO_NEAR:
+        /* GeoNearMatchExpression: "GEONEAR " and GeoNearExpression::toString (maxDistance unset: DBL_MAX). */
+        put(o, "GEONEAR  field=%s maxdist=", nd->path);
+        put_ostream_double(o, nd->view.max_distance >= 0 ? nd->view.max_distance : 1.7976931348623157e308);
+        put(o, " isNearSphere=%d", nd->view.near_sphere ? 1 : 0);
+        break;
+    case MT_TEXT:
+        put_text(o, nd->view.value);
+        break;
+    case MT_EXPRESSION:
+        put(o, "$expr ");
+        if (nd->view.sample && (nd->view.rate == 0.0 || nd->view.rate == 1.0)) {
+            /* $sampleRate 0 and 1 are parsed as an $expr of the constant false / true */
+            put(o, "{$const: %s}", nd->view.rate == 1.0 ? "true" : "false");
+        } else if (nd->view.sample) {
+            /* other rates as {$expr: {$lt: [{$rand: {}}, x]}} */
+            put(o, "{$lt: [{$rand: {}}, {$const: ");
+            put_ostream_double(o, nd->view.rate);
+            put(o, "}]}");
+        } else if (nd->view.value != NULL) {
+            put_expr(o, nd->view.value, 0);
+        }
+        break;
+    case MT_INTERNAL_EXPR_EQ:
+    case MT_INTERNAL_EXPR_GT:
+    case MT_INTERNAL_EXPR_GTE:
+    case MT_INTERNAL_EXPR_LT:
+    case MT_INTERNAL_EXPR_LTE: {
+        static const char *const names[] = {"$_internalExprEq", "$_internalExprGt", "$_internalExprGte",
+                                            "$_internalExprLt", "$_internalExprLte"};
+        put(o, "%s %s ", nd->path, names[nd->type - MT_INTERNAL_EXPR_EQ]);
+        put_value(o, &nd->v);
+        break;
+    }
     case MT_ALWAYS_FALSE:
         put(o, "$alwaysFalse");
         break;
@@ -790,8 +1035,9 @@ debug_string(out_t *o, const node_t *nd, int level)
         put(o, "$alwaysTrue");
         break;
     default:
-        put(o, "%s%s%s ", nd->path, nd->path[0] ? " " : "", nd->op ? nd->op : "?");
-        put_value(o, &nd->v);
+        put(o, "$jsonSchema ");
+        if (nd->view.value != NULL)
+            put_value(o, nd->view.value);
         break;
     }
     put(o, "\n");
@@ -815,11 +1061,15 @@ mf_plan_cq_describe(const char *ns, const mf_plan_request_t *req, char *buf, siz
         put(&o, " skip=%lld", (long long)sh->skip);
     put(&o, "Tree: ");
     bson_t empty = BSON_INITIALIZER;
-    node_t *root = parse_doc(req->filter ? req->filter : &empty, 0);
+    /* The filter as the matcher parses it (the one parser of the query language), walked through its view. */
+    mf_error_t perr;
+    mf_matcher_t *m = mf_matcher_new(req->filter ? req->filter : &empty, &perr);
+    node_t *root = m != NULL ? from_matcher(mf_matcher_root(m), MT_AND, 0) : node_new(MT_AND, NULL);
     root = optimize(root);
     sort_tree(root);
     debug_string(&o, root, 0);
     node_free(root);
+    mf_matcher_free(m);
     const bson_t *sort = req->sort ? req->sort : &empty;
     mf_fmt_doc(sort, doc, sizeof(doc));
     put(&o, "Sort: %s\n", doc);

@@ -48,7 +48,7 @@ h.test('a hint naming no index is 2 with the canonical query: ns, limit, skip, b
     b: { $ne: 1 }, t: { $type: 'string' }, s: { $exists: true } }).hint('zz').toArray());
   assert.equal(e.message, `error processing query: ns=${ns}Tree: $and\n    f $elemMatch (obj)\n        g $eq 1\n`
     + '    e $elemMatch (value)\n         $gt 1\n    d regex /x/i\n    s exists\n    a $in [ 1 2 3 ]\n    $not\n        b $eq 1\n'
-    + `    t $type: [ 2 ]\nSort: {}\nProj: {}\n${HINT}`);
+    + `    t $type: { 0: 2 }\nSort: {}\nProj: {}\n${HINT}`);
   // Operators rendered only approximately still end with the reason, and never harm the server.
   for (const filter of [{ a: { $in: [] } }, { a: { $in: [/x/, /y/] } }, { $expr: { $eq: ['$a', 1] } }, { a: { $bitsAllSet: 3 } },
     { loc: { $geoWithin: { $center: [[0, 0], 1] } } }, { $nor: [{ a: 1 }] }, { $or: [{ a: 1 }, { b: 1 }] }]) {
