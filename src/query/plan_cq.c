@@ -106,6 +106,7 @@ typedef struct node {
     size_t nvals;
     rx_ref_t *rxs;
     size_t nrxs;
+    int expr_const;     /* MT_EXPRESSION: its expression folds to a constant true (1) / false (-1), else 0 */
     bool or_merged;     /* MT_IN: the equalities of $or branches (joined by the matcher, as mongod's optimize does) */
     struct node **kids; /* owned */
     size_t n, cap;
@@ -366,7 +367,8 @@ from_matcher(const mf_match_node_t *m, int parent_type, int depth)
         nd->or_merged = w.or_merged && parent_type == MT_OR;
         nd->nvals = w.n_in_values;
         nd->vals = mf_calloc(w.n_in_values ? w.n_in_values : 1, sizeof(*nd->vals));
-        memcpy(nd->vals, w.in_values, w.n_in_values * sizeof(*nd->vals));
+        if (w.n_in_values > 0)
+            memcpy(nd->vals, w.in_values, w.n_in_values * sizeof(*nd->vals));
         nd->nrxs = w.n_in_regexes;
         nd->rxs = mf_calloc(w.n_in_regexes ? w.n_in_regexes : 1, sizeof(*nd->rxs));
         for (size_t i = 0; i < w.n_in_regexes; i++)
@@ -378,7 +380,14 @@ from_matcher(const mf_match_node_t *m, int parent_type, int depth)
     if (depth < 200)
         for (size_t i = 0; i < w.nkids; i++)
             node_add(nd, from_matcher(mf_match_node_kid(m, i), nd->type, depth + 1));
+    if (w.sample && (w.rate == 0.0 || w.rate == 1.0))
+        nd->expr_const = w.rate == 1.0 ? 1 : -1;
     if (w.kind == MF_MATCH_EXPR && w.value != NULL) {
+        bson_value_t c;
+        if (expr_constant(w.value, &c)) {
+            nd->expr_const = mf_value_truthy(&c) ? 1 : -1;
+            bson_value_destroy(&c);
+        }
         /* ExprMatchExpression's optimizer: {$and: [<its RewriteExpr match expression>, <the $expr>]} */
         node_t *rewritten = expr_rewrite(w.value, 0);
         if (rewritten != NULL) {
@@ -401,10 +410,19 @@ value_qcmp(const void *a, const void *b)
 
 static node_t *optimize(node_t *nd);
 
+/* MatchExpression::isTriviallyTrue / isTriviallyFalse. */
 static bool
 trivially_true(const node_t *nd)
 {
-    return nd->type == MT_ALWAYS_TRUE || (nd->type == MT_AND && nd->n == 0);
+    return nd->type == MT_ALWAYS_TRUE || (nd->type == MT_AND && nd->n == 0) ||
+           (nd->type == MT_EXPRESSION && nd->expr_const > 0);
+}
+
+static bool
+trivially_false(const node_t *nd)
+{
+    return nd->type == MT_ALWAYS_FALSE || (nd->type == MT_OR && nd->n == 0) ||
+           (nd->type == MT_EXPRESSION && nd->expr_const < 0);
 }
 
 static node_t *
@@ -446,9 +464,11 @@ in_take(node_t *in, const node_t *x, size_t *capv, size_t *capr)
         in->rxs[in->nrxs].re = x->re;
         in->rxs[in->nrxs++].opts = x->re_opts;
     } else {
-        memcpy(in->vals + in->nvals, x->vals, x->nvals * sizeof(*x->vals));
+        if (x->nvals > 0)
+            memcpy(in->vals + in->nvals, x->vals, x->nvals * sizeof(*x->vals));
         in->nvals += x->nvals;
-        memcpy(in->rxs + in->nrxs, x->rxs, x->nrxs * sizeof(*x->rxs));
+        if (x->nrxs > 0)
+            memcpy(in->rxs + in->nrxs, x->rxs, x->nrxs * sizeof(*x->rxs));
         in->nrxs += x->nrxs;
     }
 }
@@ -521,8 +541,7 @@ optimize_list(node_t *nd)
     size_t w = 0;
     for (size_t i = 0; i < nd->n; i++) {
         node_t *k = nd->kids[i];
-        if ((nd->type == MT_AND && k->type == MT_ALWAYS_TRUE) ||
-            (nd->type != MT_AND && k->type == MT_ALWAYS_FALSE))
+        if ((nd->type == MT_AND && trivially_true(k)) || (nd->type != MT_AND && trivially_false(k)))
             node_free(k);
         else
             nd->kids[w++] = k;
@@ -539,7 +558,7 @@ optimize_list(node_t *nd)
         return only;
     }
     for (size_t i = 0; i < nd->n; i++) {
-        if (nd->type == MT_AND && nd->kids[i]->type == MT_ALWAYS_FALSE)
+        if (nd->type == MT_AND && trivially_false(nd->kids[i]))
             return replace(nd, node_new(MT_ALWAYS_FALSE, NULL));
         if (nd->type == MT_OR && trivially_true(nd->kids[i]))
             return replace(nd, node_new(MT_AND, NULL));
@@ -956,7 +975,8 @@ debug_string(out_t *o, const node_t *nd, int level)
     case MT_IN: {
         /* InListData: sorted, duplicates dropped; then the regexes in their order. */
         bson_value_t *vals = mf_calloc(nd->nvals ? nd->nvals : 1, sizeof(*vals));
-        memcpy(vals, nd->vals, nd->nvals * sizeof(*vals));
+        if (nd->nvals > 0)
+            memcpy(vals, nd->vals, nd->nvals * sizeof(*vals));
         if (nd->nvals > 1)
             qsort(vals, nd->nvals, sizeof(*vals), value_qcmp);
         put(o, "%s $in [ ", nd->path);
