@@ -872,7 +872,7 @@ mf_cmd_find(mf_op_t *op)
             /* get_executor: "error processing query: <canonical query> tailable cursor requested ..." */
             bson_t shown_coll;
             char cq[768];
-            mf_plan_request_t q = {.filter = has_filter ? &filter : NULL, .sort = has_sort ? &sort : NULL,
+            mf_plan_request_t q = {.filter = has_filter ? &filter : NULL, .matcher = m, .sort = has_sort ? &sort : NULL,
                                    .shown = {.limit = limit, .skip = skip, .batch_size = batch,
                                              .has_batch_size = bson_has_field(op->cmd, "batchSize"),
                                              .projection = has_proj ? &projection : NULL,
@@ -921,7 +921,7 @@ mf_cmd_find(mf_op_t *op)
     }
     if (c != NULL && !c->is_view) {
         bson_t shown_coll;
-        mf_plan_request_t req = {.filter = has_filter ? &filter : NULL, .sort = srt ? &sort : NULL, .hint = hint,
+        mf_plan_request_t req = {.filter = has_filter ? &filter : NULL, .matcher = m, .sort = srt ? &sort : NULL, .hint = hint,
                                  .force_collscan = tailable, .tailable = tailable,
                                  .shape_projection = has_proj ? &projection : NULL,
                                  .min = has_min ? &min : NULL, .max = has_max ? &max : NULL,
@@ -1422,7 +1422,7 @@ mf_cmd_count(mf_op_t *op)
         } else {
             /* mongod's count is a find of its query, limit (made positive) and skip (parseFromCount). */
             bson_t shown_coll;
-            mf_plan_request_t req = {.filter = has_query ? &query : NULL, .hint = hint, .root = MF_PLAN_ROOT_COUNT,
+            mf_plan_request_t req = {.filter = has_query ? &query : NULL, .matcher = m, .hint = hint, .root = MF_PLAN_ROOT_COUNT,
                                      .shown = {.limit = x.limit, .skip = x.skip,
                                                .collation = mf_crud_doc_field(op->cmd, "collation", &shown_coll)}};
             rc = mf_exec_query(op->sess, c, &req, m, count_visit, &x, NULL, &op->err);
@@ -1544,7 +1544,7 @@ mf_cmd_distinct(mf_op_t *op)
     } else if (c != NULL) {
         bson_t shown_proj, shown_coll;
         distinct_projection(key, &shown_proj);
-        mf_plan_request_t req = {.filter = has_query ? &query : NULL, .hint = hint,
+        mf_plan_request_t req = {.filter = has_query ? &query : NULL, .matcher = m, .hint = hint,
                                  .shown = {.projection = &shown_proj,
                                            .collation = mf_crud_doc_field(op->cmd, "collation", &shown_coll)}};
         mf_plan_t *p;

@@ -162,6 +162,12 @@ typedef struct mf_plan_shown {
 
 typedef struct mf_plan_request {
     const bson_t *filter;     /* may be NULL */
+    /*
+     * filter as the caller's matcher parsed it (doc/match.h), or NULL: what
+     * a planner error walks to show the query (plan_cq.c); without it the
+     * error path parses filter with mf_matcher_new, the same parser.
+     */
+    const struct mf_matcher *matcher;
     const bson_t *sort;       /* may be NULL or empty */
     const bson_value_t *hint; /* may be NULL */
     const bson_t *projection; /* for the PROJECTION stage only; may be NULL */

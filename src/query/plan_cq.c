@@ -1083,13 +1083,16 @@ mf_plan_cq_describe(const char *ns, const mf_plan_request_t *req, char *buf, siz
     bson_t empty = BSON_INITIALIZER;
     /* The filter as the matcher parses it (the one parser of the query language), walked through its view. */
     mf_error_t perr;
-    mf_matcher_t *m = mf_matcher_new(req->filter ? req->filter : &empty, &perr);
+    mf_matcher_t *owned = NULL;
+    const mf_matcher_t *m = req->matcher;
+    if (m == NULL)
+        m = owned = mf_matcher_new(req->filter ? req->filter : &empty, &perr);
     node_t *root = m != NULL ? from_matcher(mf_matcher_root(m), MT_AND, 0) : node_new(MT_AND, NULL);
     root = optimize(root);
     sort_tree(root);
     debug_string(&o, root, 0);
     node_free(root);
-    mf_matcher_free(m);
+    mf_matcher_free(owned);
     const bson_t *sort = req->sort ? req->sort : &empty;
     mf_fmt_doc(sort, doc, sizeof(doc));
     put(&o, "Sort: %s\n", doc);
