@@ -13,25 +13,32 @@
  * where <tree> is MatchExpression::debugString of the filter after
  * MatchExpression::optimize and sortTree: one line per node, four spaces of
  * indentation per level; nested $and / $or absorbed into their parent, a
- * one-child $and / $or replaced by its child, an empty $and kept ("$and"),
- * an empty $or "$alwaysFalse", a one-child $nor a $not; equalities and
- * regexes on one path under a $or joined into a $in; a one-value $in an
- * equality; the children of $and / $or / $nor ordered by (MatchType, path,
- * children, number of children), MatchType in the enum order of
- * expression.h.
+ * one-child $and / $or replaced by its child, trivially true children of an
+ * $and and trivially false ones of an $or / $nor dropped, an empty $and
+ * kept ("$and"), an empty $or "$alwaysFalse", a one-child $nor a $not;
+ * equalities and regexes on one path under a $or joined into a $in (a $in
+ * that is all that is left of its $or optimised once more); a one-value $in
+ * an equality; an $expr folded (Expression::optimize) with the
+ * $_internalExpr* predicates RewriteExpr derives from it beside it; the
+ * children of $and / $or / $nor and of an $elemMatch value form ordered by
+ * (MatchType, path, children, number of children), MatchType in the enum
+ * order of expression.h.
  *
- * The filter is not read here: it is parsed by the matcher (doc/match.h,
- * the one parser of the query language) and this file walks the matcher's
- * tree through its read-only view (mf_match_node_view), copying it into a
- * small tree of its own that the optimisation above rewrites. Each node is
- * rendered as mongod's debugString renders it (expression_leaf.cpp,
- * expression_tree.cpp, expression_array.cpp, expression_type.h,
- * expression_geo.cpp, expression_text_base.cpp, expression_expr.cpp).
- * Approximate still: $expr is shown as its expression's serialization
- * before mongod's optimisation (no constant folding, no $_internalExpr*
- * rewrite beside it), $jsonSchema as "$jsonSchema <schema>" (mongod shows
- * the tree of internal schema expressions it compiles to), a $text's
- * language as given or "english". The reason always follows whole (the
+ * The filter is not read here: the matcher (doc/match.h, the one parser of
+ * the query language) parsed it, and this file walks the matcher's tree
+ * through its read-only view (mf_match_node_view), copying it into a small
+ * tree of its own that the optimisation above rewrites. A request may carry
+ * the caller's matcher; else the error path parses the filter with
+ * mf_matcher_new. Each node is rendered as mongod's debugString renders it
+ * (expression_leaf.cpp, expression_tree.cpp, expression_array.cpp,
+ * expression_type.h, expression_geo.cpp, expression_text_base.cpp,
+ * expression_expr.cpp, rewrite_expr.cpp). Approximate still: $jsonSchema,
+ * shown as "$jsonSchema <schema>" (mongod shows the tree of internal schema
+ * expressions it compiles to); constant folding of $expr is this server's
+ * (whatever reads no field or variable, except $rand, is a constant, where
+ * mongod folds operator by operator), and operators with named arguments
+ * are serialized as written; a $text's language is as given or "english"
+ * (mongod: the text index's default). The reason always follows whole (the
  * rendering is cut to leave it room), so clients matching the reason as a
  * suffix still do.
  */
