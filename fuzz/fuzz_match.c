@@ -9,7 +9,10 @@
  * with mf_matcher_match. The filter also goes through mf_matcher_new_value
  * (the $pull / arrayFilters form) and is applied to every top-level value of
  * every document; for a document that does not match, the validator's
- * explanation mf_matcher_failure_details is built.
+ * explanation mf_matcher_failure_details is built. The parsed filter is
+ * also rendered as a planner error shows it (query/plan_cq.c walking the
+ * matcher's read-only view, mf_match_node_view), from the matcher and,
+ * for $nor / $and / $or, from their matchers too.
  *
  * Checks: no crash, leak or undefined behaviour (PCRE2 patterns, $expr
  * arithmetic, $mod, $size, $type, $bitsAll... on hostile values); a failed
@@ -17,13 +20,26 @@
  * position; {$nor: [filter]} matches exactly the documents filter does not,
  * and {$and: [filter]} and {$or: [filter]} exactly those it does (the
  * logical operators must agree with the top level, whatever rewriting the
- * parser does); the failure explanation is well-formed BSON.
+ * parser does); the failure explanation is well-formed BSON; the rendering
+ * is NUL-terminated within its buffer and starts with the namespace.
  */
 #include "fuzz_common.h"
 
 #include <stdio.h>
 
 #include "doc/match.h"
+#include "query/plan.h"
+
+/* The planner-error rendering of f as parsed by m: NUL-terminated within its buffer, ns first. */
+static void
+describe(const bson_t *f, const mf_matcher_t *m)
+{
+    char buf[600];
+    mf_plan_request_t req = {.filter = f, .matcher = m};
+    mf_plan_cq_describe("f.c", &req, buf, sizeof(buf));
+    FUZZ_CHECK(memchr(buf, '\0', sizeof(buf)) != NULL, "rendering not terminated");
+    FUZZ_CHECK(strncmp(buf, "ns=f.cTree: ", 12) == 0, "rendering starts with %.20s", buf);
+}
 
 /* wrap: {op: [filter]} */
 static mf_matcher_t *
@@ -63,6 +79,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     nor = wrapped("$nor", d.docs[0]);
     and = wrapped("$and", d.docs[0]);
     or = wrapped("$or", d.docs[0]);
+    describe(d.docs[0], m);
+    if (nor)
+        describe(d.docs[0], nor); /* the tree of {$nor: [f]}, shown beside f's filter: only the walk matters */
+    if (or)
+        describe(d.docs[0], or);
     fv = fuzz_value_of_doc(d.docs[0], false);
     mf_err_clear(&err);
     mv = mf_matcher_new_value(&fv, &err);

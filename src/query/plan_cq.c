@@ -810,6 +810,8 @@ put_expr(out_t *o, const bson_value_t *v, int depth)
     bson_iter_t it;
     bson_value_t c;
     bool first = true;
+    if (o->len + 1 >= o->cap)
+        return; /* the buffer is full: nothing more to fold or print */
     if (depth > 50) {
         put(o, "...");
         return;
@@ -938,6 +940,8 @@ bits_name(int type)
 static void
 debug_string(out_t *o, const node_t *nd, int level)
 {
+    if (o->len + 1 >= o->cap)
+        return;
     for (int i = 0; i < level; i++)
         put(o, "    ");
     switch (nd->type) {
