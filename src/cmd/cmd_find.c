@@ -712,6 +712,8 @@ mf_cmd_find(mf_op_t *op)
     mf_sort_t *srt = NULL;
     int rc = -1;
     bool running = false; /* the plan is built: what fails now is an executor error */
+    bool near_run = false; /* a $near find runs as a $geoNear stage (its planner error is rewritten below) */
+    int64_t near_batch = 0; /* its batchSize as given */
 
     if (mf_op_coll_name(op, &name) != 0 || mf_op_check_types(op, op->name, op->cmd, find_types, false, true) != 0)
         return -1;
@@ -906,6 +908,8 @@ mf_cmd_find(mf_op_t *op)
             if (limit > 0)
                 mf_crud_stage_int(&stages, &k, "$limit", limit);
             cur = mf_cursor_new(MF_CURSOR_DOCS, op->db, name);
+            near_run = true;
+            near_batch = batch;
             int vr = mf_crud_view_cursor(op, name, &stages, NULL, allow_disk, p, m, cur);
             p = NULL;
             m = NULL;
@@ -1036,6 +1040,17 @@ fill:
     }
     rc = 0;
 out_unlock:
+    if (rc != 0 && near_run && op->err.code == MF_E_NoQueryExecutionPlans &&
+        strstr(op->err.msg, "unable to find index for $geoNear query") != NULL) {
+        /* mongod plans the find itself: its planner error shows the find's canonical query (GEONEAR ...) */
+        bson_t shown_coll;
+        mf_plan_request_t q = {.filter = &filter, .sort = srt ? &sort : NULL,
+                               .shown = {.limit = limit, .skip = skip, .batch_size = near_batch,
+                                         .has_batch_size = bson_has_field(op->cmd, "batchSize"),
+                                         .projection = has_proj ? &projection : NULL,
+                                         .collation = mf_crud_doc_field(op->cmd, "collation", &shown_coll)}};
+        mf_plan_error(&op->err, MF_E_NoQueryExecutionPlans, c->ns, &q, "unable to find index for $geoNear query");
+    }
     /* What failed once the plan ran, rather than in parsing or planning, is mongod's executor error. */
     if (rc != 0 && running)
         mf_err_context(&op->err, "Executor error during find command");

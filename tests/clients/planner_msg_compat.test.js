@@ -151,3 +151,27 @@ h.test('$jsonSchema and $comment: the message still ends with the reason, $comme
   assert.ok(t.startsWith('$and\n    x $eq 1\n'), t);
   assert.equal(await tree(db, { x: 1, $comment: 'why' }), 'x $eq 1\n');
 });
+
+h.test('$near without a usable geo index: 291 with the find\'s canonical query, GEONEAR as GeoNearExpression::toString', async () => {
+  const db = await setup('pm_near');
+  const ns = `${db.databaseName}.c`;
+  const tail = 'Sort: {}\nProj: {}\n planner returned error :: caused by :: unable to find index for $geoNear query';
+  let e = null;
+  try {
+    await db.collection('c').find({ loc: { $near: [0, 0] } }).toArray();
+  } catch (err) {
+    e = err;
+  }
+  assert.equal(e?.code, 291);
+  // maxDistance unset is DBL_MAX, printed by an ostream (6 significant digits).
+  assert.equal(e.message, `error processing query: ns=${ns}Tree: GEONEAR  field=loc maxdist=1.79769e+308 isNearSphere=0\n${tail}`);
+  await db.collection('c').createIndex({ g: '2dsphere' });
+  e = null;
+  try {
+    await db.collection('c').find({ a: 1, g: { $near: [0, 0], $maxDistance: 2 } }).limit(3).toArray();
+  } catch (err) {
+    e = err;
+  }
+  assert.equal(e?.code, 291);
+  assert.equal(e.message, `error processing query: ns=${ns} limit=3Tree: $and\n    a $eq 1\n    GEONEAR  field=g maxdist=2 isNearSphere=0\n${tail}`);
+});
