@@ -18,11 +18,11 @@
  * kept ("$and"), an empty $or "$alwaysFalse", a one-child $nor a $not;
  * equalities and regexes on one path under a $or joined into a $in (a $in
  * that is all that is left of its $or optimised once more); a one-value $in
- * an equality; an $expr folded (Expression::optimize) with the
- * $_internalExpr* predicates RewriteExpr derives from it beside it; the
- * children of $and / $or / $nor and of an $elemMatch value form ordered by
- * (MatchType, path, children, number of children), MatchType in the enum
- * order of expression.h.
+ * an equality, a one-regex $in a regex, an empty $in $alwaysFalse; an $expr
+ * folded (Expression::optimize) with the $_internalExpr* predicates
+ * RewriteExpr derives from it beside it; the children of $and / $or / $nor
+ * and of an $elemMatch value form ordered by (MatchType, path, children,
+ * number of children), MatchType in the enum order of expression.h.
  *
  * The filter is not read here: the matcher (doc/match.h, the one parser of
  * the query language) parsed it, and this file walks the matcher's tree
@@ -614,6 +614,8 @@ optimize(node_t *nd)
             out->re = nd->rxs[0].re;
             out->re_opts = nd->rxs[0].opts;
             node_free(nd);
+        } else if (nd->nvals == 0 && nd->nrxs == 0) {
+            out = replace(nd, node_new(MT_ALWAYS_FALSE, NULL)); /* an empty $in is always false */
         }
         return out;
     }

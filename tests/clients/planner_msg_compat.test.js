@@ -63,6 +63,8 @@ h.test('leaf operators: comparisons, $type as a type set object, $size, $mod, $e
   assert.equal(await tree(db, { a: { $in: [3, 1, 'z', 1, /q/i] } }), 'a $in [ 1 3 "z" /q/i ]\n');
   assert.equal(await tree(db, { a: { $in: [4] } }), 'a $eq 4\n');
   assert.equal(await tree(db, { a: { $in: [/r/] } }), 'a regex /r/\n');
+  assert.equal(await tree(db, { a: { $in: [] } }), '$alwaysFalse\n');
+  assert.equal(await tree(db, { a: { $nin: [] }, b: 1 }), '$and\n    b $eq 1\n    $not\n        $alwaysFalse\n');
   assert.equal(await tree(db, { a: { $nin: [2, 1] }, b: { $ne: null } }), // two $not compare by their children: EQ before MATCH_IN
     '$and\n    $not\n        b $eq null\n    $not\n        a $in [ 1 2 ]\n');
 });
