@@ -98,6 +98,7 @@
 #include "doc/value.h"
 #include "query/agg_densify.h"
 #include "query/agg_geo.h"
+#include "query/agg_optimize.h"
 #include "query/agg_spill.h"
 #include "query/agg_window.h"
 #include "query/exec.h"
@@ -3432,8 +3433,7 @@ sub_pipeline_writes(const stage_t *s, mf_error_t *err)
     return true;
 }
 
-static void limit_before_projections(mf_pipeline_t *p);
-static void merge_matches(mf_pipeline_t *p);
+static void optimize_pipeline(mf_pipeline_t *p);
 static void sort_key_sources(mf_pipeline_t *p);
 
 /* pipeline_add: parses stage name (argument v) as p's next stage. 0, or -1 with err (p keeps what it holds). */
@@ -3515,8 +3515,7 @@ mf_pipeline_new(const bson_value_t *pipeline, mf_error_t *err)
         mf_pipeline_free(p);
         return NULL;
     }
-    merge_matches(p);
-    limit_before_projections(p);
+    optimize_pipeline(p);
     sort_key_sources(p);
     bson_value_t tv;
     mf_error_t te; /* written only on failure: not zeroed (5 KB) */
@@ -3578,9 +3577,10 @@ sort_key_sources(mf_pipeline_t *p)
  * matcher refuses (one level deeper than either: past the nesting limit)
  * stay two, as they were.
  */
-static void
+static bool
 merge_matches(mf_pipeline_t *p)
 {
+    bool merged = false;
     for (size_t i = 0; i + 1 < p->n;) {
         stage_t *a = &p->stages[i], *b = &p->stages[i + 1];
         if (a->kind != S_MATCH || b->kind != S_MATCH) {
@@ -3610,7 +3610,9 @@ merge_matches(mf_pipeline_t *p)
         stage_free(b);
         memmove(b, b + 1, (p->n - i - 2) * sizeof *b);
         p->n--;
+        merged = true;
     }
+    return merged;
 }
 
 /*
@@ -3618,10 +3620,12 @@ merge_matches(mf_pipeline_t *p)
  * after stages that reshape each document one for one ($project, $addFields /
  * $set, $unset) moves in front of them, so expressions are never evaluated
  * (nor fail) for documents the $limit drops. The results are the same.
+ * True if a stage moved.
  */
-static void
+static bool
 limit_before_projections(mf_pipeline_t *p)
 {
+    bool moved = false;
     for (size_t i = 1; i < p->n; i++) {
         for (size_t j = i; j > 0 && (p->stages[j].kind == S_LIMIT || p->stages[j].kind == S_SKIP); j--) {
             enum stage_kind prev = p->stages[j - 1].kind;
@@ -3630,7 +3634,161 @@ limit_before_projections(mf_pipeline_t *p)
             stage_t t = p->stages[j - 1];
             p->stages[j - 1] = p->stages[j];
             p->stages[j] = t;
+            moved = true;
         }
+    }
+    return moved;
+}
+
+/*
+ * coalesce_skip_limit: $limit then $limit is one $limit of the smaller
+ * (DocumentSourceLimit::doOptimizeAt), $skip then $skip one $skip of the sum
+ * unless it would overflow (DocumentSourceSkip::doOptimizeAt). The merged
+ * stage shows its count as a long, as mongod serialises it. True if merged.
+ */
+static bool
+coalesce_skip_limit(mf_pipeline_t *p)
+{
+    bool merged = false;
+    for (size_t i = 0; i + 1 < p->n;) {
+        stage_t *a = &p->stages[i], *b = &p->stages[i + 1];
+        bool lim = a->kind == S_LIMIT && b->kind == S_LIMIT;
+        if (!lim && !(a->kind == S_SKIP && b->kind == S_SKIP && a->n <= INT64_MAX - b->n)) {
+            i++;
+            continue;
+        }
+        a->n = lim ? (a->n < b->n ? a->n : b->n) : a->n + b->n;
+        bson_reinit(a->raw);
+        bson_append_int64(a->raw, lim ? "$limit" : "$skip", -1, a->n);
+        stage_free(b);
+        memmove(b, b + 1, (p->n - i - 2) * sizeof *b);
+        p->n--;
+        merged = true;
+    }
+    return merged;
+}
+
+/*
+ * stage_modpaths: what s changes, as its getModifiedPaths tells mongod's
+ * pushMatchBefore: nothing for $sort (DocumentSourceSort, canSwapWithMatch
+ * while no $limit is absorbed: mayfly keeps the $limit a stage of its own,
+ * which no $match passes), the projection's paths for $project / $addFields
+ * / $set / $unset (ProjectionExecutor), the path and index field for
+ * $unwind (DocumentSourceUnwind), `as` for $lookup (DocumentSourceLookUp).
+ * Every other stage changes everything here: no $match passes it.
+ */
+static void
+stage_modpaths(const stage_t *s, mf_modpaths_t *m)
+{
+    bson_iter_t it;
+    bson_t spec;
+
+    mf_modpaths_init(m, s->kind == S_SORT || s->kind == S_UNSET || s->kind == S_UNWIND || s->kind == S_LOOKUP
+                            ? MF_MODS_FINITE : MF_MODS_ALL);
+    if (s->kind == S_UNWIND || s->kind == S_LOOKUP)
+        mf_modpaths_add(m, s->field);
+    if (s->kind == S_UNWIND && s->index_field != NULL)
+        mf_modpaths_add(m, s->index_field);
+    if ((s->kind != S_PROJECT && s->kind != S_ADDFIELDS && s->kind != S_UNSET) || !bson_iter_init(&it, s->raw) ||
+        !bson_iter_next(&it))
+        return;
+    if (s->kind == S_UNSET && BSON_ITER_HOLDS_UTF8(&it)) {
+        mf_modpaths_add(m, bson_iter_utf8(&it, NULL));
+    } else if (s->kind == S_UNSET) {
+        bson_iter_t ai;
+        for (bson_iter_recurse(&it, &ai); bson_iter_next(&ai);)
+            mf_modpaths_add(m, bson_iter_utf8(&ai, NULL));
+    } else if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        const bson_value_t *v = bson_iter_value(&it);
+        bson_init_static(&spec, v->value.v_doc.data, v->value.v_doc.data_len);
+        mf_modpaths_free(m);
+        mf_modpaths_from_projection(m, &spec, s->kind == S_ADDFIELDS);
+    }
+}
+
+/* match_stage_set: s becomes the $match of filter (taken over). 0, or -1 (s unchanged, filter destroyed). */
+static int
+match_stage_set(stage_t *s, bson_t *filter)
+{
+    mf_error_t te; /* written only on failure: not zeroed (5 KB) */
+    mf_matcher_t *m = mf_matcher_new(filter, &te);
+    if (m == NULL) {
+        bson_destroy(filter);
+        return -1;
+    }
+    stage_free(s);
+    memset(s, 0, sizeof *s);
+    s->kind = S_MATCH;
+    s->spec = filter;
+    s->matcher = m;
+    s->raw = bson_new();
+    BSON_APPEND_DOCUMENT(s->raw, "$match", filter);
+    return 0;
+}
+
+/*
+ * push_match_at: moves the $match at i (i > 0), or its part independent of
+ * what stage i - 1 changes, ahead of that stage (DocumentSource::pushMatchBefore,
+ * DocumentSourceMatch::splitMatchByModifiedFields). True if anything moved.
+ */
+static bool
+push_match_at(mf_pipeline_t *p, size_t i)
+{
+    mf_modpaths_t m;
+    bson_t *moved, *kept;
+    stage_t t, fresh;
+
+    stage_modpaths(&p->stages[i - 1], &m);
+    enum mf_split r = mf_match_split(p->stages[i].spec, &m, &moved, &kept);
+    mf_modpaths_free(&m);
+    if (r == MF_SPLIT_NONE)
+        return false;
+    if (r == MF_SPLIT_PARTS && kept == NULL && match_stage_set(&p->stages[i], moved) != 0)
+        return false;
+    if (r == MF_SPLIT_PARTS && kept != NULL) {
+        memset(&fresh, 0, sizeof fresh);
+        if (match_stage_set(&fresh, moved) != 0) {
+            bson_destroy(kept);
+            return false;
+        }
+        if (match_stage_set(&p->stages[i], kept) != 0) {
+            stage_free(&fresh);
+            return false;
+        }
+        p->stages = bson_realloc(p->stages, (p->n + 1) * sizeof *p->stages);
+        memmove(&p->stages[i], &p->stages[i - 1], (p->n - i + 1) * sizeof *p->stages);
+        p->n++;
+        p->stages[i - 1] = fresh;
+        return true;
+    }
+    t = p->stages[i - 1];
+    p->stages[i - 1] = p->stages[i];
+    p->stages[i] = t;
+    return true;
+}
+
+/*
+ * optimize_pipeline: the rewrites of mongod's Pipeline::optimizeContainer
+ * that cannot change results, repeated until none applies (each moves a
+ * stage earlier or removes one, so this ends; the bound is a safeguard):
+ * joining consecutive $match stages, $skip / $limit ahead of one-for-one
+ * reshaping, joining $skip / $limit runs, and moving each $match (or its
+ * independent part) ahead of a stage it does not depend on, so that it
+ * reaches the front of the pipeline and the query plan (an index) where
+ * mongod's would.
+ */
+static void
+optimize_pipeline(mf_pipeline_t *p)
+{
+    for (int round = 0; round < 1000; round++) {
+        bool changed = merge_matches(p);
+        changed |= limit_before_projections(p);
+        changed |= coalesce_skip_limit(p);
+        for (size_t i = 1; i < p->n; i++)
+            if (p->stages[i].kind == S_MATCH && push_match_at(p, i))
+                changed = true;
+        if (!changed)
+            break;
     }
 }
 
