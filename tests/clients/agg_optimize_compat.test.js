@@ -1,0 +1,236 @@
+'use strict';
+/*
+ * mongod 8.0's pipeline rewrites that move a $match, or the part of it that
+ * does not read what a stage changes, ahead of that stage, so it reaches
+ * the query plan (and an index): DocumentSource::pushMatchBefore with each
+ * stage's getModifiedPaths, DocumentSourceMatch::splitMatchByModifiedFields,
+ * expression::splitMatchExpressionBy / isIndependentOf (src/mongo/db/
+ * pipeline/document_source.cpp, document_source_match.cpp,
+ * matcher/expression_algo.cpp), then DocumentSourceMatch::doOptimizeAt
+ * joining consecutive $match stages and DocumentSourceSkip / Limit
+ * ::doOptimizeAt joining $skip / $limit runs. Each test checks the explain
+ * shape (stage order, what reached $cursor's parsedQuery, the IXSCAN) and
+ * the results over data where a wrong move would change them (missing
+ * fields, nulls, arrays, computed fields, $$ROOT).
+ */
+const assert = require('node:assert/strict');
+const h = require('./harness');
+
+const srv = h.useServer();
+
+const names = (ex) => (ex.stages ? ex.stages.map((s) => Object.keys(s)[0]) : ['$cursor']);
+const planner = (ex) => (ex.stages ? ex.stages[0].$cursor.queryPlanner : ex.queryPlanner);
+const matchStages = (ex) => (ex.stages || []).filter((s) => '$match' in s).map((s) => s.$match);
+const usesIndex = (ex, name) => JSON.stringify(planner(ex).winningPlan).includes(`"indexName":"${name}"`);
+const ids = (docs) => docs.map((d) => d._id);
+
+async function people(db) {
+  const c = db.collection('c');
+  await c.createIndex({ b: 1 });
+  await c.createIndex({ n: 1 });
+  await c.insertMany([
+    { _id: 1, a: 1, b: 3, n: 1, tags: ['red', 'blue'], d: 'x' },
+    { _id: 2, a: 5, b: 3, n: 2, tags: ['red'], d: 'x' },
+    { _id: 3, a: 2, b: [3, 4], n: 3, tags: [], d: 'y' },
+    { _id: 4, a: 7, n: 2, tags: 'red', d: 'x' },
+    { _id: 5, b: null, n: null, d: 'x' },
+    { _id: 6, a: [1, 2], b: 1, n: 2, tags: ['green', 'red'] },
+  ]);
+  return c;
+}
+
+h.test('$match after $sort moves ahead of it, reaches the plan and its index; not past a $sort + $limit', async () => {
+  const c = await people(srv.freshDb('aopt_sort'));
+  const p = [{ $sort: { a: -1 } }, { $match: { b: 3 } }];
+  const ex = await c.aggregate(p).explain();
+  assert.deepEqual(names(ex), ['$cursor', '$sort']);
+  assert.deepEqual(planner(ex).parsedQuery, { b: 3 });
+  assert.ok(usesIndex(ex, 'b_1'), JSON.stringify(planner(ex).winningPlan));
+  assert.deepEqual(ids(await c.aggregate(p).toArray()), [2, 3, 1]);
+
+  // A $limit between stops it (a $match never passes a $limit).
+  const lim = [{ $sort: { a: -1 } }, { $limit: 2 }, { $match: { b: 3 } }];
+  const lex = await c.aggregate(lim).explain();
+  assert.deepEqual(names(lex).slice(-1), ['$match']);
+  assert.deepEqual(ids(await c.aggregate(lim).toArray()), [2]);
+});
+
+h.test('$match after an inclusion $project: kept and renamed fields move (renamed back), computed ones stay', async () => {
+  const c = await people(srv.freshDb('aopt_project'));
+  const p = [{ $project: { a: 1, x: '$b', y: { $add: [{ $ifNull: ['$n', 0] }, 1] } } },
+    { $match: { a: { $gte: 2 }, x: 3, y: { $gt: 2 } } }];
+  const ex = await c.aggregate(p).explain();
+  assert.deepEqual(planner(ex).parsedQuery, { $and: [{ a: { $gte: 2 } }, { b: 3 }] });
+  assert.ok(usesIndex(ex, 'b_1'));
+  assert.deepEqual(matchStages(ex), [{ y: { $gt: 2 } }]);
+  assert.deepEqual(await c.aggregate(p).toArray(),
+    [{ _id: 2, a: 5, x: 3, y: 3 }, { _id: 3, a: 2, x: [3, 4], y: 4 }]);
+
+  // A field the projection drops (d) or an excluded _id: the $match reads what the $project made, and stays.
+  const drop = [{ $project: { _id: 0, a: 1 } }, { $match: { d: { $exists: false }, _id: { $exists: false }, a: 7 } }];
+  const dex = await c.aggregate(drop).explain();
+  assert.deepEqual(planner(dex).parsedQuery, { a: 7 });
+  assert.deepEqual(matchStages(dex), [{ $and: [{ d: { $exists: false } }, { _id: { $exists: false } }] }]);
+  assert.deepEqual(await c.aggregate(drop).toArray(), [{ a: 7 }]);
+});
+
+h.test('$match after an exclusion $project / $unset: the excluded path stays, the rest moves', async () => {
+  const c = await people(srv.freshDb('aopt_exclude'));
+  for (const stage of [{ $project: { b: 0, tags: 0 } }, { $unset: ['b', 'tags'] }, { $unset: 'b' }]) {
+    const p = [stage, { $match: { b: { $exists: false }, n: 2 } }];
+    const ex = await c.aggregate(p).explain();
+    assert.deepEqual(planner(ex).parsedQuery, { n: 2 }, JSON.stringify(stage));
+    assert.ok(usesIndex(ex, 'n_1'));
+    assert.deepEqual(matchStages(ex), [{ b: { $exists: false } }]);
+    assert.deepEqual(ids(await c.aggregate(p).toArray()), [2, 4, 6]);
+  }
+  // A dotted path under the excluded one depends on it too.
+  const p = [{ $project: { b: 0 } }, { $match: { 'b.c': null } }];
+  assert.deepEqual(matchStages(await c.aggregate(p).explain()), [{ 'b.c': null }]);
+  assert.equal((await c.aggregate(p).toArray()).length, 6);
+});
+
+h.test('$match after $addFields / $set: renames move renamed back, a computed field stays, others move', async () => {
+  const c = await people(srv.freshDb('aopt_addfields'));
+  for (const name of ['$addFields', '$set']) {
+    const p = [{ [name]: { bb: '$b', c: { $ifNull: ['$a', 0] } } }, { $match: { bb: 3, c: 2, d: 'y' } }];
+    const ex = await c.aggregate(p).explain();
+    assert.deepEqual(planner(ex).parsedQuery, { $and: [{ b: 3 }, { d: 'y' }] });
+    assert.ok(usesIndex(ex, 'b_1'));
+    assert.deepEqual(matchStages(ex), [{ c: 2 }]);
+    assert.deepEqual(ids(await c.aggregate(p).toArray()), [3]);
+  }
+  // Overwriting a field with another: the old value must not be read. _id 5 has b: null but no a.
+  const p = [{ $addFields: { b: '$a' } }, { $match: { b: { $exists: false } } }];
+  const ex = await c.aggregate(p).explain();
+  assert.deepEqual(planner(ex).parsedQuery, { a: { $exists: false } });
+  assert.deepEqual(ids(await c.aggregate(p).toArray()), [5]);
+  // A field the stage computes from others stays, whatever its name.
+  const q = [{ $addFields: { n: { $multiply: [{ $ifNull: ['$n', 0] }, 10] } } }, { $match: { n: 20 } }];
+  const qex = await c.aggregate(q).explain();
+  assert.deepEqual(names(qex), ['$cursor', '$addFields', '$match']);
+  assert.deepEqual(ids(await c.aggregate(q).toArray()), [2, 4, 6]);
+});
+
+h.test('$match after $unwind: clauses off the unwound path (and its index field) move ahead', async () => {
+  const c = await people(srv.freshDb('aopt_unwind'));
+  const p = [{ $unwind: '$tags' }, { $match: { tags: 'red', n: 2 } }];
+  const ex = await c.aggregate(p).explain();
+  assert.deepEqual(planner(ex).parsedQuery, { n: 2 });
+  assert.ok(usesIndex(ex, 'n_1'));
+  assert.deepEqual(matchStages(ex), [{ tags: 'red' }]);
+  assert.deepEqual(await c.aggregate(p).project({ tags: 1 }).toArray(),
+    [{ _id: 2, tags: 'red' }, { _id: 4, tags: 'red' }, { _id: 6, tags: 'red' }]);
+
+  const ix = [{ $unwind: { path: '$tags', includeArrayIndex: 'i', preserveNullAndEmptyArrays: true } },
+    { $match: { i: null, b: { $in: [3, null] } } }];
+  const iex = await c.aggregate(ix).explain();
+  assert.deepEqual(planner(iex).parsedQuery, { b: { $in: [3, null] } });
+  assert.deepEqual(matchStages(iex), [{ i: null }]);
+  assert.deepEqual(ids(await c.aggregate(ix).toArray()).sort(), [3, 4, 5]);
+});
+
+h.test('$match after $lookup: clauses not on `as` move ahead, the joined ones stay', async () => {
+  const db = srv.freshDb('aopt_lookup');
+  const c = await people(db);
+  await db.collection('o').insertMany([{ _id: 1, b: 3, v: 'p' }, { _id: 2, b: 1, v: 'q' }]);
+  const p = [{ $lookup: { from: 'o', localField: 'b', foreignField: 'b', as: 'j' } },
+    { $match: { 'j.v': 'p', n: { $gte: 2 } } }, { $project: { j: 0, tags: 0 } }];
+  const ex = await c.aggregate(p).explain();
+  assert.deepEqual(names(ex), ['$cursor', '$lookup', '$match', '$project']);
+  assert.deepEqual(planner(ex).parsedQuery, { n: { $gte: 2 } });
+  assert.ok(usesIndex(ex, 'n_1'));
+  assert.deepEqual(matchStages(ex), [{ 'j.v': 'p' }]);
+  assert.deepEqual(ids(await c.aggregate(p).toArray()), [2, 3]);
+});
+
+h.test('a $match travels past several stages to the front and joins the $match there', async () => {
+  const c = await people(srv.freshDb('aopt_chain'));
+  const p = [{ $match: { d: 'x' } }, { $sort: { a: 1 } }, { $project: { a: 1, b: 1, n: 1, tags: 1 } },
+    { $unwind: '$tags' }, { $match: { n: 2, tags: 'red' } }];
+  const ex = await c.aggregate(p).explain();
+  assert.deepEqual(names(ex), ['$cursor', '$sort', '$project', '$unwind', '$match']);
+  assert.deepEqual(planner(ex).parsedQuery, { $and: [{ d: 'x' }, { n: 2 }] });
+  assert.ok(usesIndex(ex, 'n_1'));
+  assert.deepEqual(ids(await c.aggregate(p).toArray()), [2, 4]);
+});
+
+h.test('$expr moves by the fields it reads; $$ROOT, $elemMatch, $size and $text do not move', async () => {
+  const c = await people(srv.freshDb('aopt_expr'));
+  const expr = { $gte: ['$n', { $ifNull: ['$$CURRENT.a', 0] }] };
+  const e = [{ $sort: { a: -1 } }, { $match: { $expr: expr } }];
+  const eex = await c.aggregate(e).explain();
+  assert.deepEqual(names(eex), ['$cursor', '$sort']);
+  assert.deepEqual(planner(eex).parsedQuery, { $expr: expr });
+  assert.deepEqual(ids(await c.aggregate(e).toArray()), [3, 1]);
+
+  // An $expr reading a field the stage computes stays behind it.
+  const ac = [{ $addFields: { a: { $ifNull: ['$a', 100] } } }, { $match: { $expr: { $gte: ['$a', 7] } } }];
+  assert.deepEqual(names(await c.aggregate(ac).explain()), ['$cursor', '$addFields', '$match']);
+  assert.deepEqual(ids(await c.aggregate(ac).toArray()), [4, 5, 6]); // [1, 2] > 7: arrays sort after numbers
+
+  // The whole document: never moved (a moved one would count the fields before $addFields: [2] only).
+  const root = [{ $addFields: { extra: 1 } },
+    { $match: { $expr: { $gte: [{ $size: { $objectToArray: '$$ROOT' } }, 6] }, n: 2 } }];
+  const rex = await c.aggregate(root).explain();
+  assert.deepEqual(planner(rex).parsedQuery, { n: 2 });
+  assert.equal(matchStages(rex).length, 1);
+  assert.deepEqual(ids(await c.aggregate(root).toArray()), [2, 4, 6]);
+
+  // Array-matching clauses stay where they are (hasOnlyRenameableMatchExpressionChildren).
+  const arr = [{ $sort: { _id: 1 } }, { $match: { tags: { $size: 2 }, b: { $elemMatch: { $gt: 3 } }, d: { $ne: 'y' } } }];
+  const aex = await c.aggregate(arr).explain();
+  assert.deepEqual(planner(aex).parsedQuery, { d: { $ne: 'y' } });
+  assert.deepEqual(matchStages(aex), [{ $and: [{ tags: { $size: 2 } }, { b: { $elemMatch: { $gt: 3 } } }] }]);
+  assert.deepEqual(ids(await c.aggregate(arr).toArray()), []);
+
+  // $text must lead the pipeline: a later one is still refused, not moved to the front.
+  await c.createIndex({ d: 'text' });
+  await assert.rejects(c.aggregate([{ $sort: { _id: 1 } }, { $match: { $text: { $search: 'x' } } }]).toArray(),
+    (e2) => e2.code === 17313);
+});
+
+h.test('$or moves whole or stays whole; $nor splits by its children', async () => {
+  const c = await people(srv.freshDb('aopt_logic'));
+  const or = [{ $unwind: '$tags' }, { $match: { $or: [{ n: 1 }, { b: 1 }] } }];
+  const oex = await c.aggregate(or).explain();
+  assert.deepEqual(planner(oex).parsedQuery, { $or: [{ n: 1 }, { b: 1 }] });
+  assert.deepEqual(ids(await c.aggregate(or).toArray()), [1, 1, 6, 6]);
+
+  const mixed = [{ $unwind: '$tags' }, { $match: { $or: [{ n: 1 }, { tags: 'green' }] } }];
+  const mex = await c.aggregate(mixed).explain();
+  assert.deepEqual(names(mex), ['$cursor', '$unwind', '$match']);
+  assert.deepEqual(ids(await c.aggregate(mixed).toArray()), [1, 1, 6]);
+
+  const nor = [{ $unwind: '$tags' }, { $match: { $nor: [{ n: 2 }, { tags: 'red' }] } }];
+  const nex = await c.aggregate(nor).explain();
+  assert.deepEqual(planner(nex).parsedQuery, { $nor: [{ n: 2 }] });
+  assert.deepEqual(matchStages(nex), [{ $nor: [{ tags: 'red' }] }]);
+  assert.deepEqual(await c.aggregate(nor).project({ tags: 1 }).toArray(), [{ _id: 1, tags: 'blue' }]);
+});
+
+h.test('$skip runs add up and $limit runs take the smaller, as mongod joins them', async () => {
+  const c = await people(srv.freshDb('aopt_skiplimit'));
+  const p = [{ $group: { _id: '$n' } }, { $project: { _id: 1 } },
+    { $skip: 1 }, { $skip: 1 }, { $limit: 5 }, { $limit: 1 }];
+  const ex = await c.aggregate(p).explain();
+  assert.deepEqual(names(ex), ['$cursor', '$group', '$skip', '$limit', '$project']);
+  assert.equal(Number(ex.stages[2].$skip), 2);
+  assert.equal(Number(ex.stages[3].$limit), 1);
+  assert.equal((await c.aggregate(p).toArray()).length, 1); // 4 groups of n
+  const big = [{ $group: { _id: '$n' } }, { $skip: 2 }, { $skip: 3 }, { $limit: 10 }];
+  const bex = await c.aggregate(big).explain();
+  assert.deepEqual(names(bex), ['$cursor', '$group', '$skip', '$limit']);
+  assert.deepEqual(await c.aggregate(big).toArray(), []);
+});
+
+h.test('a find on a view ending in $project uses the index of a field the projection keeps', async () => {
+  const db = srv.freshDb('aopt_view');
+  const c = await people(db);
+  await db.createCollection('v', { viewOn: 'c', pipeline: [{ $project: { a: 1, b: 1, z: '$n' } }] });
+  const v = db.collection('v');
+  const ex = await v.find({ b: 3, z: 2 }).explain();
+  assert.ok(usesIndex(ex, 'b_1') || usesIndex(ex, 'n_1'), JSON.stringify(planner(ex).winningPlan));
+  assert.deepEqual(planner(ex).parsedQuery, { $and: [{ b: 3 }, { n: 2 }] });
+  assert.deepEqual(await v.find({ b: 3, z: 2 }).toArray(), [{ _id: 2, a: 5, b: 3, z: 2 }]);
+});
