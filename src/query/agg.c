@@ -3511,11 +3511,12 @@ mf_pipeline_new(const bson_value_t *pipeline, mf_error_t *err)
             return NULL;
         }
     }
+    /* Reordered first, so that a $match moved up to an unpacking stage gets its bucket filter too. */
+    optimize_pipeline(p);
     if (push_bucket_filters(p, err) != 0) {
         mf_pipeline_free(p);
         return NULL;
     }
-    optimize_pipeline(p);
     sort_key_sources(p);
     bson_value_t tv;
     mf_error_t te; /* written only on failure: not zeroed (5 KB) */

@@ -234,3 +234,19 @@ h.test('a find on a view ending in $project uses the index of a field the projec
   assert.deepEqual(planner(ex).parsedQuery, { $and: [{ b: 3 }, { n: 2 }] });
   assert.deepEqual(await v.find({ b: 3, z: 2 }).toArray(), [{ _id: 2, a: 5, b: 3, z: 2 }]);
 });
+
+h.test('on a time-series collection a $match moved up to the unpacking gets its bucket filter and the meta index', async () => {
+  const db = srv.freshDb('aopt_ts');
+  await db.createCollection('w', { timeseries: { timeField: 't', metaField: 'sensor' } });
+  const w = db.collection('w');
+  await w.createIndex({ sensor: 1, t: 1 });
+  const base = Date.UTC(2026, 0, 1);
+  const docs = [];
+  for (let i = 0; i < 20; i++) docs.push({ sensor: `s${i % 2}`, t: new Date(base + i * 1000), v: i });
+  await w.insertMany(docs);
+  const p = [{ $addFields: { w: { $multiply: ['$v', 2] } } }, { $sort: { v: -1 } }, { $match: { sensor: 's1', w: { $gte: 30 } } }];
+  const ex = await w.aggregate(p).explain();
+  assert.match(JSON.stringify(ex), /sensor_1_t_1/);
+  const r = await w.aggregate(p).toArray();
+  assert.deepEqual(r.map((d) => d.v), [19, 17, 15]);
+});
