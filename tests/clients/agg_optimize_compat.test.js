@@ -250,3 +250,25 @@ h.test('on a time-series collection a $match moved up to the unpacking gets its 
   const r = await w.aggregate(p).toArray();
   assert.deepEqual(r.map((d) => d.v), [19, 17, 15]);
 });
+
+h.test('nested $and clauses split one by one; sub-pipelines ($lookup, $facet) are optimised as well', async () => {
+  const db = srv.freshDb('aopt_nested');
+  const c = await people(db);
+  const p = [{ $unwind: '$tags' }, { $match: { $and: [{ tags: 'red' }, { $and: [{ n: 2 }, { b: { $ne: 1 } }] }] } }];
+  const ex = await c.aggregate(p).explain();
+  assert.deepEqual(planner(ex).parsedQuery, { $and: [{ n: 2 }, { b: { $ne: 1 } }] });
+  assert.deepEqual(matchStages(ex), [{ tags: 'red' }]);
+  assert.deepEqual(ids(await c.aggregate(p).toArray()), [2, 4]);
+
+  await db.collection('o').insertMany([{ _id: 1, k: 1, v: 'p' }, { _id: 2, k: 1, v: 'q' }, { _id: 3, k: 2, v: 'p' }]);
+  const lk = [{ $match: { _id: { $in: [1, 2] } } },
+    { $lookup: { from: 'o', let: { id: '$_id' }, as: 'j',
+      pipeline: [{ $sort: { v: -1 } }, { $project: { k: 1, v: 1 } }, { $match: { $expr: { $eq: ['$k', '$$id'] }, v: 'p' } }] } },
+    { $project: { j: 1 } }];
+  assert.deepEqual(await c.aggregate(lk).toArray(),
+    [{ _id: 1, j: [{ _id: 1, k: 1, v: 'p' }] }, { _id: 2, j: [{ _id: 3, k: 2, v: 'p' }] }]);
+
+  const fc = [{ $facet: { red: [{ $unwind: '$tags' }, { $match: { tags: 'red', n: 2 } }, { $count: 'n' }],
+    nulls: [{ $sort: { _id: 1 } }, { $match: { n: null } }, { $project: { _id: 1 } }] } }];
+  assert.deepEqual(await c.aggregate(fc).toArray(), [{ red: [{ n: 3 }], nulls: [{ _id: 5 }] }]);
+});
