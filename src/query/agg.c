@@ -3675,15 +3675,22 @@ coalesce_skip_limit(mf_pipeline_t *p)
  * while no $limit is absorbed: mayfly keeps the $limit a stage of its own,
  * which no $match passes), the projection's paths for $project / $addFields
  * / $set / $unset (ProjectionExecutor), the path and index field for
- * $unwind (DocumentSourceUnwind), `as` for $lookup (DocumentSourceLookUp).
- * Every other stage changes everything here: no $match passes it.
+ * $unwind (DocumentSourceUnwind), `as` for $lookup (DocumentSourceLookUp),
+ * everything but the "$x" parts of its key for $group (DocumentSourceGroupBase,
+ * unless filter fails groupMatchSwapVerified). Every other stage changes
+ * everything here: no $match passes it.
  */
 static void
-stage_modpaths(const stage_t *s, mf_modpaths_t *m)
+stage_modpaths(const stage_t *s, const bson_t *filter, mf_modpaths_t *m)
 {
-    bson_iter_t it;
+    bson_iter_t it, gi;
     bson_t spec;
 
+    if (s->kind == S_GROUP && bson_iter_init(&it, s->raw) && bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+        bson_iter_recurse(&it, &gi) && bson_iter_find(&gi, "_id")) {
+        mf_modpaths_from_group(m, bson_iter_value(&gi), filter);
+        return;
+    }
     mf_modpaths_init(m, s->kind == S_SORT || s->kind == S_UNSET || s->kind == S_UNWIND || s->kind == S_LOOKUP
                             ? MF_MODS_FINITE : MF_MODS_ALL);
     if (s->kind == S_UNWIND || s->kind == S_LOOKUP)
@@ -3739,7 +3746,7 @@ push_match_at(mf_pipeline_t *p, size_t i)
     bson_t *moved, *kept;
     stage_t t, fresh;
 
-    stage_modpaths(&p->stages[i - 1], &m);
+    stage_modpaths(&p->stages[i - 1], p->stages[i].spec, &m);
     enum mf_split r = mf_match_split(p->stages[i].spec, &m, &moved, &kept);
     mf_modpaths_free(&m);
     if (r == MF_SPLIT_NONE)

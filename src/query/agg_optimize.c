@@ -185,6 +185,72 @@ mf_modpaths_from_projection(mf_modpaths_t *m, const bson_t *spec, bool is_add_fi
         mf_modpaths_add(m, "_id");
 }
 
+/* has_pred_on: filter document doc holds an op ("$type", "$exists") predicate on a path of paths[n] (hasPredicateOnPaths). */
+static bool
+has_pred_on(const bson_value_t *doc, char *const *paths, size_t n, const char *op)
+{
+    bson_iter_t it, ai, oi;
+
+    bson_iter_init_from_data(&it, doc->value.v_doc.data, doc->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if ((strcmp(k, "$and") == 0 || strcmp(k, "$or") == 0 || strcmp(k, "$nor") == 0) && BSON_ITER_HOLDS_ARRAY(&it)) {
+            for (bson_iter_recurse(&it, &ai); bson_iter_next(&ai);)
+                if (BSON_ITER_HOLDS_DOCUMENT(&ai) && has_pred_on(bson_iter_value(&ai), paths, n, op))
+                    return true;
+            continue;
+        }
+        bool on = false;
+        for (size_t i = 0; i < n; i++)
+            on |= strcmp(k, paths[i]) == 0;
+        if (!on || !is_operator_doc(bson_iter_value(&it)))
+            continue;
+        for (bson_iter_recurse(&it, &oi); bson_iter_next(&oi);) {
+            const char *o = bson_iter_key(&oi);
+            if (strcmp(o, op) == 0)
+                return true;
+            if (strcmp(o, "$not") == 0 && BSON_ITER_HOLDS_DOCUMENT(&oi) && bson_iter_recurse(&oi, &ai))
+                while (bson_iter_next(&ai))
+                    if (strcmp(bson_iter_key(&ai), op) == 0)
+                        return true;
+        }
+    }
+    return false;
+}
+
+void
+mf_modpaths_from_group(mf_modpaths_t *m, const bson_value_t *id, const bson_t *filter)
+{
+    mf_modpaths_t keys; /* the key fields, as paths of the output */
+    bson_iter_t it;
+    bson_value_t fv;
+
+    mf_modpaths_init(m, MF_MODS_ALL_EXCEPT);
+    mf_modpaths_init(&keys, MF_MODS_FINITE);
+    if (is_nested_spec(id)) {
+        bson_iter_init_from_data(&it, id->value.v_doc.data, id->value.v_doc.data_len);
+        while (bson_iter_next(&it)) {
+            char *path = bson_strdup_printf("_id.%s", bson_iter_key(&it));
+            const char *src = simple_field_ref(bson_iter_value(&it));
+            if (src != NULL)
+                modpaths_rename(m, path, src);
+            mf_modpaths_add(&keys, path);
+            bson_free(path);
+        }
+    } else {
+        if (simple_field_ref(id) != NULL)
+            modpaths_rename(m, "_id", simple_field_ref(id));
+        mf_modpaths_add(&keys, "_id");
+    }
+    fv.value_type = BSON_TYPE_DOCUMENT;
+    fv.value.v_doc.data = (uint8_t *)bson_get_data(filter);
+    fv.value.v_doc.data_len = filter->len;
+    if (has_pred_on(&fv, keys.paths, keys.npaths, "$type") ||
+        (keys.npaths == 1 && has_pred_on(&fv, keys.paths, keys.npaths, "$exists")))
+        m->type = MF_MODS_ALL;
+    mf_modpaths_free(&keys);
+}
+
 /* ---- dependencies of a clause ---- */
 
 typedef struct deps {

@@ -49,6 +49,16 @@ void mf_modpaths_free(mf_modpaths_t *m);
  */
 void mf_modpaths_from_projection(mf_modpaths_t *m, const bson_t *spec, bool is_add_fields);
 
+/*
+ * mf_modpaths_from_group: m describes a $group whose _id is id, as
+ * DocumentSourceGroupBase::getModifiedPaths: no path kept but the key's
+ * "$x" parts, renamed (_id, or _id.<f> of an _id document, holds x). When
+ * filter may not pass the $group (groupMatchSwapVerified: a $type on a key
+ * field, or an $exists on the key when it has one field) m changes every
+ * path. m must be uninitialised.
+ */
+void mf_modpaths_from_group(mf_modpaths_t *m, const bson_value_t *id, const bson_t *filter);
+
 /* What mf_match_split found. */
 enum mf_split {
     MF_SPLIT_NONE,  /* nothing moves */

@@ -14,6 +14,7 @@
  * fields, nulls, arrays, computed fields, $$ROOT).
  */
 const assert = require('node:assert/strict');
+const { Double } = require('mongodb');
 const h = require('./harness');
 
 const srv = h.useServer();
@@ -271,4 +272,29 @@ h.test('nested $and clauses split one by one; sub-pipelines ($lookup, $facet) ar
   const fc = [{ $facet: { red: [{ $unwind: '$tags' }, { $match: { tags: 'red', n: 2 } }, { $count: 'n' }],
     nulls: [{ $sort: { _id: 1 } }, { $match: { n: null } }, { $project: { _id: 1 } }] } }];
   assert.deepEqual(await c.aggregate(fc).toArray(), [{ red: [{ n: 3 }], nulls: [{ _id: 5 }] }]);
+});
+
+h.test('$match after $group: predicates on "$x" key parts move renamed to x; $exists / $type on the key stay', async () => {
+  const c = await people(srv.freshDb('aopt_group'));
+  const p = [{ $group: { _id: '$n', c: { $sum: 1 } } }, { $match: { _id: { $gte: 2 }, c: { $gte: 1 } } }, { $sort: { _id: 1 } }];
+  const ex = await c.aggregate(p).explain();
+  assert.deepEqual(planner(ex).parsedQuery, { n: { $gte: 2 } });
+  assert.ok(usesIndex(ex, 'n_1'));
+  assert.deepEqual(matchStages(ex), [{ c: { $gte: 1 } }]);
+  assert.deepEqual(await c.aggregate(p).toArray(), [{ _id: 2, c: 3 }, { _id: 3, c: 1 }]);
+
+  const comp = [{ $group: { _id: { k: '$n', d: '$d' } } }, { $match: { '_id.k': 2, '_id.d': 'x' } }];
+  const cex = await c.aggregate(comp).explain();
+  assert.deepEqual(planner(cex).parsedQuery, { $and: [{ n: 2 }, { d: 'x' }] });
+  assert.deepEqual(await c.aggregate(comp).toArray(), [{ _id: { k: 2, d: 'x' } }]);
+
+  // Every group has an _id, a missing key included: moved, {a: {$exists: true}} would drop _id 5's group.
+  const ex2 = [{ $group: { _id: '$a' } }, { $match: { _id: { $exists: true } } }];
+  assert.deepEqual(names(await c.aggregate(ex2).explain()), ['$cursor', '$group', '$match']);
+  assert.equal((await c.aggregate(ex2).toArray()).length, 6);
+  // 2 (int) and 2.0 (double) are one group whose key is the first seen: $type stays after the $group.
+  await c.insertOne({ _id: 7, n: new Double(2) });
+  const ty = [{ $sort: { _id: 1 } }, { $group: { _id: '$n' } }, { $match: { _id: { $type: 'double' } } }];
+  assert.deepEqual(names(await c.aggregate(ty).explain()).slice(-2), ['$group', '$match']);
+  assert.deepEqual(await c.aggregate(ty).toArray(), []); // moved, {n: {$type: 'double'}} would keep _id 7's group
 });
