@@ -110,9 +110,7 @@ proj_bool(const bson_value_t *v)
         return v->value.v_int64 != 0;
     case BSON_TYPE_DOUBLE:
         return v->value.v_double != 0;
-    case BSON_TYPE_DECIMAL128:
-        return 1; /* mongod takes any non-zero decimal as inclusion; zero is rare enough to treat as computed */
-    default:
+    default: /* a decimal too: read as computed, which keeps nothing (the safe side) */
         return -1;
     }
 }
@@ -255,15 +253,17 @@ mf_modpaths_from_group(mf_modpaths_t *m, const bson_value_t *id, const bson_t *f
 
 typedef struct deps {
     char **paths; /* paths the clause reads; owned */
+    bool *in_expr; /* paths[i] was read by an $expr (not renamed here) */
     size_t n;
-    size_t nexpr; /* of which the last nexpr were read by $expr (not renamed here) */
-    bool pinned;  /* the clause may not move at all */
+    bool pinned; /* the clause may not move at all */
 } deps_t;
 
 static void
-deps_add(deps_t *d, const char *path, size_t len)
+deps_add(deps_t *d, const char *path, size_t len, bool in_expr)
 {
     d->paths = bson_realloc(d->paths, (d->n + 1) * sizeof *d->paths);
+    d->in_expr = bson_realloc(d->in_expr, (d->n + 1) * sizeof *d->in_expr);
+    d->in_expr[d->n] = in_expr;
     d->paths[d->n++] = bson_strndup(path, len);
 }
 
@@ -273,6 +273,7 @@ deps_free(deps_t *d)
     for (size_t i = 0; i < d->n; i++)
         bson_free(d->paths[i]);
     bson_free(d->paths);
+    bson_free(d->in_expr);
 }
 
 /* expr_string_deps: the field a "$x" / "$$ROOT.x" / "$$CURRENT.x" string reads; the whole document pins. */
@@ -282,7 +283,7 @@ expr_string_deps(const char *s, deps_t *d)
     if (s[0] != '$')
         return;
     if (s[1] != '$') {
-        deps_add(d, s + 1, strlen(s + 1));
+        deps_add(d, s + 1, strlen(s + 1), true);
         return;
     }
     const char *var = s + 2, *dot = strchr(var, '.');
@@ -291,7 +292,7 @@ expr_string_deps(const char *s, deps_t *d)
     if (doc && dot == NULL)
         d->pinned = true; /* needWholeDocument */
     else if (doc)
-        deps_add(d, dot + 1, strlen(dot + 1));
+        deps_add(d, dot + 1, strlen(dot + 1), true);
 }
 
 /*
@@ -369,7 +370,7 @@ clause_deps(const char *key, const bson_value_t *v, deps_t *d)
         if (pins_path_ops(v))
             d->pinned = true;
         else
-            deps_add(d, key, strlen(key));
+            deps_add(d, key, strlen(key), false);
         return;
     }
     if (strcmp(key, "$and") == 0 || strcmp(key, "$or") == 0 || strcmp(key, "$nor") == 0) {
@@ -380,9 +381,7 @@ clause_deps(const char *key, const bson_value_t *v, deps_t *d)
         return;
     }
     if (strcmp(key, "$expr") == 0) {
-        size_t before = d->n;
         expr_deps(v, d);
-        d->nexpr += d->n - before;
         return;
     }
     if (strcmp(key, "$comment") == 0)
@@ -445,7 +444,7 @@ independent(const char *key, const bson_value_t *v, const mf_modpaths_t *m)
     clause_deps(key, v, &d);
     bool ok = !d.pinned;
     for (size_t i = 0; ok && i < d.n; i++) {
-        char *r = i >= d.n - d.nexpr ? rename_of(m, d.paths[i]) : NULL;
+        char *r = d.in_expr[i] ? rename_of(m, d.paths[i]) : NULL;
         ok = !dep_changed(m, d.paths[i]) && r == NULL; /* an $expr path needing a rename stays */
         bson_free(r);
     }

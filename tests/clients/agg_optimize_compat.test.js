@@ -170,6 +170,11 @@ h.test('$expr moves by the fields it reads; $$ROOT, $elemMatch, $size and $text 
   assert.deepEqual(names(await c.aggregate(ac).explain()), ['$cursor', '$addFields', '$match']);
   assert.deepEqual(ids(await c.aggregate(ac).toArray()), [4, 5, 6]); // [1, 2] > 7: arrays sort after numbers
 
+  // An $expr reading a renamed field stays (here under an $or beside a movable branch).
+  const rn = [{ $addFields: { bb: '$b' } }, { $match: { $or: [{ $expr: { $eq: ['$bb', 3] } }, { n: 1 }] } }];
+  assert.deepEqual(names(await c.aggregate(rn).explain()), ['$cursor', '$addFields', '$match']);
+  assert.deepEqual(ids(await c.aggregate(rn).toArray()), [1, 2]);
+
   // The whole document: never moved (a moved one would count the fields before $addFields: [2] only).
   const root = [{ $addFields: { extra: 1 } },
     { $match: { $expr: { $gte: [{ $size: { $objectToArray: '$$ROOT' } }, 6] }, n: 2 } }];
