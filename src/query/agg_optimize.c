@@ -115,20 +115,30 @@ proj_bool(const bson_value_t *v)
     }
 }
 
-/* proj_includes: true when some leaf of spec (not the top-level _id) includes or computes a field. */
+/*
+ * proj_includes: true when some leaf of spec includes or computes a field,
+ * the top-level _id counting only when it is the only field ({_id: 1} is an
+ * inclusion, {_id: 1, a: 0} an exclusion).
+ */
 static bool
 proj_includes(const bson_value_t *spec, bool top)
 {
     bson_iter_t it;
+    int id = -2; /* the top-level _id's flag; -2: none */
+    bool others = false;
+
     bson_iter_init_from_data(&it, spec->value.v_doc.data, spec->value.v_doc.data_len);
     while (bson_iter_next(&it)) {
         const bson_value_t *v = bson_iter_value(&it);
-        if (top && strcmp(bson_iter_key(&it), "_id") == 0 && proj_bool(v) >= 0)
+        if (top && strcmp(bson_iter_key(&it), "_id") == 0 && proj_bool(v) >= 0) {
+            id = proj_bool(v);
             continue;
+        }
+        others = true;
         if (is_nested_spec(v) ? proj_includes(v, false) : proj_bool(v) != 0)
             return true;
     }
-    return false;
+    return !others && id == 1;
 }
 
 /* simple_field_ref: "$x" with x one component (no dot, no variable): the input field x, else NULL. */

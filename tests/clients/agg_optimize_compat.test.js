@@ -73,6 +73,12 @@ h.test('$match after an inclusion $project: kept and renamed fields move (rename
   assert.deepEqual(planner(dex).parsedQuery, { a: 7 });
   assert.deepEqual(matchStages(dex), [{ $and: [{ d: { $exists: false } }, { _id: { $exists: false } }] }]);
   assert.deepEqual(await c.aggregate(drop).toArray(), [{ a: 7 }]);
+  // {_id: 1} alone keeps only _id.
+  const only = [{ $project: { _id: 1 } }, { $match: { a: { $exists: false }, _id: { $lte: 5 } } }];
+  const oex = await c.aggregate(only).explain();
+  assert.deepEqual(planner(oex).parsedQuery, { _id: { $lte: 5 } });
+  assert.deepEqual(matchStages(oex), [{ a: { $exists: false } }]);
+  assert.deepEqual(ids(await c.aggregate(only).toArray()), [1, 2, 3, 4, 5]);
 });
 
 h.test('$match after an exclusion $project / $unset: the excluded path stays, the rest moves', async () => {
