@@ -63,6 +63,14 @@
  * env->write_out (the command layer writes it, outside the catalog read
  * lock) and produce no documents.
  *
+ * Rewrites (optimize_pipeline, after parsing): mongod's optimizer rules
+ * that cannot change results, repeated until none applies: consecutive
+ * $match stages joined, $skip / $limit ahead of one-for-one reshaping and
+ * joined in runs, and a $match (or the part of it independent of what the
+ * stage before changes: agg_optimize.c) moved ahead of $sort, $project,
+ * $addFields / $set, $unset, $unwind, $lookup and $group, so it reaches
+ * the front and the query plan as in mongod.
+ *
  * Streaming (mf_agg_stream_*, at the end of this file). The command layer
  * asks mf_pipeline_pushdown which leading stages ($match, an index-provided
  * $sort, $skip, $limit) the query planner can run, plans them as find

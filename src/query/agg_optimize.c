@@ -163,7 +163,8 @@ proj_walk(mf_modpaths_t *m, const bson_value_t *spec, const char *prefix, bool i
     bson_iter_init_from_data(&it, spec->value.v_doc.data, spec->value.v_doc.data_len);
     while (bson_iter_next(&it)) {
         const bson_value_t *v = bson_iter_value(&it);
-        char *path = prefix[0] ? bson_strdup_printf("%s.%s", prefix, bson_iter_key(&it)) : bson_strdup(bson_iter_key(&it));
+        const char *k = bson_iter_key(&it);
+        char *path = prefix[0] ? bson_strdup_printf("%s.%s", prefix, k) : bson_strdup(k);
         const char *src = prefix[0] || strchr(path, '.') ? NULL : simple_field_ref(v);
         int flag = add_fields ? -1 : proj_bool(v);
         if (is_nested_spec(v))
@@ -193,7 +194,8 @@ mf_modpaths_from_projection(mf_modpaths_t *m, const bson_t *spec, bool is_add_fi
         mf_modpaths_add(m, "_id");
 }
 
-/* has_pred_on: filter document doc holds an op ("$type", "$exists") predicate on a path of paths[n] (hasPredicateOnPaths). */
+/* has_pred_on: filter document doc holds an op ("$type", "$exists") predicate on one of paths[n]
+ * (expression::hasPredicateOnPaths). */
 static bool
 has_pred_on(const bson_value_t *doc, char *const *paths, size_t n, const char *op)
 {
@@ -335,7 +337,8 @@ expr_deps(const bson_value_t *v, deps_t *d)
     }
 }
 
-/* pins_path_ops: an operator document on a path holds $elemMatch or $size (kArrayMatching: never renamed, never moved). */
+/* pins_path_ops: an operator document on a path holds $elemMatch or $size (kArrayMatching: never
+ * renamed, never moved). */
 static bool
 pins_path_ops(const bson_value_t *v)
 {
@@ -490,7 +493,8 @@ append_renamed_doc(bson_t *out, const bson_value_t *doc, const mf_modpaths_t *m)
     return changed;
 }
 
-/* append_renamed: appends {key: v} to out with m's renames applied (applyRenamesToExpression); true if a name changed. */
+/* append_renamed: appends {key: v} to out with m's renames applied (applyRenamesToExpression);
+ * true if a name changed. */
 static bool
 append_renamed(bson_t *out, const char *key, const bson_value_t *v, const mf_modpaths_t *m)
 {
