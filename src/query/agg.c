@@ -228,6 +228,7 @@ typedef struct stage {
     bool preserve;          /* $unwind; $replaceRoot: spelled $replaceWith */
     char *from, *local, *foreign; /* $lookup; $out/$merge: from = target collection, local = its db (or NULL) */
     struct mf_pipeline *sub;       /* $lookup pipeline */
+    struct stage *unwind;          /* $lookup: the $unwind of `as` it absorbed (DocumentSourceLookUp's unwindSrc); owned */
     let_vars_t let;                /* $lookup let */
     char **facet_names;     /* $facet */
     struct mf_pipeline **facets;
@@ -1635,6 +1636,10 @@ stage_free(stage_t *s)
     mf_window_free(s->window);
     mf_geonear_free(s->geonear);
     mf_densify_free(s->densify);
+    if (s->unwind != NULL) {
+        stage_free(s->unwind);
+        bson_free(s->unwind);
+    }
 }
 
 void
@@ -3705,6 +3710,8 @@ stage_modpaths(const stage_t *s, const bson_t *filter, mf_modpaths_t *m)
         mf_modpaths_add(m, s->field);
     if (s->kind == S_UNWIND && s->index_field != NULL)
         mf_modpaths_add(m, s->index_field);
+    if (s->kind == S_LOOKUP && s->unwind != NULL && s->unwind->index_field != NULL)
+        mf_modpaths_add(m, s->unwind->index_field);
     if ((s->kind != S_PROJECT && s->kind != S_ADDFIELDS && s->kind != S_UNSET) || !bson_iter_init(&it, s->raw) ||
         !bson_iter_next(&it))
         return;
@@ -3784,6 +3791,47 @@ push_match_at(mf_pipeline_t *p, size_t i)
 }
 
 /*
+ * absorb_unwinds: a $lookup followed by an $unwind of its `as` path takes
+ * that $unwind in (DocumentSourceLookUp::doOptimizeAt): it runs on each
+ * joined document, and explain shows it as the $lookup's `unwinding`
+ * (DocumentSourceLookUp::serializeToArray). True if one was absorbed.
+ */
+static bool
+absorb_unwinds(mf_pipeline_t *p)
+{
+    bool absorbed = false;
+    bson_iter_t it;
+    bson_t spec, un;
+
+    for (size_t i = 0; i + 1 < p->n; i++) {
+        stage_t *l = &p->stages[i], *u = &p->stages[i + 1];
+        if (l->kind != S_LOOKUP || l->unwind != NULL || u->kind != S_UNWIND || strcmp(u->field, l->field) != 0 ||
+            !bson_iter_init(&it, l->raw) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_DOCUMENT(&it))
+            continue;
+        const bson_value_t *v = bson_iter_value(&it);
+        bson_t *raw = bson_new();
+        bson_init_static(&spec, v->value.v_doc.data, v->value.v_doc.data_len);
+        bson_init(&un);
+        bson_concat(&un, &spec);
+        BSON_APPEND_DOCUMENT_BEGIN(&un, "unwinding", &spec);
+        BSON_APPEND_BOOL(&spec, "preserveNullAndEmptyArrays", u->preserve);
+        if (u->index_field != NULL)
+            BSON_APPEND_UTF8(&spec, "includeArrayIndex", u->index_field);
+        bson_append_document_end(&un, &spec);
+        BSON_APPEND_DOCUMENT(raw, "$lookup", &un);
+        bson_destroy(&un);
+        bson_destroy(l->raw);
+        l->raw = raw;
+        l->unwind = bson_malloc(sizeof *l->unwind);
+        *l->unwind = *u;
+        memmove(u, u + 1, (p->n - i - 2) * sizeof *u);
+        p->n--;
+        absorbed = true;
+    }
+    return absorbed;
+}
+
+/*
  * optimize_pipeline: the rewrites of mongod's Pipeline::optimizeContainer
  * that cannot change results, repeated until none applies (each moves a
  * stage earlier or removes one, so this ends; the bound is a safeguard):
@@ -3800,6 +3848,7 @@ optimize_pipeline(mf_pipeline_t *p)
         bool changed = merge_matches(p);
         changed |= limit_before_projections(p);
         changed |= coalesce_skip_limit(p);
+        changed |= absorb_unwinds(p);
         for (size_t i = 1; i < p->n; i++)
             if (p->stages[i].kind == S_MATCH && push_match_at(p, i))
                 changed = true;
@@ -4202,7 +4251,8 @@ run_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec
         for (size_t j = 0; j < matched.len && rc == 0; j++) {
             char buf[16];
             const char *key;
-            if ((size += matched.docs[j]->len) > max) {
+            /* Unwinding, mongod's $lookup builds no array (DocumentSourceLookUp::unwindResult): no 4568. */
+            if ((size += matched.docs[j]->len) > max && s->unwind == NULL) {
                 rc = lookup_too_big(s->from, max, err);
                 break;
             }
@@ -5225,8 +5275,18 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
         mf_docvec_destroy(in);
         return rc < 0 ? -1 : 0;
     }
-    case S_LOOKUP:
-        return run_lookup(s, env, in, out, err);
+    case S_LOOKUP: {
+        if (s->unwind == NULL)
+            return run_lookup(s, env, in, out, err);
+        mf_docvec_t joined; /* each input document with its array, then unwound as the absorbed $unwind would */
+        mf_docvec_init(&joined);
+        if (run_lookup(s, env, in, &joined, err) < 0) {
+            mf_docvec_destroy(&joined);
+            return -1;
+        }
+        run_unwind(s->unwind, &joined, out);
+        return 0;
+    }
     case S_UNPACK:
         return run_unpack(s, in, out, err);
     case S_REDACT:

@@ -151,6 +151,30 @@ h.test('$match after $lookup: clauses not on `as` move ahead, the joined ones st
   assert.deepEqual(ids(await c.aggregate(p).toArray()), [2, 3]);
 });
 
+h.test('$lookup takes in an $unwind of its `as` (explain: `unwinding`); a $match after both still splits', async () => {
+  const db = srv.freshDb('aopt_lu');
+  const c = await people(db);
+  await db.collection('o').insertMany([{ _id: 1, b: 3, v: 'p' }, { _id: 2, b: 3, v: 'q' }, { _id: 3, b: 1, v: 'p' }]);
+  const lookup = { from: 'o', localField: 'b', foreignField: 'b', as: 'j' };
+  const p = [{ $lookup: lookup }, { $unwind: '$j' }, { $match: { 'j.v': 'p', n: { $lte: 2 } } }, { $project: { 'j._id': 1 } }];
+  const ex = await c.aggregate(p).explain();
+  assert.deepEqual(names(ex), ['$cursor', '$lookup', '$match', '$project']);
+  assert.deepEqual(ex.stages[1].$lookup, { ...lookup, unwinding: { preserveNullAndEmptyArrays: false } });
+  assert.deepEqual(planner(ex).parsedQuery, { n: { $lte: 2 } });
+  assert.deepEqual(await c.aggregate(p).toArray(),
+    [{ _id: 1, j: { _id: 1 } }, { _id: 2, j: { _id: 1 } }, { _id: 6, j: { _id: 3 } }]);
+
+  const q = [{ $lookup: lookup }, { $unwind: { path: '$j', preserveNullAndEmptyArrays: true, includeArrayIndex: 'k' } },
+    { $match: { k: { $ne: 1 }, d: 'x' } }, { $project: { k: 1, v: '$j.v' } }];
+  const qex = await c.aggregate(q).explain('executionStats');
+  assert.deepEqual(names(qex), ['$cursor', '$lookup', '$match', '$project']);
+  assert.deepEqual(qex.stages[1].$lookup.unwinding, { preserveNullAndEmptyArrays: true, includeArrayIndex: 'k' });
+  assert.deepEqual(matchStages(qex), [{ k: { $ne: 1 } }]);
+  assert.equal(Number(qex.stages[1].nReturned), 6); // _id 1, 2 twice each, 4 and 5 kept with k null
+  assert.deepEqual(await c.aggregate(q).toArray(), [
+    { _id: 1, k: 0, v: 'p' }, { _id: 2, k: 0, v: 'p' }, { _id: 4, k: null }, { _id: 5, k: null }]);
+});
+
 h.test('a $match travels past several stages to the front and joins the $match there', async () => {
   const c = await people(srv.freshDb('aopt_chain'));
   const p = [{ $match: { d: 'x' } }, { $sort: { a: 1 } }, { $project: { a: 1, b: 1, n: 1, tags: 1 } },
@@ -335,6 +359,10 @@ h.test('differential: [stage, $match] returns what [stage, $redact $$KEEP, $matc
     { $lookup: { from: 'o', localField: 'a', foreignField: 'a', as: 'j' } },
     { $lookup: { from: 'o', localField: 'a', foreignField: 'a', as: 'a' } },
     { $group: { _id: '$a', n: { $sum: 1 } } }, { $group: { _id: { p: '$b', q: '$x' }, a: { $first: '$a' } } },
+    [{ $lookup: { from: 'o', localField: 'a', foreignField: 'a', as: 'j' } }, { $unwind: '$j' }],
+    [{ $lookup: { from: 'o', localField: 'b', foreignField: 'a', as: 'j' } },
+      { $unwind: { path: '$j', preserveNullAndEmptyArrays: true, includeArrayIndex: 'i' } }],
+    [{ $sort: { _id: -1 } }, { $project: { a: 1, tags: 1 } }, { $unwind: '$tags' }],
   ];
   const filters = [
     { a: 1 }, { a: null }, { a: { $exists: false } }, { b: 2 }, { b: { $type: 'array' } }, { 'x.y': 1 },
@@ -350,11 +378,11 @@ h.test('differential: [stage, $match] returns what [stage, $redact $$KEEP, $matc
     for (const f of filters) {
       let want;
       try {
-        want = await c.aggregate([st, { $redact: '$$KEEP' }, { $match: f }]).toArray();
+        want = await c.aggregate([...[st].flat(), { $redact: '$$KEEP' }, { $match: f }]).toArray();
       } catch (e) {
         continue; // a stage failing on some document: the moved $match may filter it out first, as in mongod
       }
-      const got = await c.aggregate([st, { $match: f }]).toArray();
+      const got = await c.aggregate([...[st].flat(), { $match: f }]).toArray();
       assert.deepEqual(key(got), key(want), `${JSON.stringify(st)} then ${JSON.stringify(f)}`);
       compared++;
     }
