@@ -229,6 +229,9 @@ typedef struct stage {
     char *from, *local, *foreign; /* $lookup; $out/$merge: from = target collection, local = its db (or NULL) */
     struct mf_pipeline *sub;       /* $lookup pipeline */
     struct stage *unwind;          /* $lookup: the $unwind of `as` it absorbed (DocumentSourceLookUp's unwindSrc); owned */
+    bson_t *lu_spec;               /* $lookup with an absorbed stage: the user's argument, for explain */
+    bson_t *lu_filter;             /* ... the absorbed $match on `as`, descended (additionalFilter) */
+    mf_matcher_t *lu_matcher;      /* ... and its matcher */
     let_vars_t let;                /* $lookup let */
     char **facet_names;     /* $facet */
     struct mf_pipeline **facets;
@@ -1640,6 +1643,11 @@ stage_free(stage_t *s)
         stage_free(s->unwind);
         bson_free(s->unwind);
     }
+    if (s->lu_spec != NULL)
+        bson_destroy(s->lu_spec);
+    if (s->lu_filter != NULL)
+        bson_destroy(s->lu_filter);
+    mf_matcher_free(s->lu_matcher);
 }
 
 void
@@ -3791,17 +3799,81 @@ push_match_at(mf_pipeline_t *p, size_t i)
 }
 
 /*
+ * lookup_raw: l's explain form after it absorbed stages, as
+ * DocumentSourceLookUp::serializeToArray writes it: the user's fields, a
+ * `let` and a `pipeline` ending in the absorbed $match when there is one,
+ * and `unwinding`.
+ */
+static void
+lookup_raw(stage_t *l)
+{
+    bson_t *raw = bson_new(), in, sub, arr;
+    bson_iter_t it, ai;
+    bool has_let = false, has_pipeline = false;
+    char idx[16];
+
+    BSON_APPEND_DOCUMENT_BEGIN(raw, "$lookup", &in);
+    for (bson_iter_init(&it, l->lu_spec); bson_iter_next(&it);) {
+        const char *k = bson_iter_key(&it);
+        has_let |= strcmp(k, "let") == 0;
+        if (strcmp(k, "pipeline") != 0 || l->lu_filter == NULL || !BSON_ITER_HOLDS_ARRAY(&it)) {
+            bson_append_value(&in, k, -1, bson_iter_value(&it));
+            continue;
+        }
+        has_pipeline = true;
+        unsigned n = 0;
+        BSON_APPEND_ARRAY_BEGIN(&in, "pipeline", &arr);
+        for (bson_iter_recurse(&it, &ai); bson_iter_next(&ai); n++) {
+            bson_snprintf(idx, sizeof idx, "%u", n);
+            bson_append_value(&arr, idx, -1, bson_iter_value(&ai));
+        }
+        bson_snprintf(idx, sizeof idx, "%u", n);
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, idx, &sub);
+        BSON_APPEND_DOCUMENT(&sub, "$match", l->lu_filter);
+        bson_append_document_end(&arr, &sub);
+        bson_append_array_end(&in, &arr);
+    }
+    if (l->lu_filter != NULL && !has_let) {
+        BSON_APPEND_DOCUMENT_BEGIN(&in, "let", &sub);
+        bson_append_document_end(&in, &sub);
+    }
+    if (l->lu_filter != NULL && !has_pipeline) {
+        BSON_APPEND_ARRAY_BEGIN(&in, "pipeline", &arr);
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &sub);
+        BSON_APPEND_DOCUMENT(&sub, "$match", l->lu_filter);
+        bson_append_document_end(&arr, &sub);
+        bson_append_array_end(&in, &arr);
+    }
+    BSON_APPEND_DOCUMENT_BEGIN(&in, "unwinding", &sub);
+    BSON_APPEND_BOOL(&sub, "preserveNullAndEmptyArrays", l->unwind->preserve);
+    if (l->unwind->index_field != NULL)
+        BSON_APPEND_UTF8(&sub, "includeArrayIndex", l->unwind->index_field);
+    bson_append_document_end(&in, &sub);
+    bson_append_document_end(raw, &in);
+    bson_destroy(l->raw);
+    l->raw = raw;
+}
+
+/* remove_stage: frees stage i of p and closes the gap. */
+static void
+remove_stage(mf_pipeline_t *p, size_t i)
+{
+    stage_free(&p->stages[i]);
+    memmove(&p->stages[i], &p->stages[i + 1], (p->n - i - 1) * sizeof *p->stages);
+    p->n--;
+}
+
+/*
  * absorb_unwinds: a $lookup followed by an $unwind of its `as` path takes
  * that $unwind in (DocumentSourceLookUp::doOptimizeAt): it runs on each
- * joined document, and explain shows it as the $lookup's `unwinding`
- * (DocumentSourceLookUp::serializeToArray). True if one was absorbed.
+ * joined document, and explain shows it as the $lookup's `unwinding`.
+ * True if one was absorbed.
  */
 static bool
 absorb_unwinds(mf_pipeline_t *p)
 {
     bool absorbed = false;
     bson_iter_t it;
-    bson_t spec, un;
 
     for (size_t i = 0; i + 1 < p->n; i++) {
         stage_t *l = &p->stages[i], *u = &p->stages[i + 1];
@@ -3809,23 +3881,61 @@ absorb_unwinds(mf_pipeline_t *p)
             !bson_iter_init(&it, l->raw) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_DOCUMENT(&it))
             continue;
         const bson_value_t *v = bson_iter_value(&it);
-        bson_t *raw = bson_new();
-        bson_init_static(&spec, v->value.v_doc.data, v->value.v_doc.data_len);
-        bson_init(&un);
-        bson_concat(&un, &spec);
-        BSON_APPEND_DOCUMENT_BEGIN(&un, "unwinding", &spec);
-        BSON_APPEND_BOOL(&spec, "preserveNullAndEmptyArrays", u->preserve);
-        if (u->index_field != NULL)
-            BSON_APPEND_UTF8(&spec, "includeArrayIndex", u->index_field);
-        bson_append_document_end(&un, &spec);
-        BSON_APPEND_DOCUMENT(raw, "$lookup", &un);
-        bson_destroy(&un);
-        bson_destroy(l->raw);
-        l->raw = raw;
+        l->lu_spec = bson_new_from_data(v->value.v_doc.data, v->value.v_doc.data_len);
         l->unwind = bson_malloc(sizeof *l->unwind);
         *l->unwind = *u;
-        memmove(u, u + 1, (p->n - i - 2) * sizeof *u);
-        p->n--;
+        memset(u, 0, sizeof *u); /* now the $lookup's */
+        remove_stage(p, i + 1);
+        lookup_raw(l);
+        absorbed = true;
+    }
+    return absorbed;
+}
+
+/*
+ * absorb_lookup_matches: a $match right after a $lookup that unwinds its
+ * `as` (neither preserving empty arrays nor numbering them), all of whose
+ * predicates are on paths under `as`, becomes a filter of the joined
+ * documents (DocumentSourceLookUp::doOptimizeAt's matchSrc /
+ * additionalFilter, descendMatchOnPath): {"as.x": 1} filters the other
+ * collection by {x: 1}, through its index when there is no sub-pipeline.
+ * Earlier ones are joined with {$and: [...]}. True if one was absorbed.
+ */
+static bool
+absorb_lookup_matches(mf_pipeline_t *p)
+{
+    bool absorbed = false;
+
+    for (size_t i = 0; i + 1 < p->n; i++) {
+        stage_t *l = &p->stages[i], *m = &p->stages[i + 1];
+        if (l->kind != S_LOOKUP || l->unwind == NULL || l->unwind->preserve || l->unwind->index_field != NULL ||
+            m->kind != S_MATCH)
+            continue;
+        bson_t *d = mf_match_descend(m->spec, l->field), arr;
+        if (d == NULL)
+            continue;
+        if (l->lu_filter != NULL) {
+            bson_t *both = bson_new();
+            BSON_APPEND_ARRAY_BEGIN(both, "$and", &arr);
+            BSON_APPEND_DOCUMENT(&arr, "0", l->lu_filter);
+            BSON_APPEND_DOCUMENT(&arr, "1", d);
+            bson_append_array_end(both, &arr);
+            bson_destroy(d);
+            d = both;
+        }
+        mf_error_t te; /* written only on failure: not zeroed (5 KB) */
+        mf_matcher_t *mm = mf_matcher_new(d, &te);
+        if (mm == NULL) {
+            bson_destroy(d);
+            continue;
+        }
+        if (l->lu_filter != NULL)
+            bson_destroy(l->lu_filter);
+        mf_matcher_free(l->lu_matcher);
+        l->lu_filter = d;
+        l->lu_matcher = mm;
+        remove_stage(p, i + 1);
+        lookup_raw(l);
         absorbed = true;
     }
     return absorbed;
@@ -3849,6 +3959,7 @@ optimize_pipeline(mf_pipeline_t *p)
         changed |= limit_before_projections(p);
         changed |= coalesce_skip_limit(p);
         changed |= absorb_unwinds(p);
+        changed |= absorb_lookup_matches(p);
         for (size_t i = 1; i < p->n; i++)
             if (p->stages[i].kind == S_MATCH && push_match_at(p, i))
                 changed = true;
@@ -4190,6 +4301,24 @@ lookup_too_big(const char *from, int64_t max, mf_error_t *err)
  * local document is a yield point (killOp, maxTimeMS, shutdown), so nesting
  * that multiplies work ends on those too.
  */
+/* lookup_filter_joined: keeps the documents of v the absorbed $match of s matches. 0, or -1 with err. */
+static int
+lookup_filter_joined(const stage_t *s, mf_docvec_t *v, mf_error_t *err)
+{
+    size_t k = 0;
+    int rc = 0;
+    for (size_t j = 0; j < v->len; j++) {
+        if (rc == 0 && mf_matcher_match(s->lu_matcher, v->docs[j], NULL))
+            v->docs[k++] = v->docs[j];
+        else
+            bson_destroy(v->docs[j]);
+        if (rc == 0 && mf_matcher_take_failure(err))
+            rc = -1;
+    }
+    v->len = k;
+    return rc;
+}
+
 static int
 run_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
 {
@@ -4238,11 +4367,22 @@ run_lookup(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec
             rc = env->scan(env->ctx, s->from, s->local ? &both : m, collect_visit, &matched, err);
             bson_destroy(&both);
             bson_destroy(&tonly);
+        } else if (scans && s->lu_filter != NULL && s->local != NULL && s->sub == NULL) {
+            /* The absorbed $match joins the foreign query (makeMatchStageFromInput's additionalFilter). */
+            bson_t both = BSON_INITIALIZER, and;
+            bson_append_array_begin(&both, "$and", 4, &and);
+            bson_append_document(&and, "0", 1, &filter);
+            bson_append_document(&and, "1", 1, s->lu_filter);
+            bson_append_array_end(&both, &and);
+            rc = env->scan(env->ctx, s->from, &both, collect_visit, &matched, err);
+            bson_destroy(&both);
         } else if (scans) {
             rc = env->scan(env->ctx, s->from, s->local ? &filter : NULL, collect_visit, &matched, err);
         }
         if (rc == 0 && s->sub)
             rc = run_sub(s, env, doc, s->local != NULL && !scans ? &filter : NULL, &matched, &budget, err);
+        if (rc == 0 && s->sub != NULL && s->lu_matcher != NULL)
+            rc = lookup_filter_joined(s, &matched, err); /* the $match ends the sub-pipeline */
         bson_destroy(&filter);
         if (rc == 0 && s->sub != NULL && (s->sub->text_first || mf_pipeline_geo_meta(s->sub)))
             strip_scores(&matched);

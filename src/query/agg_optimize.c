@@ -694,3 +694,68 @@ out:
     clauses_free(&kp);
     return rc;
 }
+
+/* ---- descending into the path a $lookup unwinds ---- */
+
+static bool descend_doc(const bson_value_t *doc, const char *prefix, bson_t *out);
+
+/* descend_clause: appends {key: v} to out with prefix taken off its paths; false when it is not all under prefix. */
+static bool
+descend_clause(const char *key, const bson_value_t *v, const char *prefix, bson_t *out)
+{
+    size_t lp = strlen(prefix);
+    bson_t arr, child;
+    bson_iter_t it;
+    bool ok = true;
+
+    if (key[0] != '$') {
+        /* isPathPrefixOf(as, path), and no internal node with a path ($elemMatch: isInternalNodeWithPath). */
+        if (strncmp(key, prefix, lp) != 0 || key[lp] != '.' || key[lp + 1] == '\0' || pins_path_ops(v))
+            return false;
+        bson_append_value(out, key + lp + 1, -1, v);
+        return true;
+    }
+    if (strcmp(key, "$and") != 0 && strcmp(key, "$or") != 0 && strcmp(key, "$nor") != 0)
+        return false; /* $expr, $where, $text ...: no path of their own */
+    bson_append_array_begin(out, key, -1, &arr);
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    for (unsigned i = 0; ok && bson_iter_next(&it); i++) {
+        char idx[16];
+        bson_snprintf(idx, sizeof idx, "%u", i);
+        bson_append_document_begin(&arr, idx, -1, &child);
+        ok = BSON_ITER_HOLDS_DOCUMENT(&it) && descend_doc(bson_iter_value(&it), prefix, &child);
+        bson_append_document_end(&arr, &child);
+    }
+    bson_append_array_end(out, &arr);
+    return ok;
+}
+
+static bool
+descend_doc(const bson_value_t *doc, const char *prefix, bson_t *out)
+{
+    bson_iter_t it;
+    bool any = false;
+    bson_iter_init_from_data(&it, doc->value.v_doc.data, doc->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        if (!descend_clause(bson_iter_key(&it), bson_iter_value(&it), prefix, out))
+            return false;
+        any = true;
+    }
+    return any;
+}
+
+bson_t *
+mf_match_descend(const bson_t *filter, const char *prefix)
+{
+    bson_t *out = bson_new();
+    bson_value_t fv;
+
+    fv.value_type = BSON_TYPE_DOCUMENT;
+    fv.value.v_doc.data = (uint8_t *)bson_get_data(filter);
+    fv.value.v_doc.data_len = filter->len;
+    if (!descend_doc(&fv, prefix, out)) {
+        bson_destroy(out);
+        return NULL;
+    }
+    return out;
+}

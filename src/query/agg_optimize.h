@@ -75,4 +75,14 @@ enum mf_split {
  */
 enum mf_split mf_match_split(const bson_t *filter, const mf_modpaths_t *m, bson_t **moved, bson_t **kept);
 
+/*
+ * mf_match_descend: when every predicate of filter is on a path strictly
+ * under prefix (no $expr, no $elemMatch, nothing but $and / $or / $nor /
+ * $not around them), the filter with prefix and its dot taken off each
+ * path, for the caller to destroy (DocumentSourceMatch::descendMatchOnPath,
+ * as DocumentSourceLookUp::doOptimizeAt takes a $match into the $lookup
+ * that unwinds prefix); NULL otherwise.
+ */
+bson_t *mf_match_descend(const bson_t *filter, const char *prefix);
+
 #endif

@@ -151,18 +151,33 @@ h.test('$match after $lookup: clauses not on `as` move ahead, the joined ones st
   assert.deepEqual(ids(await c.aggregate(p).toArray()), [2, 3]);
 });
 
-h.test('$lookup takes in an $unwind of its `as` (explain: `unwinding`); a $match after both still splits', async () => {
+h.test('$lookup takes in an $unwind of its `as` (explain: `unwinding`) and then a $match on `as` (its `pipeline`)', async () => {
   const db = srv.freshDb('aopt_lu');
   const c = await people(db);
   await db.collection('o').insertMany([{ _id: 1, b: 3, v: 'p' }, { _id: 2, b: 3, v: 'q' }, { _id: 3, b: 1, v: 'p' }]);
   const lookup = { from: 'o', localField: 'b', foreignField: 'b', as: 'j' };
   const p = [{ $lookup: lookup }, { $unwind: '$j' }, { $match: { 'j.v': 'p', n: { $lte: 2 } } }, { $project: { 'j._id': 1 } }];
   const ex = await c.aggregate(p).explain();
-  assert.deepEqual(names(ex), ['$cursor', '$lookup', '$match', '$project']);
-  assert.deepEqual(ex.stages[1].$lookup, { ...lookup, unwinding: { preserveNullAndEmptyArrays: false } });
+  assert.deepEqual(names(ex), ['$cursor', '$lookup', '$project']);
+  assert.deepEqual(ex.stages[1].$lookup,
+    { ...lookup, let: {}, pipeline: [{ $match: { v: 'p' } }], unwinding: { preserveNullAndEmptyArrays: false } });
   assert.deepEqual(planner(ex).parsedQuery, { n: { $lte: 2 } });
   assert.deepEqual(await c.aggregate(p).toArray(),
     [{ _id: 1, j: { _id: 1 } }, { _id: 2, j: { _id: 1 } }, { _id: 6, j: { _id: 3 } }]);
+  // The foreign index serves the absorbed filter too.
+  await db.collection('o').createIndex({ v: 1 });
+  const xs = await c.aggregate(p).explain('executionStats');
+  assert.ok(xs.stages[1].indexesUsed.length > 0, JSON.stringify(xs.stages[1]));
+
+  // With a sub-pipeline the $match ends it; a $match beside a non-`as` path is split first; $elemMatch stays.
+  const sp = [{ $lookup: { from: 'o', let: { bb: '$b' }, as: 'j', pipeline: [{ $match: { $expr: { $eq: ['$b', '$$bb'] } } }] } },
+    { $unwind: '$j' }, { $match: { $or: [{ 'j.v': 'q' }, { 'j._id': 3 }] } }, { $project: { j: '$j._id' } }];
+  const spx = await c.aggregate(sp).explain();
+  assert.deepEqual(names(spx), ['$cursor', '$lookup', '$project']);
+  assert.deepEqual(spx.stages[1].$lookup.pipeline.slice(-1), [{ $match: { $or: [{ v: 'q' }, { _id: 3 }] } }]);
+  assert.deepEqual(await c.aggregate(sp).toArray(), [{ _id: 1, j: 2 }, { _id: 2, j: 2 }, { _id: 6, j: 3 }]);
+  const em = [{ $lookup: lookup }, { $unwind: '$j' }, { $match: { j: { $elemMatch: { v: 'p' } } } }];
+  assert.deepEqual(names(await c.aggregate(em).explain()), ['$cursor', '$lookup', '$match']);
 
   const q = [{ $lookup: lookup }, { $unwind: { path: '$j', preserveNullAndEmptyArrays: true, includeArrayIndex: 'k' } },
     { $match: { k: { $ne: 1 }, d: 'x' } }, { $project: { k: 1, v: '$j.v' } }];
@@ -360,6 +375,8 @@ h.test('differential: [stage, $match] returns what [stage, $redact $$KEEP, $matc
     { $lookup: { from: 'o', localField: 'a', foreignField: 'a', as: 'a' } },
     { $group: { _id: '$a', n: { $sum: 1 } } }, { $group: { _id: { p: '$b', q: '$x' }, a: { $first: '$a' } } },
     [{ $lookup: { from: 'o', localField: 'a', foreignField: 'a', as: 'j' } }, { $unwind: '$j' }],
+    [{ $lookup: { from: 'o', localField: 'a', foreignField: 'a', as: 'j' } }, { $unwind: '$j' }, { $match: { 'j.v': 'p' } }],
+    [{ $lookup: { from: 'o', as: 'j', pipeline: [{ $project: { v: 1 } }] } }, { $unwind: '$j' }],
     [{ $lookup: { from: 'o', localField: 'b', foreignField: 'a', as: 'j' } },
       { $unwind: { path: '$j', preserveNullAndEmptyArrays: true, includeArrayIndex: 'i' } }],
     [{ $sort: { _id: -1 } }, { $project: { a: 1, tags: 1 } }, { $unwind: '$tags' }],
@@ -371,6 +388,7 @@ h.test('differential: [stage, $match] returns what [stage, $redact $$KEEP, $matc
     { a: 1, b: 2 }, { $or: [{ a: 1 }, { b: 'z' }] }, { $nor: [{ a: null }, { tags: 'q' }] },
     { $expr: { $eq: ['$a', '$b'] } }, { $expr: { $gt: [{ $size: { $objectToArray: '$$ROOT' } }, 3] } },
     { $and: [{ a: { $ne: null } }, { $or: [{ b: 2 }, { 'x.y': { $exists: true } }] }] },
+    { 'j.v': { $ne: 'q' } }, { 'j._id': { $in: [1, 3] }, a: { $ne: 2 } }, { 'j.v': { $exists: false } },
   ];
   const key = (docs) => docs.map((d) => JSON.stringify(d)).sort();
   let compared = 0;
