@@ -69,7 +69,8 @@
  * joined in runs, and a $match (or the part of it independent of what the
  * stage before changes: agg_optimize.c) moved ahead of $sort, $project,
  * $addFields / $set, $unset, $unwind, $lookup and $group, so it reaches
- * the front and the query plan as in mongod.
+ * the front and the query plan as in mongod; a $lookup takes in an $unwind
+ * of its `as` and a $match on `as` after it (stage_t.unwind, lu_filter).
  *
  * Streaming (mf_agg_stream_*, at the end of this file). The command layer
  * asks mf_pipeline_pushdown which leading stages ($match, an index-provided
