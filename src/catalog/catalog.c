@@ -1036,6 +1036,7 @@ index_from_spec(const bson_t *spec, const char *ident, mf_error_t *err)
     if (ix->is_id)
         ix->unique = true;
     ix->rid_in_key = !ix->unique; /* an entry saying ridInKey overrides (coll_from_bson) */
+    ix->key_types = true;         /* keyFormat 3; an entry of an older format overrides (coll_from_bson) */
     if (bson_iter_init_find(&it, spec, "partialFilterExpression") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
         bson_t pf;
         const uint8_t *data;
@@ -1098,7 +1099,7 @@ coll_to_bson(const mf_coll_t *c, bson_t *out)
             BSON_APPEND_BOOL(&child, "ridInKey", true);
         /* Decimals keyed exactly (index/keystring.c); an entry without it is read as format 1. */
         if (!c->indexes[i]->kp.legacy_decimals)
-            BSON_APPEND_INT32(&child, "keyFormat", 2);
+            BSON_APPEND_INT32(&child, "keyFormat", c->indexes[i]->key_types ? 3 : 2);
         bson_append_document_end(&arr, &child);
     }
     bson_append_array_end(out, &arr);
@@ -1191,10 +1192,10 @@ coll_from_bson(const bson_t *doc, mf_error_t *err)
             }
             if (!have_spec || ident == NULL || c->nindexes >= MF_MAX_INDEXES)
                 continue;
-            if (key_format > 2) {
+            if (key_format > 3) {
                 /* Keys this version cannot read or maintain: the entry is unreadable (left out, tables kept). */
                 mf_err_set(err, MF_E_UnsupportedFormat, "an index of %s has key format %lld; this version reads "
-                           "formats 1 and 2 only", c->ns, (long long)key_format);
+                           "formats 1 to 3 only", c->ns, (long long)key_format);
                 coll_free(c);
                 return NULL;
             }
@@ -1213,6 +1214,7 @@ coll_from_bson(const bson_t *doc, mf_error_t *err)
             }
             ix->rid_in_key = ix->rid_in_key || rid_in_key;
             ix->kp.legacy_decimals = key_format < 2;
+            ix->key_types = key_format >= 3;
             c->indexes[c->nindexes++] = ix;
         }
     }
@@ -2921,7 +2923,7 @@ relayout_copy(mf_sess_t *s, const mf_index_t *src, const mf_index_t *dst, mf_err
                 size_t klen, vlen;
                 mf_cur_key_bytes(in, &key, &klen);
                 mf_cur_value(in, &val, &vlen);
-                if (vlen != 8)
+                if (vlen < 8)
                     continue;
                 if (klen + 8 > kcap) {
                     kcap = (klen + 8) * 2;
@@ -2930,7 +2932,7 @@ relayout_copy(mf_sess_t *s, const mf_index_t *src, const mf_index_t *dst, mf_err
                 memcpy(k, key, klen);
                 memcpy(k + klen, val, 8); /* the value is the record id, big-endian, as a key's suffix is */
                 klen_last = klen + 8;
-                if (mf_cur_insert_bytes(out, k, klen_last, "", 0) != 0) {
+                if (mf_cur_insert_bytes(out, k, klen_last, val + 8, vlen - 8) != 0) { /* the type bits follow the record id */
                     r = mf_err_set(err, MF_E_InternalError, "copying index %s failed", src->name);
                     break;
                 }
@@ -2971,6 +2973,7 @@ mf_catalog_index_relayout(mf_catalog_t *cat, mf_coll_t *c, mf_index_t *ix, const
         return -1;
     nx->rid_in_key = true;
     nx->kp.legacy_decimals = ix->kp.legacy_decimals; /* its keys are copied as they are */
+    nx->key_types = ix->key_types;                   /* and their type bits with them */
     nx->unique = false;
     nx->unique_gen = ix->unique_gen + 1;
     atomic_store(&nx->multikey, atomic_load(&ix->multikey));

@@ -8,11 +8,14 @@
  *     options: {...as given to create...},
  *     indexes: [ { spec: {v: 2, key: {...}, name: "...", <every other option
  *                 verbatim>}, ident: "index-<hex>", multikey: bool,
- *                 ridInKey?: true, keyFormat?: 2 } ] }
+ *                 ridInKey?: true, keyFormat?: 2 | 3 } ] }
  *
  * keyFormat 2: the index's keys hold decimals exactly (index/keystring.c);
  * an entry without it was written before and its index keeps format 1
- * (mf_keypattern_t.legacy_decimals) for as long as it exists.
+ * (mf_keypattern_t.legacy_decimals) for as long as it exists. keyFormat 3
+ * (every index created since session 58): format 2 keys whose entries also
+ * hold the key's type bits (mf_index_t.key_types), so a covered query can
+ * give each number back in its document's type.
  *
  * Index specs are stored verbatim, so an option this version does not know
  * survives a round trip through listIndexes. A database exists while it has
@@ -72,6 +75,15 @@ typedef struct mf_index {
      * the key's range (coll_write.c index_put_key).
      */
     bool rid_in_key;
+    /*
+     * keyFormat 3: each entry's value ends with the key's type bits
+     * (mf_ks_typebits: the numeric types of its components), after the
+     * record id of a key -> record id entry and alone in a key + record id
+     * entry's value, so the key decodes into the document's own values
+     * (mf_ks_decode_typed; covered queries, query/plan.h). Writers keep them
+     * current: a change of type only (5 to 5.0) rewrites the entry.
+     */
+    bool key_types;
     bool sparse;
     bool is_id;      /* the _id index */
     /*

@@ -203,6 +203,33 @@ index_probe_unique(mf_coll_t *c, mf_index_t *ix, mf_cur_t *cur, const mf_keystri
 }
 
 /*
+ * A unique (key -> record id) entry for key exists: when it is rid's (an
+ * update re-adding it), its value is made val (the record id and the key's
+ * type bits, which may have changed: 5 to 5.0) and 1 is returned; another
+ * document's is the duplicate key error (-1); MF_CONFLICT passes through.
+ */
+static int
+unique_readd(mf_coll_t *c, mf_index_t *ix, mf_cur_t *cur, const mf_keystring_t *key, int64_t rid, const bson_t *doc,
+             const uint8_t *val, size_t vallen, mf_error_t *err)
+{
+    if (mf_cur_search_bytes(cur, key->data, key->len) == 0) {
+        const uint8_t *v;
+        size_t vlen;
+        mf_cur_value(cur, &v, &vlen);
+        if (vlen >= 8 && rid_from_be(v) == rid) {
+            if (vlen == vallen && memcmp(v, val, vlen) == 0)
+                return 1;
+            int ret = mf_cur_put_bytes(cur, key->data, key->len, val, vallen);
+            if (ret == 0)
+                return 1;
+            return ret == MF_CONFLICT ? MF_CONFLICT
+                                      : mf_err_set(err, MF_E_InternalError, "index insert failed on %s", ix->name);
+        }
+    }
+    return mf_coll_dup_key_error(c, ix, doc, key, err);
+}
+
+/*
  * Inserts one key of ix pointing at rid (index_put's work). build: an index
  * build's own insert, which prepareUnique does not check (documents that
  * already share a value are indexed; only later writes may not add one).
@@ -211,30 +238,36 @@ static int
 index_put_key(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, mf_cur_t *cur, mf_keystring_t *key, int64_t rid,
               const bson_t *doc, bool build, mf_error_t *err)
 {
-    uint8_t be[8];
+    uint8_t stackval[64], *val = stackval;
+    size_t tblen = 0;
+    const uint8_t *tb = ix->key_types ? mf_ks_typebits(key, &tblen) : NULL;
     int ret;
 
     if (ix->rid_in_key && (ix->unique || (ix->prepare_unique && !build && !ix->building)) &&
         (ret = index_probe_unique(c, ix, cur, key, rid, doc, err)) != 0)
         return ret;
     if (!ix->rid_in_key) {
-        rid_be(rid, be);
-        ret = mf_cur_insert_bytes(cur, key->data, key->len, be, 8);
-        if (ret == MF_DUPKEY) {
-            /* The same document may already own this key (an update re-adding it). */
-            if (mf_cur_search_bytes(cur, key->data, key->len) == 0) {
-                const uint8_t *v;
-                size_t vlen;
-                mf_cur_value(cur, &v, &vlen);
-                if (vlen == 8 && rid_from_be(v) == rid)
-                    return 0;
-            }
-            return mf_coll_dup_key_error(c, ix, doc, key, err);
-        }
+        /* key -> record id, then the type bits (keyFormat 3, mf_index_t.key_types; an object's numbers may be many) */
+        if (8 + tblen > sizeof(stackval))
+            val = mf_malloc(8 + tblen);
+        rid_be(rid, val);
+        if (tblen > 0)
+            memcpy(val + 8, tb, tblen);
+        ret = mf_cur_insert_bytes(cur, key->data, key->len, val, 8 + tblen);
+        if (ret == MF_DUPKEY)
+            ret = unique_readd(c, ix, cur, key, rid, doc, val, 8 + tblen, err);
+        if (val != stackval)
+            free(val);
+        if (ret == 1)
+            return 0;
+        if (ret < 0)
+            return -1;
     } else {
         size_t base = key->len;
         mf_ks_append_recordid(key, rid);
-        ret = mf_cur_insert_bytes(cur, key->data, key->len, "", 0);
+        ret = mf_cur_insert_bytes(cur, key->data, key->len, tb != NULL ? tb : (const uint8_t *)"", tblen);
+        if (ret == MF_DUPKEY && tblen > 0) /* the entry is there: its type bits may be another document's version's */
+            ret = mf_cur_put_bytes(cur, key->data, key->len, tb, tblen);
         key->len = base;
         if (ret == MF_DUPKEY)
             ret = 0;
@@ -297,7 +330,7 @@ index_del(mf_index_t *ix, mf_cur_t *cur, mf_keystring_t *key, int64_t rid, bool 
             const uint8_t *v;
             size_t vlen;
             mf_cur_value(cur, &v, &vlen);
-            mine = vlen == 8 && rid_from_be(v) == rid;
+            mine = vlen >= 8 && rid_from_be(v) == rid;
         }
         if (mine) {
             ret = mf_cur_remove_here(cur); /* the find left cur on the key */
@@ -393,6 +426,15 @@ keys_for(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, const bson_t *doc, mf_keyse
 }
 
 /* mf_index_keys leaves key sets sorted, so this is a binary search (updates of big arrays stay O(N log N)). */
+/* Whether two keys of the same bytes hold their numbers in the same types (keyFormat 3's type bits). */
+static bool
+same_types(const mf_keystring_t *a, const mf_keystring_t *b)
+{
+    size_t al, bl;
+    const uint8_t *at = mf_ks_typebits(a, &al), *bt = mf_ks_typebits(b, &bl);
+    return al == bl && (al == 0 || memcmp(at, bt, al) == 0);
+}
+
 static bool
 keyset_has(const mf_keyset_t *ks, const mf_keystring_t *k)
 {
@@ -730,8 +772,9 @@ update_indexes(mf_sess_t *s, mf_coll_t *c, int64_t rid, const bson_t *olddoc, co
                 ret = index_del(ix, cur, &oldk->keys[k], rid, newdoc == NULL, err);
         }
         for (int k = 0; k < newk->n && ret == 0; k++) {
-            if (!keyset_has(oldk, &newk->keys[k]))
-                ret = index_put(s, c, ix, cur, &newk->keys[k], rid, newdoc, false, err);
+            const mf_keystring_t *was = mf_keyset_find(oldk, &newk->keys[k]);
+            if (was == NULL || (ix->key_types && newdoc != NULL && !same_types(was, &newk->keys[k])))
+                ret = index_put(s, c, ix, cur, &newk->keys[k], rid, newdoc, false, err); /* new, or retyped (5 to 5.0) */
         }
         if (newdoc == NULL)
             mf_cur_close_near(cur);
@@ -1300,7 +1343,7 @@ mf_coll_find_id(mf_sess_t *s, mf_coll_t *c, const bson_value_t *idv, int64_t *ri
         const uint8_t *v;
         size_t vlen;
         mf_cur_value(cur, &v, &vlen);
-        *rid = vlen == 8 ? rid_from_be(v) : 0;
+        *rid = vlen >= 8 ? rid_from_be(v) : 0;
     }
     mf_cur_close(cur);
     mf_ks_destroy(&key);

@@ -1087,6 +1087,12 @@ mf_cmd_explain(mf_op_t *op)
         req.max = sub_doc(&inner, "max", &max) ? &max : NULL;
         if (mf_plan_minmax_check(req.min, req.max, &op->err) != 0)
             return -1;
+        /* As the find would run it: a projection of key fields only may be covered (mf_plan_t.covered). */
+        bson_iter_t fi;
+        bool whole = (bson_iter_init_find(&fi, &inner, "returnKey") && bson_iter_as_bool(&fi)) ||
+                     (bson_iter_init_find(&fi, &inner, "showRecordId") && bson_iter_as_bool(&fi)) ||
+                     (req.min != NULL && !bson_empty(req.min)) || (req.max != NULL && !bson_empty(req.max));
+        req.cover_projection = whole ? NULL : req.projection;
     } else if (strcmp(kind, "count") == 0) {
         req.filter = sub_doc(&inner, "query", &filter) ? &filter : NULL;
         req.skip = sub_int(&inner, "skip");

@@ -929,6 +929,11 @@ mf_cmd_find(mf_op_t *op)
                                  .force_collscan = tailable, .tailable = tailable,
                                  .shape_projection = has_proj ? &projection : NULL,
                                  .min = has_min ? &min : NULL, .max = has_max ? &max : NULL,
+                                 /* a projection of key fields only may be covered (mf_plan_t.covered) */
+                                 .cover_projection = has_proj && p != NULL && !return_key && !show_rid && !minmax &&
+                                                             mf_projection_metas(p) == 0
+                                                         ? &projection
+                                                         : NULL,
                                  .shown = {.limit = limit, .skip = skip, .batch_size = batch,
                                            .has_batch_size = bson_has_field(op->cmd, "batchSize"),
                                            .projection = has_proj ? &projection : NULL,

@@ -471,7 +471,7 @@ size_scan_index(mf_op_t *op, mf_coll_t *c, mf_index_t *ix, const bson_t *kp, con
         }
         if (!ix->rid_in_key) {
             mf_cur_value(icur, &val, &vlen);
-            if (vlen != 8)
+            if (vlen < 8)
                 continue;
             rid = 0;
             for (int i = 0; i < 8; i++)
@@ -673,7 +673,7 @@ hash_coll(mf_op_t *op, mf_coll_t *c, char *hex)
         }
         if (icur != NULL) {
             mf_cur_value(icur, &val, &vlen);
-            if (vlen != 8)
+            if (vlen < 8)
                 continue;
             int64_t rid = 0;
             for (int i = 0; i < 8; i++)

@@ -468,6 +468,12 @@ keyset_sort_unique(mf_keyset_t *ks)
 bool
 mf_keyset_contains(const mf_keyset_t *ks, const mf_keystring_t *key)
 {
+    return mf_keyset_find(ks, key) != NULL;
+}
+
+const mf_keystring_t *
+mf_keyset_find(const mf_keyset_t *ks, const mf_keystring_t *key)
+{
     int lo = 0, hi = ks->n;
     while (lo < hi) {
         int mid = lo + (hi - lo) / 2;
@@ -477,13 +483,13 @@ mf_keyset_contains(const mf_keyset_t *ks, const mf_keystring_t *key)
         if (r == 0 && m->len != key->len)
             r = m->len < key->len ? -1 : 1;
         if (r == 0)
-            return true;
+            return m;
         if (r < 0)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return false;
+    return NULL;
 }
 
 /*

@@ -181,6 +181,9 @@ int mf_index_keys_of_value(const mf_keypattern_t *kp, const bson_value_t *v, mf_
 /* mf_keyset_contains: whether ks (as mf_index_keys left it: sorted) holds key's bytes; O(log n). */
 bool mf_keyset_contains(const mf_keyset_t *ks, const mf_keystring_t *key);
 
+/* mf_keyset_find: the key of ks (sorted) with key's bytes, or NULL; valid while ks is unchanged. */
+const mf_keystring_t *mf_keyset_find(const mf_keyset_t *ks, const mf_keystring_t *key);
+
 /*
  * mf_index_spec_key: points key at the key pattern of an index spec
  * ({v, key: {...}, name, ...}); false if the spec has no key document. key is

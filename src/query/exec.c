@@ -40,6 +40,7 @@
 
 #include "catalog/coll_write.h"
 #include "doc/text.h"
+#include "index/keystring.h"
 
 enum { kDeadlineEvery = 128 };
 
@@ -225,6 +226,89 @@ cur_cache_close(cur_cache_t *cc)
     memset(cc, 0, sizeof(*cc));
 }
 
+/* One field of a covered key: the rest of its path at this depth and its value. */
+typedef struct nest_ent {
+    const char *rest;
+    const bson_value_t *v;
+} nest_ent_t;
+
+/*
+ * Appends e[0..n) to out in order, fields sharing a first component
+ * grouped into one subdocument at its first place ({"a.b", c, "a.d"} is
+ * {a: {b, d}, c}), as mongod's rehydrateIndexKey sets nested fields.
+ */
+static void
+nest_fields(bson_t *out, const nest_ent_t *e, int n)
+{
+    bool used[MF_KP_MAX_FIELDS] = {false};
+    for (int i = 0; i < n; i++) {
+        if (used[i])
+            continue;
+        const char *dot = strchr(e[i].rest, '.');
+        used[i] = true;
+        if (dot == NULL) {
+            bson_append_value(out, e[i].rest, -1, e[i].v);
+            continue;
+        }
+        size_t nl = (size_t)(dot - e[i].rest);
+        nest_ent_t sub[MF_KP_MAX_FIELDS];
+        int m = 0;
+        sub[m++] = (nest_ent_t){dot + 1, e[i].v};
+        for (int j = i + 1; j < n; j++) {
+            if (!used[j] && strncmp(e[j].rest, e[i].rest, nl) == 0 && e[j].rest[nl] == '.') {
+                sub[m++] = (nest_ent_t){e[j].rest + nl + 1, e[j].v};
+                used[j] = true;
+            }
+        }
+        bson_t child;
+        bson_append_document_begin(out, e[i].rest, (int)nl, &child);
+        nest_fields(&child, sub, m);
+        bson_append_document_end(out, &child);
+    }
+}
+
+/*
+ * A covered scan's document for one key of ix (mf_plan_t.covered): key's
+ * components (klen bytes, no record id) decoded with the entry's type bits
+ * tb into out (reinitialised here) as {field: value} by the key pattern,
+ * dotted fields nested. vals is scratch. Returns 0 or -1 with err.
+ */
+static int
+covered_doc(const mf_index_t *ix, const uint8_t *key, size_t klen, const uint8_t *tb, size_t tblen, bson_t *vals,
+            bson_t *out, mf_error_t *err)
+{
+    const mf_keypattern_t *kp = &ix->kp;
+    nest_ent_t e[MF_KP_MAX_FIELDS];
+    bson_value_t v[MF_KP_MAX_FIELDS];
+    bson_iter_t it;
+    int n = 0;
+    bson_reinit(vals);
+    bson_reinit(out);
+    if (mf_ks_decode_typed(key, klen, tb, tblen, kp->desc, kp->nfields, vals, err) != 0)
+        return -1;
+    if (!bson_iter_init(&it, vals))
+        return mf_err_set(err, MF_E_InternalError, "bad index key in %s", ix->name);
+    while (n < kp->nfields && bson_iter_next(&it)) {
+        v[n] = *bson_iter_value(&it);
+        e[n] = (nest_ent_t){kp->fields[n], &v[n]};
+        n++;
+    }
+    nest_fields(out, e, n);
+    return 0;
+}
+
+/* Whether a covered scan may go on reading keys only: no covered field's path has held an array since planning. */
+static bool
+still_covered(const mf_plan_t *p, mf_index_t *ix)
+{
+    if (!atomic_load(&ix->multikey))
+        return true;
+    for (int f = 0; f < ix->kp.nfields && f < 32; f++)
+        if ((p->cover_fields & (UINT32_C(1) << f)) && atomic_load(&ix->mk_paths[f]) != 0)
+            return false;
+    return true;
+}
+
 /*
  * Runs (or resumes) the IXSCAN st and its FETCH. orst is the OR stage st is
  * an input of (record ids are then de-duplicated across all inputs), or
@@ -286,6 +370,7 @@ scan_index(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, mf_stage_t *st, mf_stage_t 
     if (p->last_key_len + 16 > tmpcap)
         tmpcap = p->last_key_len + 16;
     tmp = mf_malloc(tmpcap);
+    bson_t cvals = BSON_INITIALIZER, cdoc = BSON_INITIALIZER; /* a covered scan's scratch, reused per key */
 
     bool resume = p->started && p->last_key_len > 0;
     p->started = true;
@@ -374,6 +459,33 @@ scan_index(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, mf_stage_t *st, mf_stage_t 
                 ret = fwd ? mf_cur_next(icur) : mf_cur_prev(icur);
                 continue;
             }
+            if (p->covered && orst == NULL && still_covered(p, ix)) {
+                /* The key is the document's projected fields (mf_plan_t.covered): decoded, not fetched. */
+                const uint8_t *tb = NULL;
+                size_t tblen = 0;
+                mf_cur_value(icur, &val, &vlen);
+                if (!ix->rid_in_key) {
+                    tb = vlen > 8 ? val + 8 : NULL;
+                    tblen = vlen > 8 ? vlen - 8 : 0;
+                } else {
+                    tb = vlen > 0 ? val : NULL;
+                    tblen = vlen;
+                }
+                mf_match_details_t d = {.array_pos = -1, .index_key = key, .index_key_pattern = st->key_pattern};
+                d.index_key_len = ix->rid_in_key && klen >= 8 ? klen - 8 : klen;
+                if (covered_doc(ix, key, d.index_key_len, tb, tblen, &cvals, &cdoc, err) != 0) {
+                    rc = -1;
+                    goto out;
+                }
+                fetch->n_returned++;
+                int r = visit(arg, rid, &cdoc, &d);
+                if (r != 0) {
+                    rc = r < 0 ? -1 : 1;
+                    goto out;
+                }
+                ret = fwd ? mf_cur_next(icur) : mf_cur_prev(icur);
+                continue;
+            }
             int fr = mf_cur_search_rid(ccur, rid);
             if (fr == 0) {
                 const uint8_t *dv;
@@ -431,6 +543,8 @@ scan_index(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, mf_stage_t *st, mf_stage_t 
     }
 out:
     free(tmp);
+    bson_destroy(&cvals);
+    bson_destroy(&cdoc);
     if (own_ccur)
         mf_cur_close(ccur);
     if (own_icur)

@@ -1753,7 +1753,8 @@ mf_plan_stage_name(mf_stage_kind_t kind)
 {
     static const char *names[] = {"EOF", "COLLSCAN", "IXSCAN", "IDHACK", "FETCH", "SORT", "SKIP", "LIMIT",
                                   "PROJECTION_SIMPLE", "PROJECTION_DEFAULT", "COUNT", "DELETE",
-                                  "BATCHED_DELETE", "UPDATE", "OR", "TEXT_OR", "TEXT_MATCH"};
+                                  "BATCHED_DELETE", "UPDATE", "OR", "TEXT_OR", "TEXT_MATCH",
+                                  "PROJECTION_COVERED"};
     return (unsigned)kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "UNKNOWN";
 }
 
@@ -1807,6 +1808,75 @@ mf_plan_projection_simple(const bson_t *proj)
             return false;
     }
     return true;
+}
+
+/*
+ * Whether an index scan of ix can cover the find projection proj (mongod's
+ * analyzeProjection: an inclusion projection whose required fields the
+ * IXSCAN provides, IndexScanNode::getFieldAvailability). proj: only
+ * inclusions (a true number or boolean) of paths that are ix's key
+ * pattern fields exactly, _id among them unless excluded; no operator, no
+ * expression, no positional path. ix: a btree (or compound hashed, the
+ * hashed field not projected) index without collation whose entries hold
+ * type bits, no key pattern field a prefix of another, and no projected
+ * field whose path held an array. *fields gets the projected positions.
+ */
+static bool
+projection_coverable(const mf_index_t *ix, const bson_t *proj, uint32_t *fields)
+{
+    const mf_keypattern_t *kp = &ix->kp;
+    bson_iter_t it;
+    bool id_out = false, any = false;
+    *fields = 0;
+    if (proj == NULL || bson_empty(proj) || !ix->key_types || kp->collation != NULL || kp->is_text ||
+        kp->is_wildcard || kp->wildcard_compound || kp->has_geo || (ix->multikey && kp->nfields > 31))
+        return false;
+    for (int a = 0; a < kp->nfields; a++) {
+        size_t al = strlen(kp->fields[a]);
+        for (int b = 0; b < kp->nfields; b++)
+            if (a != b && strncmp(kp->fields[a], kp->fields[b], al) == 0 && kp->fields[b][al] == '.')
+                return false; /* {a: 1, "a.b": 1}: no one document holds both as keys give them */
+    }
+    if (!bson_iter_init(&it, proj))
+        return false;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        bool truthy;
+        if (v->value_type == BSON_TYPE_BOOL)
+            truthy = v->value.v_bool;
+        else if (v->value_type == BSON_TYPE_INT32 || v->value_type == BSON_TYPE_INT64 ||
+                 v->value_type == BSON_TYPE_DOUBLE)
+            truthy = mf_value_as_double(v) != 0;
+        else
+            return false; /* an expression, $slice, $elemMatch, $meta or literal */
+        if (strchr(k, '$') != NULL)
+            return false; /* positional */
+        if (!truthy) {
+            if (strcmp(k, "_id") != 0)
+                return false; /* an exclusion projection needs the document */
+            id_out = true;
+            continue;
+        }
+        int f = -1;
+        for (int i = 0; i < kp->nfields && f < 0; i++)
+            if (strcmp(kp->fields[i], k) == 0)
+                f = i;
+        if (f < 0 || (kp->has_hashed && f == kp->hashed_field) || field_mk(ix, f) != 0)
+            return false;
+        *fields |= UINT32_C(1) << f;
+        any = true;
+    }
+    if (!id_out) {
+        int f = -1;
+        for (int i = 0; i < kp->nfields && f < 0; i++)
+            if (strcmp(kp->fields[i], "_id") == 0)
+                f = i;
+        if (f < 0 || (kp->has_hashed && f == kp->hashed_field) || field_mk(ix, f) != 0)
+            return false;
+        *fields |= UINT32_C(1) << f;
+    }
+    return any || !id_out;
 }
 
 /* Whether k bounds the scan (points, a range, or nothing to scan), not only provides the sort. */
@@ -1934,6 +2004,7 @@ ixscan_stage(const cand_t *k, int dir)
         ix->iv[0].hi = dup_bytes(NULL, 0);
         ix->iv[0].lo_incl = ix->iv[0].hi_incl = true;
         ix->niv = 1;
+        ix->loose = true;
     }
     return ix;
 }
@@ -3066,6 +3137,11 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
             /* A count the bounds answer exactly reads keys only (mf_plan_t.keys_only). */
             p->keys_only = (req->root == MF_PLAN_ROOT_COUNT || req->count_only) && p->fetch->filter == NULL &&
                            p->text == NULL && p->text_false == NULL && !has_sort && req->projection == NULL;
+            /* A find the bounds answer exactly, in the index's order, projecting key fields only (mf_plan_t.covered). */
+            p->covered = !p->keys_only && req->cover_projection != NULL && req->root == MF_PLAN_ROOT_NONE &&
+                         p->fetch->filter == NULL && !ix->loose && p->text == NULL && p->text_false == NULL &&
+                         (!has_sort || best->sort_dir != 0) &&
+                         projection_coverable(best->ix, req->cover_projection, &p->cover_fields);
             top = p->fetch;
             p->sort_provided = !has_sort || best->sort_dir != 0;
             cand_destroy(best);
@@ -3089,7 +3165,11 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
         top->amount = req->limit;
     }
     if (req->projection != NULL && !bson_empty(req->projection)) {
-        top = stage_new(mf_plan_projection_simple(req->projection) ? MF_ST_PROJECTION_SIMPLE : MF_ST_PROJECTION_DEFAULT, top);
+        bool simple = mf_plan_projection_simple(req->projection);
+        top = stage_new(simple && p->covered ? MF_ST_PROJECTION_COVERED
+                        : simple             ? MF_ST_PROJECTION_SIMPLE
+                                             : MF_ST_PROJECTION_DEFAULT,
+                        top);
         top->spec = bson_copy(req->projection);
     }
     switch (req->root) {
@@ -3128,8 +3208,8 @@ append_number(bson_t *out, const char *key, int64_t v)
 static void
 explain_stage(const mf_plan_t *p, const mf_stage_t *s, bool stats, bson_t *out)
 {
-    if (s->kind == MF_ST_FETCH && p->keys_only && s->child != NULL) {
-        /* A count over keys only: no FETCH runs (mf_plan_t.keys_only). */
+    if (s->kind == MF_ST_FETCH && (p->keys_only || p->covered) && s->child != NULL) {
+        /* A count over keys only, or a covered find: no FETCH runs (mf_plan_t.keys_only, covered). */
         explain_stage(p, s->child, stats, out);
         return;
     }
@@ -3205,6 +3285,7 @@ explain_stage(const mf_plan_t *p, const mf_stage_t *s, bool stats, bson_t *out)
         break;
     case MF_ST_PROJECTION_SIMPLE:
     case MF_ST_PROJECTION_DEFAULT:
+    case MF_ST_PROJECTION_COVERED:
         BSON_APPEND_DOCUMENT(out, "transformBy", s->spec);
         break;
     default:

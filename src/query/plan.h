@@ -107,6 +107,7 @@ typedef enum mf_stage_kind {
     MF_ST_OR,
     MF_ST_TEXT_OR,    /* $text: an OR of one IXSCAN per term of the text index (run as OR) */
     MF_ST_TEXT_MATCH, /* $text: phrases, negations and the score, checked above FETCH (exec.c) */
+    MF_ST_PROJECTION_COVERED, /* a covered projection: the index keys' values, no FETCH (mf_plan_t.covered) */
 } mf_stage_kind_t;
 
 /* One index interval over keystring bytes, lo <= hi byte-wise (scan order ascending). */
@@ -130,6 +131,7 @@ typedef struct mf_stage {
     bool multikey, unique, sparse, partial;
     uint32_t mk_paths[MF_KP_MAX_FIELDS]; /* per key pattern field, as the index had them when planned */
     bson_t *bounds;       /* owned: explain indexBounds {field: ["[5, 5]"]} */
+    bool loose;           /* an unencodable bound widened the scan to the whole index: never exact */
     mf_interval_t *iv;    /* owned, niv intervals in ascending byte order */
     size_t niv;
     /* COLLSCAN / FETCH residual filter, SORT pattern, PROJECTION spec (owned, may be NULL) */
@@ -184,6 +186,13 @@ typedef struct mf_plan_request {
     bool tailable;
     /* the command as a planner error shows it (see mf_plan_shown_t) */
     mf_plan_shown_t shown;
+    /*
+     * A find's projection that an index scan may cover (mf_plan_t.covered),
+     * or NULL: the caller needs whole documents (returnKey, showRecordId,
+     * min / max, metadata). With projection set too, explain's projection
+     * stage is PROJECTION_COVERED (or PROJECTION_DEFAULT for dotted paths).
+     */
+    const bson_t *cover_projection;
 } mf_plan_request_t;
 
 /* A set of record ids (multikey de-duplication). */
@@ -219,6 +228,23 @@ typedef struct mf_plan {
      * Explain leaves the FETCH out.
      */
     bool keys_only;
+    /*
+     * A covered find (mongod's PROJECTION_COVERED over IXSCAN, planner_analysis.cpp
+     * analyzeProjection): the bounds answer the whole filter exactly, the sort (if
+     * any) is the index's order, and the projection includes only key
+     * pattern fields (cover_fields: their positions) none of whose paths
+     * held an array, of an index whose entries hold type bits
+     * (mf_index_t.key_types), with neither collation nor hashed, geo or text
+     * fields among them. The scan reads no document: each key is decoded
+     * with its type bits into {field: value} by the key pattern, dotted
+     * fields nested (mongod's rehydrateIndexKey), and handed to the visitor
+     * as the document, whose projection then keeps the projected fields in
+     * key pattern order; a missing field reads as null, as mongod's covered
+     * plans give it. Should a covered field's path hold an array since
+     * planning, the scan fetches documents again. Explain leaves the FETCH out.
+     */
+    bool covered;
+    uint32_t cover_fields;
     struct mf_text_query *text; /* owned: a $text query's terms and checks (doc/text.h), or NULL */
     /*
      * owned: a $text under $or (text_or_plan): the filter with $text false,

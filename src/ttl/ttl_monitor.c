@@ -1603,7 +1603,7 @@ scan_due(mf_sess_t *s, const mf_index_t *ix, const uint8_t *from, size_t from_le
             const uint8_t *v;
             size_t vlen;
             mf_cur_value(cur, &v, &vlen);
-            rid = vlen == 8 ? mf_ks_read_recordid(v, 8) : 0;
+            rid = vlen >= 8 ? mf_ks_read_recordid(v, 8) : 0;
         } else {
             rid = mf_ks_read_recordid(k, klen);
         }
