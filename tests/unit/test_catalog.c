@@ -974,6 +974,7 @@ Test(catalog, an_index_from_before_key_format_2_keeps_its_format_and_stays_consi
     mf_catalog_unlock(e.cat);
     cr_assert(c->indexes[0]->kp.legacy_decimals && mf_coll_index_by_name(c, "v_1")->kp.legacy_decimals,
               "an entry without keyFormat is format 1");
+    cr_assert(!mf_coll_index_by_name(c, "v_1")->key_types, "a format 1 index's entries hold no type bits");
     /* The documents an older mayfly would have written: fractional decimals, two that tie in format 1. */
     unit_insert_json(e.st, e.cat, c, "{\"_id\": {\"$numberDecimal\": \"19.99\"}, \"v\": {\"$numberDecimal\": \"19.99\"}}", true);
     unit_insert_json(e.st, e.cat, c, "{\"_id\": {\"$numberDecimal\": \"1.0000000000000000000001\"}, \"v\": {\"$numberDecimal\": \"1.0000000000000000000001\"}}", true);
@@ -998,12 +999,14 @@ Test(catalog, an_index_from_before_key_format_2_keeps_its_format_and_stays_consi
     /* An index created now is format 2, beside the older ones, and stays so. */
     unit_index_add(e.cat, c, "{\"v\": 2, \"key\": {\"v\": -1}, \"name\": \"v_-1\"}");
     cr_assert(!mf_coll_index_by_name(c, "v_-1")->kp.legacy_decimals);
+    cr_assert(mf_coll_index_by_name(c, "v_-1")->key_types, "an index created now is format 3: type bits in its entries");
     env_close(&e);
     env_open(&e);
     mf_catalog_rdlock(e.cat);
     c = mf_catalog_coll_find(e.cat, "db", "dec");
     mf_catalog_unlock(e.cat);
     cr_assert(!mf_coll_index_by_name(c, "v_-1")->kp.legacy_decimals);
+    cr_assert(mf_coll_index_by_name(c, "v_-1")->key_types, "an index created now is format 3: type bits in its entries");
     cr_assert(mf_coll_index_by_name(c, "v_1")->kp.legacy_decimals);
     cr_assert(validate_ok(&e, c, NULL));
 
@@ -1049,10 +1052,10 @@ Test(catalog, an_index_of_an_unknown_key_format_is_never_used)
     char uri[128];
     snprintf(uri, sizeof(uri), "%s", mf_coll_index_by_name(c, "v_1")->uri);
     env_close(&e);
-    rewrite_key_format(&e, "db.future", 3);
+    rewrite_key_format(&e, "db.future", 4);
     env_open(&e);
     mf_catalog_rdlock(e.cat);
-    cr_assert_null(mf_catalog_coll_find(e.cat, "db", "future"), "an entry with key format 3 was loaded");
+    cr_assert_null(mf_catalog_coll_find(e.cat, "db", "future"), "an entry with key format 4 was loaded");
     mf_catalog_unlock(e.cat);
     cr_assert_eq(scan_table(&e, uri), 1, "its index table is kept as it was");
     env_destroy(&e);
