@@ -533,7 +533,9 @@ mf_crud_agg_plan_prefix(mf_op_t *op, const mf_coll_t *c, const mf_pipeline_t *pl
     mf_pipeline_pushdown(pl, true, pd);
     for (int attempt = 0; attempt < 2; attempt++) {
         mf_plan_request_t req = {.filter = pd->filter, .sort = pd->sort, .hint = hint, .skip = pd->skip,
-                                 .limit = pd->limit, .projection = pd->project_spec, .count_only = pd->count_only};
+                                 .limit = pd->limit, .projection = pd->project_spec, .count_only = pd->count_only,
+                                 /* a $project of key fields only may be covered, as find's projection (mf_plan_t.covered) */
+                                 .cover_projection = pd->project_spec};
         if (mf_plan_build(c, &req, plan, &op->err) != 0)
             return -1;
         if (pd->sort == NULL || (*plan)->sort == NULL)

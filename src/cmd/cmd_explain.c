@@ -991,7 +991,8 @@ mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
         bson_init_static(&proj, bson_get_data(pd.project_spec), pd.project_spec->len);
     mf_plan_request_t req = {.filter = has_filter ? &filter : NULL, .sort = pd.sort ? &sort : NULL,
                              .skip = pd.skip, .limit = pd.limit, .hint = base ? NULL : sub_hint(cmd, &hint_store),
-                             .projection = pd.project_spec ? &proj : NULL, .count_only = pd.count_only};
+                             .projection = pd.project_spec ? &proj : NULL, .count_only = pd.count_only,
+                             .cover_projection = pd.project_spec ? &proj : NULL}; /* as the aggregate runs it */
     int rc = run_explain(op, coll, &req, 0, verbosity, cmd, &agg, NULL, false);
     mf_plan_free(agg.plan); /* when run_explain did not take it */
     mf_agg_stream_free(ran);

@@ -23,6 +23,12 @@
  * document the text query matches (and scores) must pass the caller's
  * matcher, one it does not the plan's text_false matcher.
  *
+ * A covered plan (mf_plan_t.covered) fetches nothing: each key is decoded
+ * with the type bits its entry holds (keyFormat 3) into the document the
+ * visitor gets (covered_doc, mongod's rehydrateIndexKey), unless a covered
+ * field's path has held an array since planning (still_covered), when the
+ * scan goes back to fetching.
+ *
  * Time limits: a thread-local deadline (monotonic ms, 0 = none) set by the
  * command layer; the scan loops look at the clock every kDeadlineEvery
  * documents or keys, so the check costs nothing measurable.

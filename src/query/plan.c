@@ -3140,7 +3140,7 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
             /* A find the bounds answer exactly, in the index's order, projecting key fields only (mf_plan_t.covered). */
             p->covered = !p->keys_only && req->cover_projection != NULL && req->root == MF_PLAN_ROOT_NONE &&
                          p->fetch->filter == NULL && !ix->loose && p->text == NULL && p->text_false == NULL &&
-                         (!has_sort || best->sort_dir != 0) &&
+                         (!has_sort || best->sort_dir != 0) && !(c->clustered && best->ix->is_id) &&
                          projection_coverable(best->ix, req->cover_projection, &p->cover_fields);
             top = p->fetch;
             p->sort_provided = !has_sort || best->sort_dir != 0;

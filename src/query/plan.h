@@ -75,6 +75,11 @@
  * as mongod's planner does with its multikey paths; record ids are
  * de-duplicated during the scan.
  *
+ * A find (or an aggregate's pushed-down $project) whose IXSCAN answers the
+ * whole filter exactly and in the sort's order, projecting key fields only,
+ * is covered (mf_plan_t.covered): PROJECTION_COVERED over the IXSCAN, no
+ * FETCH, the documents decoded from the keys.
+ *
  * A plan also carries its execution position (last key / record id), so a
  * find cursor keeps its plan across getMore and resumes the scan.
  */

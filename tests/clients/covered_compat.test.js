@@ -313,3 +313,31 @@ h.test('after a restart the index still holds its type bits (keyFormat 3 in the 
   const v = await srv.client.db(name).command({ validate: 'c', full: true });
   assert.equal(v.valid, true);
 });
+
+h.test('aggregate: a pushed-down $match and $project of key fields only is covered too', async () => {
+  const db = srv.freshDb('covagg');
+  const c = db.collection('c');
+  await c.createIndex({ a: 1, b: -1 });
+  await c.insertMany([
+    { _id: 1, a: new Int32(1), b: D('2.50') }, { _id: 2, a: Long.fromNumber(2), b: new Double(3) },
+    { _id: 3, a: new Double(3), b: 'x' }, { _id: 4, a: 4, b: 1 },
+  ]);
+  const pipe = [{ $match: { a: { $gte: 1, $lte: 3 } } }, { $sort: { a: 1 } }, { $project: { b: 1, a: 1, _id: 0 } }];
+  const got = await c.aggregate(pipe, { raw: true }).toArray();
+  const scan = await c.aggregate(pipe, { raw: true, hint: { $natural: 1 } }).toArray();
+  assert.deepEqual(hex(got), hex(scan));
+  assert.equal(got.length, 3);
+  const e = await c.aggregate(pipe).explain('executionStats');
+  assert.equal(e.queryPlanner.optimizedPipeline, true);
+  assert.deepEqual(stages(e.queryPlanner.winningPlan), ['PROJECTION_COVERED', 'IXSCAN']);
+  assert.equal(e.executionStats.totalDocsExamined, 0);
+  assert.equal(e.executionStats.nReturned, 3);
+  const typed = await c.aggregate(pipe, { promoteValues: false }).toArray();
+  assert.deepEqual(typed.map((d) => [d.a._bsontype, d.b._bsontype || typeof d.b]),
+    [['Int32', 'Decimal128'], ['Long', 'Double'], ['Double', 'string']]);
+  // once b's path held an array, projecting it needs the documents
+  await c.insertOne({ _id: 5, a: 5, b: [1, 2] });
+  const e2 = await c.aggregate([{ $match: { a: { $gte: 1 } } }, { $project: { b: 1, _id: 0 } }]).explain('executionStats');
+  assert.ok(!stages(e2.queryPlanner.winningPlan).includes('PROJECTION_COVERED'));
+  assert.ok(e2.executionStats.totalDocsExamined > 0);
+});
