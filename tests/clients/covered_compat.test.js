@@ -341,3 +341,30 @@ h.test('aggregate: a pushed-down $match and $project of key fields only is cover
   assert.ok(!stages(e2.queryPlanner.winningPlan).includes('PROJECTION_COVERED'));
   assert.ok(e2.executionStats.totalDocsExamined > 0);
 });
+
+h.test('object and array values inside a key keep their numbers\' types, however many (a unique index too)', async () => {
+  const db = srv.freshDb('covobjects');
+  const c = db.collection('c');
+  await c.createIndex({ o: 1 }, { unique: true });
+  await c.createIndex({ k: -1, o: 1 });
+  const big = (i) => ({
+    x: [new Int32(i), new Double(i + 0.5), D(`${i}.000`), Long.fromNumber(i)],
+    y: { p: D('1E+400'), q: new Double(-0), r: [D('0.10'), D('0.1'), D('0.100')], s: 'str', t: new Date(i) },
+    z: [[D(`${i}.5`)], { u: Long.fromString('9007199254740993') }],
+  });
+  const docs = [];
+  for (let i = 0; i < 6; i++) docs.push({ k: new Int32(i % 2), o: big(i), _id: i });
+  await c.insertMany(docs);
+  await assertCovered(c, { o: { $gte: {} } }, { o: 1, _id: 0 }, { sort: { o: 1 } }, { ordered: true });
+  await assertCovered(c, { k: 1 }, { k: 1, o: 1, _id: 0 }, { sort: { o: 1 } }, { ordered: true });
+  const got = await c.findOne({ o: big(3) }, { projection: { o: 1, _id: 0 }, promoteValues: false });
+  assert.deepEqual(got.o.y.r.map((v) => v.toString()), ['0.10', '0.1', '0.100']);
+  assert.ok(Object.is(got.o.y.q.valueOf(), -0));
+  assert.equal(got.o.x[3]._bsontype, 'Long');
+  // retyped inside the object: the unique entry is rewritten
+  await c.updateOne({ _id: 3 }, { $set: { 'o.x.0': new Double(3) } });
+  const again = await c.findOne({ o: { $gte: {} }, k: { $exists: true } }, { projection: { o: 1, _id: 0 },
+    sort: { o: 1 }, skip: 3, promoteValues: false, hint: { o: 1 } });
+  assert.equal(again.o.x[0]._bsontype, 'Double');
+  await assertCovered(c, { o: { $gte: {} } }, { o: 1, _id: 0 }, { sort: { o: 1 } }, { ordered: true });
+});
