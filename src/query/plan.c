@@ -1816,7 +1816,8 @@ mf_plan_projection_simple(const bson_t *proj)
  * IXSCAN provides, IndexScanNode::getFieldAvailability). proj: only
  * inclusions (a true number or boolean) of paths that are ix's key
  * pattern fields exactly, _id among them unless excluded; no operator, no
- * expression, no positional path. ix: a btree (or compound hashed, the
+ * expression, no positional path ("a.$"), no numeric component ("a.0",
+ * which keys read as an array position and a projection does not). ix: a btree (or compound hashed, the
  * hashed field not projected) index without collation whose entries hold
  * type bits, no key pattern field a prefix of another, and no projected
  * field whose path held an array. *fields gets the projected positions.
@@ -1864,6 +1865,8 @@ projection_coverable(const mf_index_t *ix, const bson_t *proj, uint32_t *fields)
                 f = i;
         if (f < 0 || (kp->has_hashed && f == kp->hashed_field) || field_mk(ix, f) != 0)
             return false;
+        if (path_positional(k))
+            return false; /* "a.0": the key holds one reading of the path, a projection another */
         *fields |= UINT32_C(1) << f;
         any = true;
     }

@@ -184,6 +184,10 @@ h.test('dotted paths are covered by PROJECTION_DEFAULT, nested as mongod rehydra
   assert.equal(d.x.z.toString(), '2.50');
   // a prefix of an indexed path is not a key pattern field
   await assertFetches(c, { 'x.y': { $gte: 1 } }, { x: 1, _id: 0 });
+  // a numeric component: the key holds the array's element, the projection reads the path its own way
+  await c.createIndex({ 'p.0': 1 });
+  await c.insertMany([{ _id: 10, p: [5, 6] }, { _id: 11, p: { 0: 5 } }]);
+  await assertFetches(c, { 'p.0': 5 }, { 'p.0': 1, _id: 0 });
 });
 
 h.test('a field missing from a document is null in a covered result, as mongod\'s covered plans give it', async () => {
