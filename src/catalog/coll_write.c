@@ -425,7 +425,6 @@ keys_for(mf_sess_t *s, mf_coll_t *c, mf_index_t *ix, const bson_t *doc, mf_keyse
     return keys_note_multikey(s, c, ix, multikey, doc, err);
 }
 
-/* mf_index_keys leaves key sets sorted, so this is a binary search (updates of big arrays stay O(N log N)). */
 /* Whether two keys of the same bytes hold their numbers in the same types (keyFormat 3's type bits). */
 static bool
 same_types(const mf_keystring_t *a, const mf_keystring_t *b)
@@ -435,6 +434,7 @@ same_types(const mf_keystring_t *a, const mf_keystring_t *b)
     return al == bl && (al == 0 || memcmp(at, bt, al) == 0);
 }
 
+/* mf_index_keys leaves key sets sorted, so this is a binary search (updates of big arrays stay O(N log N)). */
 static bool
 keyset_has(const mf_keyset_t *ks, const mf_keystring_t *k)
 {

@@ -1817,10 +1817,11 @@ mf_plan_projection_simple(const bson_t *proj)
  * inclusions (a true number or boolean) of paths that are ix's key
  * pattern fields exactly, _id among them unless excluded; no operator, no
  * expression, no positional path ("a.$"), no numeric component ("a.0",
- * which keys read as an array position and a projection does not). ix: a btree (or compound hashed, the
- * hashed field not projected) index without collation whose entries hold
- * type bits, no key pattern field a prefix of another, and no projected
- * field whose path held an array. *fields gets the projected positions.
+ * which keys read as an array position and a projection does not). ix: a
+ * btree (or compound hashed, the hashed field not projected) index without
+ * collation whose entries hold type bits, no key pattern field a prefix of
+ * another, and no projected field whose path held an array. *fields gets
+ * the projected positions.
  */
 static bool
 projection_coverable(const mf_index_t *ix, const bson_t *proj, uint32_t *fields)
@@ -1830,7 +1831,7 @@ projection_coverable(const mf_index_t *ix, const bson_t *proj, uint32_t *fields)
     bool id_out = false, any = false;
     *fields = 0;
     if (proj == NULL || bson_empty(proj) || !ix->key_types || kp->collation != NULL || kp->is_text ||
-        kp->is_wildcard || kp->wildcard_compound || kp->has_geo || (ix->multikey && kp->nfields > 31))
+        kp->is_wildcard || kp->wildcard_compound || kp->has_geo || kp->nfields > 32)
         return false;
     for (int a = 0; a < kp->nfields; a++) {
         size_t al = strlen(kp->fields[a]);
