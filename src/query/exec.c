@@ -483,6 +483,16 @@ scan_index(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, mf_stage_t *st, mf_stage_t 
                     rc = -1;
                     goto out;
                 }
+                if (st->filter != NULL && m != NULL && !mf_matcher_match(m, &cdoc, &d)) {
+                    /* The filter's predicates the bounds leave, on the key's values (the IXSCAN filter). */
+                    if (mf_matcher_take_failure(err)) {
+                        rc = -1;
+                        goto out;
+                    }
+                    st->n_returned--;
+                    ret = fwd ? mf_cur_next(icur) : mf_cur_prev(icur);
+                    continue;
+                }
                 fetch->n_returned++;
                 int r = visit(arg, rid, &cdoc, &d);
                 if (r != 0) {

@@ -1883,6 +1883,87 @@ projection_coverable(const mf_index_t *ix, const bson_t *proj, uint32_t *fields)
     return any || !id_out;
 }
 
+/*
+ * Whether v, a predicate's operand, reads the same on a key's value as on
+ * the document: not null or undefined (a key's null is also a missing
+ * field), not MinKey / MaxKey, no array (a path that held none), nothing
+ * the matcher evaluates apart from the value ($expr and the like never
+ * reach here: their keys start with '$').
+ */
+static bool
+key_operand_ok(const bson_value_t *v)
+{
+    switch (v->value_type) {
+    case BSON_TYPE_NULL:
+    case BSON_TYPE_UNDEFINED:
+    case BSON_TYPE_MINKEY:
+    case BSON_TYPE_MAXKEY:
+    case BSON_TYPE_ARRAY:
+        return false;
+    default:
+        return true;
+    }
+}
+
+/*
+ * Whether the residual filter (top-level field predicates the bounds do not
+ * answer exactly) can be evaluated on a covered scan's decoded key, as
+ * mongod's IXSCAN filter evaluates its INEXACT_COVERED predicates: each one
+ * is on a key pattern field of ix (not hashed, none of whose path held an
+ * array, no numeric component) and is a value, a regex, or operators from
+ * $eq, $gt, $gte, $lt, $lte, $ne, $in, $nin, $regex / $options, $mod with
+ * operands that read the same whether the field is null or missing ($exists,
+ * $type, null equality do not: the key's null is both).
+ */
+static bool
+key_filter_ok(const mf_index_t *ix, const bson_t *residual)
+{
+    static const char *const ops[] = {"$eq", "$gt", "$gte", "$lt", "$lte", "$ne", "$in", "$nin", "$regex",
+                                      "$options", "$mod", NULL};
+    const mf_keypattern_t *kp = &ix->kp;
+    bson_iter_t it, oi, ai;
+    if (!bson_iter_init(&it, residual))
+        return false;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        int f = -1;
+        for (int i = 0; i < kp->nfields && f < 0; i++)
+            if (strcmp(kp->fields[i], k) == 0)
+                f = i;
+        if (f < 0 || k[0] == '$' || (kp->has_hashed && f == kp->hashed_field) || kp->geo[f] != MF_GEO_IX_NONE ||
+            field_mk(ix, f) != 0 || path_positional(k))
+            return false;
+        if (v->value_type != BSON_TYPE_DOCUMENT) {
+            if (!key_operand_ok(v))
+                return false;
+            continue;
+        }
+        if (!bson_iter_recurse(&it, &oi) || !bson_iter_next(&oi) || bson_iter_key(&oi)[0] != '$')
+            continue; /* equality to an embedded document */
+        bson_iter_recurse(&it, &oi);
+        while (bson_iter_next(&oi)) {
+            const char *op = bson_iter_key(&oi);
+            const bson_value_t *ov = bson_iter_value(&oi);
+            bool known = false;
+            for (int i = 0; ops[i] != NULL && !known; i++)
+                known = strcmp(op, ops[i]) == 0;
+            if (!known)
+                return false;
+            if (strcmp(op, "$in") == 0 || strcmp(op, "$nin") == 0) {
+                if (ov->value_type != BSON_TYPE_ARRAY || !bson_iter_recurse(&oi, &ai))
+                    return false;
+                while (bson_iter_next(&ai))
+                    if (!key_operand_ok(bson_iter_value(&ai)))
+                        return false;
+            } else if (strcmp(op, "$mod") != 0 && !key_operand_ok(ov)) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 /* Whether k bounds the scan (points, a range, or nothing to scan), not only provides the sort. */
 static bool
 cand_bounded(const cand_t *k)
@@ -3143,9 +3224,15 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
                            p->text == NULL && p->text_false == NULL && !has_sort && req->projection == NULL;
             /* A find the bounds answer exactly, in the index's order, projecting key fields only (mf_plan_t.covered). */
             p->covered = !p->keys_only && req->cover_projection != NULL && req->root == MF_PLAN_ROOT_NONE &&
-                         p->fetch->filter == NULL && !ix->loose && p->text == NULL && p->text_false == NULL &&
-                         (!has_sort || best->sort_dir != 0) && !(c->clustered && best->ix->is_id) &&
+                         (p->fetch->filter == NULL || key_filter_ok(best->ix, p->fetch->filter)) && !ix->loose &&
+                         p->text == NULL && p->text_false == NULL && (!has_sort || best->sort_dir != 0) &&
+                         !(c->clustered && best->ix->is_id) &&
                          projection_coverable(best->ix, req->cover_projection, &p->cover_fields);
+            if (p->covered && p->fetch->filter != NULL) {
+                /* Evaluated on the decoded keys (mongod's IXSCAN filter): the IXSCAN shows it. */
+                ix->filter = p->fetch->filter;
+                p->fetch->filter = NULL;
+            }
             top = p->fetch;
             p->sort_provided = !has_sort || best->sort_dir != 0;
             cand_destroy(best);
@@ -3229,6 +3316,8 @@ explain_stage(const mf_plan_t *p, const mf_stage_t *s, bool stats, bson_t *out)
             BSON_APPEND_DOCUMENT(out, "filter", s->filter);
         break;
     case MF_ST_IXSCAN:
+        if (s->filter) /* a covered scan's predicates on the keys (mf_plan_t.covered) */
+            BSON_APPEND_DOCUMENT(out, "filter", s->filter);
         BSON_APPEND_DOCUMENT(out, "keyPattern", s->key_pattern);
         BSON_APPEND_UTF8(out, "indexName", s->index_name);
         BSON_APPEND_BOOL(out, "isMultiKey", s->multikey);

@@ -252,11 +252,24 @@ h.test('what mongod does not cover still fetches: operators, expressions, exclus
   await assertFetches(c, { a: 2 }, { a: { $slice: 1 }, _id: 0 });
   await assertFetches(c, { a: 2 }, { a: 1, c: 1, _id: 0 });
   await assertFetches(c, { a: 2 }, { a: 1, b: 1 });
-  // inexact bounds: a regex, $exists, $ne
+  // predicates the bounds do not answer exactly: evaluated on the keys when a null key reads as a missing field
+  // would (mongod's IXSCAN filter), else fetched
   await c.insertOne({ _id: 100, a: 'abc', b: 'x' });
-  await assertFetches(c, { a: /^ab/ }, { a: 1, _id: 0 });
+  await c.insertOne({ _id: 102, a: null, b: 'z' });
+  for (const f of [{ a: /^ab/ }, { a: { $ne: 2 } }, { a: { $nin: [1, 2] } }, { a: { $gte: 1 }, b: { $ne: 5 } },
+    { a: { $in: [1, /^a/] }, b: { $mod: [2, 1] } }, { a: { $gte: 0 }, b: { $regex: '^[0-9]', $options: 'i' } },
+    { a: { $gt: 0, $ne: 3 } }]) {
+    await assertCovered(c, f, { a: 1, b: 1, _id: 0 }, { hint: { a: 1, b: 1 } });
+  }
+  const ef = await c.find({ a: /^ab/ }, { projection: { a: 1, _id: 0 } }).explain();
+  assert.deepEqual(stages(ef.queryPlanner.winningPlan), ['PROJECTION_COVERED', 'IXSCAN']);
+  assert.ok(ef.queryPlanner.winningPlan.inputStage.filter, JSON.stringify(ef.queryPlanner.winningPlan));
+  await c.insertOne({ _id: 101, b: 'y' }); // a missing: its key's null is not the document's
   await assertFetches(c, { a: { $exists: true } }, { a: 1, _id: 0 });
-  await assertFetches(c, { a: { $ne: 2 } }, { a: 1, _id: 0 });
+  await assertFetches(c, { a: { $gte: 0 }, b: { $exists: false } }, { a: 1, _id: 0 });
+  await assertFetches(c, { a: { $gte: 0 }, b: { $type: 'null' } }, { a: 1, _id: 0 });
+  await assertFetches(c, { a: { $gte: 0 }, b: { $in: [null, 3] } }, { a: 1, _id: 0 });
+  await assertFetches(c, { a: { $gte: 0 }, b: { $not: { $gt: 3 } } }, { a: 1, _id: 0 });
   // a collation index holds sort keys, not the strings
   await assertFetches(c, { s: { $gte: 's' } }, { s: 1, _id: 0 }, { collation: { locale: 'en', strength: 2 } });
   // a hashed field's key is its hash; the other fields of a compound hashed index are covered
