@@ -444,20 +444,6 @@ get_path_nt(const bson_t *doc, const char *path, bson_value_t *out)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Spec helpers                                                             */
-/* ------------------------------------------------------------------------ */
-
-static bool
-is_operator_doc(const bson_value_t *v)
-{
-    bson_iter_t it;
-    if (v->value_type != BSON_TYPE_DOCUMENT)
-        return false;
-    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
-    return bson_iter_next(&it) && bson_iter_key(&it)[0] == '$';
-}
-
-/* ------------------------------------------------------------------------ */
 /* Projection application                                                   */
 /* ------------------------------------------------------------------------ */
 
@@ -2374,7 +2360,7 @@ parse_bucket(stage_t *s, const bson_value_t *v, mf_error_t *err)
         return mf_err_set(err, MF_E_Location40198,
                           "$bucket requires 'groupBy' and 'boundaries' to be specified.");
     if (!(group_by->value_type == BSON_TYPE_UTF8 && group_by->value.v_utf8.str[0] == '$') &&
-        !is_operator_doc(group_by))
+        !mf_agg_is_operator_doc(group_by))
         return mf_err_set(err, MF_E_Location40202,
                           "The $bucket 'groupBy' field must be defined as a $-prefixed path or an expression, but "
                           "found: %s.",
@@ -2893,7 +2879,7 @@ parse_bucket_auto(stage_t *s, const bson_value_t *v, mf_error_t *err)
         const char *k = bson_iter_key(&it);
         const bson_value_t *fv = bson_iter_value(&it);
         if (strcmp(k, "groupBy") == 0) {
-            if (!(fv->value_type == BSON_TYPE_UTF8 && fv->value.v_utf8.str[0] == '$') && !is_operator_doc(fv))
+            if (!(fv->value_type == BSON_TYPE_UTF8 && fv->value.v_utf8.str[0] == '$') && !mf_agg_is_operator_doc(fv))
                 return mf_err_set(err, MF_E_Location40239,
                                   "The $bucketAuto 'groupBy' field must be defined as a $-prefixed path or an "
                                   "expression object, but found: %s", mf_type_name(fv->value_type));
@@ -3311,7 +3297,7 @@ parse_stage(stage_t *s, const char *name, const bson_value_t *v, bool first, mf_
     }
     if (strcmp(name, "$sortByCount") == 0) {
         s->kind = S_SORTBYCOUNT;
-        if (!(v->value_type == BSON_TYPE_UTF8 && v->value.v_utf8.str[0] == '$') && !is_operator_doc(v))
+        if (!(v->value_type == BSON_TYPE_UTF8 && v->value.v_utf8.str[0] == '$') && !mf_agg_is_operator_doc(v))
             return mf_err_set(err, MF_E_Location40148,
                               "the sortByCount field must be defined as a $-prefixed path or an expression");
         s->expr = mf_expr_parse(v, err);

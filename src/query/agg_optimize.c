@@ -80,9 +80,8 @@ mf_modpaths_free(mf_modpaths_t *m)
     memset(m, 0, sizeof *m);
 }
 
-/* is_operator_doc: v is a document whose first field is an operator ("$..."): an expression, not a nested spec. */
-static bool
-is_operator_doc(const bson_value_t *v)
+bool
+mf_agg_is_operator_doc(const bson_value_t *v)
 {
     bson_iter_t it;
     if (v->value_type != BSON_TYPE_DOCUMENT)
@@ -94,7 +93,7 @@ is_operator_doc(const bson_value_t *v)
 static bool
 is_nested_spec(const bson_value_t *v)
 {
-    return v->value_type == BSON_TYPE_DOCUMENT && v->value.v_doc.data_len > 5 && !is_operator_doc(v);
+    return v->value_type == BSON_TYPE_DOCUMENT && v->value.v_doc.data_len > 5 && !mf_agg_is_operator_doc(v);
 }
 
 /* proj_bool: 1 / 0 for a $project inclusion / exclusion flag (number or bool), -1 for an expression. */
@@ -213,7 +212,7 @@ has_pred_on(const bson_value_t *doc, char *const *paths, size_t n, const char *o
         bool on = false;
         for (size_t i = 0; i < n; i++)
             on |= strcmp(k, paths[i]) == 0;
-        if (!on || !is_operator_doc(bson_iter_value(&it)))
+        if (!on || !mf_agg_is_operator_doc(bson_iter_value(&it)))
             continue;
         for (bson_iter_recurse(&it, &oi); bson_iter_next(&oi);) {
             const char *o = bson_iter_key(&oi);
@@ -344,7 +343,7 @@ pins_path_ops(const bson_value_t *v)
 {
     bson_iter_t it, ai;
 
-    if (!is_operator_doc(v))
+    if (!mf_agg_is_operator_doc(v))
         return false;
     bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
     while (bson_iter_next(&it)) {
@@ -355,7 +354,7 @@ pins_path_ops(const bson_value_t *v)
             return true;
         if (strcmp(k, "$all") == 0 && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &ai))
             while (bson_iter_next(&ai))
-                if (is_operator_doc(bson_iter_value(&ai)))
+                if (mf_agg_is_operator_doc(bson_iter_value(&ai)))
                     return true; /* {$all: [{$elemMatch: ...}]} */
     }
     return false;

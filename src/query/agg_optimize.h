@@ -85,4 +85,7 @@ enum mf_split mf_match_split(const bson_t *filter, const mf_modpaths_t *m, bson_
  */
 bson_t *mf_match_descend(const bson_t *filter, const char *prefix);
 
+/* mf_agg_is_operator_doc: v is a document whose first field is an operator ("$..."): an expression, not a nested spec. */
+bool mf_agg_is_operator_doc(const bson_value_t *v);
+
 #endif
