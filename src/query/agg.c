@@ -3576,6 +3576,15 @@ sort_key_sources(mf_pipeline_t *p)
     }
 }
 
+/* remove_stage: frees stage i of p and closes the gap. */
+static void
+remove_stage(mf_pipeline_t *p, size_t i)
+{
+    stage_free(&p->stages[i]);
+    memmove(&p->stages[i], &p->stages[i + 1], (p->n - i - 1) * sizeof *p->stages);
+    p->n--;
+}
+
 /*
  * merge_matches: mongod's DocumentSourceMatch::doOptimizeAt joins a $match
  * with the $match right after it into one, {$and: [first, second]}, so a
@@ -3616,9 +3625,7 @@ merge_matches(mf_pipeline_t *p)
         a->matcher = m;
         a->spec = spec;
         a->raw = raw;
-        stage_free(b);
-        memmove(b, b + 1, (p->n - i - 2) * sizeof *b);
-        p->n--;
+        remove_stage(p, i + 1);
         merged = true;
     }
     return merged;
@@ -3669,9 +3676,7 @@ coalesce_skip_limit(mf_pipeline_t *p)
         a->n = lim ? (a->n < b->n ? a->n : b->n) : a->n + b->n;
         bson_reinit(a->raw);
         bson_append_int64(a->raw, lim ? "$limit" : "$skip", -1, a->n);
-        stage_free(b);
-        memmove(b, b + 1, (p->n - i - 2) * sizeof *b);
-        p->n--;
+        remove_stage(p, i + 1);
         merged = true;
     }
     return merged;
@@ -3839,15 +3844,6 @@ lookup_raw(stage_t *l)
     bson_append_document_end(raw, &in);
     bson_destroy(l->raw);
     l->raw = raw;
-}
-
-/* remove_stage: frees stage i of p and closes the gap. */
-static void
-remove_stage(mf_pipeline_t *p, size_t i)
-{
-    stage_free(&p->stages[i]);
-    memmove(&p->stages[i], &p->stages[i + 1], (p->n - i - 1) * sizeof *p->stages);
-    p->n--;
 }
 
 /*
