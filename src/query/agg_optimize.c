@@ -546,6 +546,37 @@ clauses_free(clauses_t *cs)
     bson_free(cs->c);
 }
 
+/*
+ * split_ops: the clauses of {path: ops}, one per operator, as mongod's parser
+ * makes one expression of each operator and adds it to the enclosing $and
+ * ({a: {$gt: 1, $size: 2}} is {a: {$gt: 1}} and {a: {$size: 2}}, whose
+ * parts move apart); $options stays with its $regex.
+ */
+static void
+split_ops(const char *path, const bson_value_t *ops, clauses_t *cs)
+{
+    bson_iter_t it, ot;
+    bool has_regex = false;
+
+    bson_iter_init_from_data(&it, ops->value.v_doc.data, ops->value.v_doc.data_len);
+    while (bson_iter_next(&it))
+        has_regex |= strcmp(bson_iter_key(&it), "$regex") == 0;
+    bson_iter_init_from_data(&it, ops->value.v_doc.data, ops->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (has_regex && strcmp(k, "$options") == 0)
+            continue; /* with the $regex */
+        bson_t *c = bson_new(), sub;
+        bson_append_document_begin(c, path, -1, &sub);
+        bson_append_value(&sub, k, -1, bson_iter_value(&it));
+        if (strcmp(k, "$regex") == 0 && bson_iter_init_from_data(&ot, ops->value.v_doc.data, ops->value.v_doc.data_len) &&
+            bson_iter_find(&ot, "$options"))
+            bson_append_value(&sub, "$options", -1, bson_iter_value(&ot));
+        bson_append_document_end(c, &sub);
+        clauses_push(cs, c);
+    }
+}
+
 /* flatten: the clauses of filter document doc, a top-level $and's children's clauses in its place. */
 static void
 flatten(const bson_value_t *doc, clauses_t *cs)
@@ -557,6 +588,10 @@ flatten(const bson_value_t *doc, clauses_t *cs)
             while (bson_iter_next(&ai))
                 if (BSON_ITER_HOLDS_DOCUMENT(&ai))
                     flatten(bson_iter_value(&ai), cs);
+            continue;
+        }
+        if (bson_iter_key(&it)[0] != '$' && mf_agg_is_operator_doc(bson_iter_value(&it))) {
+            split_ops(bson_iter_key(&it), bson_iter_value(&it), cs);
             continue;
         }
         bson_t *c = bson_new();
@@ -753,6 +788,152 @@ mf_match_descend(const bson_t *filter, const char *prefix)
     fv.value.v_doc.data = (uint8_t *)bson_get_data(filter);
     fv.value.v_doc.data_len = filter->len;
     if (!descend_doc(&fv, prefix, out)) {
+        bson_destroy(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* ---- the part of a $match that may go ahead of a $redact ---- */
+
+/* redact_safe_type: a comparison operand of this type keeps its meaning once $redact removed parts
+ * (isTypeRedactSafeInComparison: not an array, a document, null or undefined). */
+static bool
+redact_safe_type(bson_type_t t)
+{
+    return t != BSON_TYPE_ARRAY && t != BSON_TYPE_DOCUMENT && t != BSON_TYPE_NULL && t != BSON_TYPE_UNDEFINED;
+}
+
+/* redact_safe_name: no component of path is all digits (an array index that redaction could shift). */
+static bool
+redact_safe_name(const char *path)
+{
+    const char *p = path;
+    while (true) {
+        size_t n = strcspn(p, "."), d = 0;
+        while (d < n && p[d] >= '0' && p[d] <= '9')
+            d++;
+        if (n > 0 && d == n)
+            return false;
+        if (p[n] == '\0')
+            return true;
+        p += n + 1;
+    }
+}
+
+static void redact_safe_top(const bson_value_t *doc, bson_t *out);
+
+/* redact_safe_ops: the safe operators of an operator document {$gt: 5, ...} (redactSafePortionDollarOps). */
+static void
+redact_safe_ops(const bson_value_t *doc, bson_t *out)
+{
+    static const char *const always[] = {"$type", "$regex", "$options", "$mod", "$bitsAllSet", "$bitsAllClear",
+                                         "$bitsAnySet", "$bitsAnyClear"};
+    static const char *const cmp[] = {"$eq", "$lt", "$lte", "$gt", "$gte"};
+    bson_iter_t it, ai;
+
+    bson_iter_init_from_data(&it, doc->value.v_doc.data, doc->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        bool ok = false;
+        for (size_t i = 0; i < sizeof always / sizeof always[0]; i++)
+            ok |= strcmp(k, always[i]) == 0;
+        for (size_t i = 0; i < sizeof cmp / sizeof cmp[0]; i++)
+            ok |= strcmp(k, cmp[i]) == 0 && redact_safe_type(v->value_type);
+        if (strcmp(k, "$in") == 0 && BSON_ITER_HOLDS_ARRAY(&it)) {
+            ok = true; /* all or nothing, as $or */
+            for (bson_iter_recurse(&it, &ai); bson_iter_next(&ai);)
+                ok &= redact_safe_type(bson_iter_type(&ai));
+        }
+        if (ok) {
+            bson_append_value(out, k, -1, v);
+        } else if (strcmp(k, "$all") == 0 && BSON_ITER_HOLDS_ARRAY(&it)) {
+            bson_t arr = BSON_INITIALIZER; /* the safe elements, as an $and's children */
+            unsigned n = 0;
+            for (bson_iter_recurse(&it, &ai); bson_iter_next(&ai);) {
+                if (!redact_safe_type(bson_iter_type(&ai)))
+                    continue;
+                char idx[16];
+                bson_snprintf(idx, sizeof idx, "%u", n++);
+                bson_append_value(&arr, idx, -1, bson_iter_value(&ai));
+            }
+            if (n > 0)
+                bson_append_array(out, k, -1, &arr);
+            bson_destroy(&arr);
+        } else if (strcmp(k, "$elemMatch") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_t sub;
+            bson_init(&sub);
+            if (mf_agg_is_operator_doc(v))
+                redact_safe_ops(v, &sub);
+            else
+                redact_safe_top(v, &sub);
+            if (!bson_empty(&sub))
+                bson_append_document(out, k, -1, &sub);
+            bson_destroy(&sub);
+        }
+    }
+}
+
+/* redact_safe_top: the safe clauses of a filter document (redactSafePortionTopLevel). */
+static void
+redact_safe_top(const bson_value_t *doc, bson_t *out)
+{
+    bson_iter_t it, ai;
+
+    bson_iter_init_from_data(&it, doc->value.v_doc.data, doc->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        bool is_or = strcmp(k, "$or") == 0;
+        if ((is_or || strcmp(k, "$and") == 0) && BSON_ITER_HOLDS_ARRAY(&it)) {
+            /* $and keeps its safe children; $or all of them or nothing */
+            bson_t arr = BSON_INITIALIZER;
+            unsigned n = 0;
+            bool all = true;
+            for (bson_iter_recurse(&it, &ai); all && bson_iter_next(&ai);) {
+                bson_t sub = BSON_INITIALIZER;
+                if (BSON_ITER_HOLDS_DOCUMENT(&ai))
+                    redact_safe_top(bson_iter_value(&ai), &sub);
+                if (!bson_empty(&sub)) {
+                    char idx[16];
+                    bson_snprintf(idx, sizeof idx, "%u", n++);
+                    bson_append_document(&arr, idx, -1, &sub);
+                } else if (is_or) {
+                    all = false;
+                }
+                bson_destroy(&sub);
+            }
+            if (n > 0 && all)
+                bson_append_array(out, k, -1, &arr);
+            bson_destroy(&arr);
+            continue;
+        }
+        if (k[0] == '$' || !redact_safe_name(k))
+            continue; /* $nor, $expr, $where, $comment ...; a numeric path component */
+        if (v->value_type == BSON_TYPE_DOCUMENT) {
+            bson_t sub = BSON_INITIALIZER;
+            redact_safe_ops(v, &sub); /* a plain document (equality to it) has no "$" keys: nothing */
+            if (!bson_empty(&sub))
+                bson_append_document(out, k, -1, &sub);
+            bson_destroy(&sub);
+        } else if (redact_safe_type(v->value_type)) {
+            bson_append_value(out, k, -1, v);
+        }
+    }
+}
+
+bson_t *
+mf_match_redact_safe(const bson_t *filter)
+{
+    bson_value_t fv;
+    bson_t *out = bson_new();
+
+    fv.value_type = BSON_TYPE_DOCUMENT;
+    fv.value.v_doc.data = (uint8_t *)bson_get_data(filter);
+    fv.value.v_doc.data_len = filter->len;
+    redact_safe_top(&fv, out);
+    if (bson_empty(out)) {
         bson_destroy(out);
         return NULL;
     }

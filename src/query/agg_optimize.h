@@ -85,6 +85,19 @@ enum mf_split mf_match_split(const bson_t *filter, const mf_modpaths_t *m, bson_
  */
 bson_t *mf_match_descend(const bson_t *filter, const char *prefix);
 
+/*
+ * mf_match_redact_safe: the part of filter that a document before a $redact
+ * must match if it matches after it (DocumentSourceMatch::redactSafePortion,
+ * which DocumentSourceRedact::doOptimizeAt puts in a $match ahead of the
+ * $redact): comparisons with scalars, $in of scalars, the scalar elements
+ * of an $all, $type / $regex / $mod / $bits*, the safe part of an
+ * $elemMatch, the safe children of an $and and an $or all of whose children
+ * have one; never a null, array or document operand, $exists, $ne, $nin,
+ * $size, $not, $nor, $expr, nor a path with a numeric component. NULL when
+ * nothing is safe; else the caller's, to bson_destroy.
+ */
+bson_t *mf_match_redact_safe(const bson_t *filter);
+
 /* mf_agg_is_operator_doc: v is a document whose first field is an operator ("$..."): an expression, not a nested spec. */
 bool mf_agg_is_operator_doc(const bson_value_t *v);
 
