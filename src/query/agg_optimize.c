@@ -23,8 +23,8 @@
  *    that reads through $getField / $setField / $meta (whose paths are not
  *    "$x" strings; mayfly is conservative where mongod is precise);
  *  - paths of moved clauses are renamed back (findNewName: the renamed
- *    prefix replaced). An $expr whose paths would need renaming stays
- *    (mongod rewrites its field paths; results are the same either way).
+ *    prefix replaced), an $expr's field paths too ("$bb" behind
+ *    {bb: "$b"} becomes "$b": ExprMatchExpression::applyRename).
  *
  * With every path "kept but some" (an inclusion $project), the changed
  * paths are those the filter reads that no kept path covers
@@ -264,17 +264,14 @@ mf_modpaths_from_group(mf_modpaths_t *m, const bson_value_t *id, const bson_t *f
 
 typedef struct deps {
     char **paths; /* paths the clause reads; owned */
-    bool *in_expr; /* paths[i] was read by an $expr (not renamed here) */
     size_t n;
     bool pinned; /* the clause may not move at all */
 } deps_t;
 
 static void
-deps_add(deps_t *d, const char *path, size_t len, bool in_expr)
+deps_add(deps_t *d, const char *path, size_t len)
 {
     d->paths = bson_realloc(d->paths, (d->n + 1) * sizeof *d->paths);
-    d->in_expr = bson_realloc(d->in_expr, (d->n + 1) * sizeof *d->in_expr);
-    d->in_expr[d->n] = in_expr;
     d->paths[d->n++] = bson_strndup(path, len);
 }
 
@@ -284,7 +281,6 @@ deps_free(deps_t *d)
     for (size_t i = 0; i < d->n; i++)
         bson_free(d->paths[i]);
     bson_free(d->paths);
-    bson_free(d->in_expr);
 }
 
 /* expr_string_deps: the field a "$x" / "$$ROOT.x" / "$$CURRENT.x" string reads; the whole document pins. */
@@ -294,7 +290,7 @@ expr_string_deps(const char *s, deps_t *d)
     if (s[0] != '$')
         return;
     if (s[1] != '$') {
-        deps_add(d, s + 1, strlen(s + 1), true);
+        deps_add(d, s + 1, strlen(s + 1));
         return;
     }
     const char *var = s + 2, *dot = strchr(var, '.');
@@ -303,7 +299,7 @@ expr_string_deps(const char *s, deps_t *d)
     if (doc && dot == NULL)
         d->pinned = true; /* needWholeDocument */
     else if (doc)
-        deps_add(d, dot + 1, strlen(dot + 1), true);
+        deps_add(d, dot + 1, strlen(dot + 1));
 }
 
 /*
@@ -382,7 +378,7 @@ clause_deps(const char *key, const bson_value_t *v, deps_t *d)
         if (pins_path_ops(v))
             d->pinned = true;
         else
-            deps_add(d, key, strlen(key), false);
+            deps_add(d, key, strlen(key));
         return;
     }
     if (strcmp(key, "$and") == 0 || strcmp(key, "$or") == 0 || strcmp(key, "$nor") == 0) {
@@ -455,11 +451,8 @@ independent(const char *key, const bson_value_t *v, const mf_modpaths_t *m)
     deps_t d = {0};
     clause_deps(key, v, &d);
     bool ok = !d.pinned;
-    for (size_t i = 0; ok && i < d.n; i++) {
-        char *r = d.in_expr[i] ? rename_of(m, d.paths[i]) : NULL;
-        ok = !dep_changed(m, d.paths[i]) && r == NULL; /* an $expr path needing a rename stays */
-        bson_free(r);
-    }
+    for (size_t i = 0; ok && i < d.n; i++)
+        ok = !dep_changed(m, d.paths[i]);
     deps_free(&d);
     return ok;
 }
@@ -492,6 +485,60 @@ append_renamed_doc(bson_t *out, const bson_value_t *doc, const mf_modpaths_t *m)
     return changed;
 }
 
+/*
+ * expr_renamed: appends v (an aggregation expression, or a part of one) to out
+ * as key with the renames of m applied to its field paths, "$x.y",
+ * "$$ROOT.x" and "$$CURRENT.x" (ExprMatchExpression::applyRename,
+ * ExpressionFieldPath::copyWithSubstitution); $literal's argument is left
+ * alone. True if a path changed.
+ */
+static bool
+expr_renamed(bson_t *out, const char *key, const bson_value_t *v, const mf_modpaths_t *m)
+{
+    static const char *const docs[] = {"$$ROOT.", "$$CURRENT."};
+    bson_iter_t it;
+    bson_t child;
+    bool changed = false;
+
+    if (v->value_type == BSON_TYPE_UTF8 && v->value.v_utf8.str[0] == '$') {
+        const char *s = v->value.v_utf8.str, *path = s[1] != '$' ? s + 1 : NULL;
+        size_t pre = 1;
+        for (size_t i = 0; path == NULL && i < 2; i++)
+            if (strncmp(s, docs[i], strlen(docs[i])) == 0)
+                path = s + (pre = strlen(docs[i]));
+        char *r = path != NULL ? rename_of(m, path) : NULL;
+        if (r == NULL) {
+            bson_append_value(out, key, -1, v);
+            return false;
+        }
+        char *ns = bson_strdup_printf("%.*s%s", (int)pre, s, r);
+        bson_append_utf8(out, key, -1, ns, -1);
+        bson_free(ns);
+        bson_free(r);
+        return true;
+    }
+    if (v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY) {
+        bson_append_value(out, key, -1, v);
+        return false;
+    }
+    if (v->value_type == BSON_TYPE_DOCUMENT)
+        bson_append_document_begin(out, key, -1, &child);
+    else
+        bson_append_array_begin(out, key, -1, &child);
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        if (strcmp(bson_iter_key(&it), "$literal") == 0)
+            bson_append_value(&child, "$literal", -1, bson_iter_value(&it));
+        else
+            changed |= expr_renamed(&child, bson_iter_key(&it), bson_iter_value(&it), m);
+    }
+    if (v->value_type == BSON_TYPE_DOCUMENT)
+        bson_append_document_end(out, &child);
+    else
+        bson_append_array_end(out, &child);
+    return changed;
+}
+
 /* append_renamed: appends {key: v} to out with m's renames applied (applyRenamesToExpression);
  * true if a name changed. */
 static bool
@@ -507,8 +554,10 @@ append_renamed(bson_t *out, const char *key, const bson_value_t *v, const mf_mod
         bson_free(r);
         return r != NULL;
     }
+    if (strcmp(key, "$expr") == 0)
+        return expr_renamed(out, key, v, m);
     if (strcmp(key, "$and") != 0 && strcmp(key, "$or") != 0 && strcmp(key, "$nor") != 0) {
-        bson_append_value(out, key, -1, v); /* $expr (checked to need no rename), $comment */
+        bson_append_value(out, key, -1, v); /* $comment */
         return false;
     }
     bson_append_array_begin(out, key, -1, &arr);

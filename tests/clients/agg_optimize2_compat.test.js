@@ -236,6 +236,8 @@ h.test('differential: rewritten pipelines return what the same pipeline behind a
     [{ $graphLookup: { from: 'e', startWith: '$k', connectFromField: 'to', connectToField: 'k', as: 'a' } },
       { $unwind: { path: '$a', preserveNullAndEmptyArrays: true, includeArrayIndex: 'i' } }],
     [{ $sort: { _id: -1 } }, { $skip: 0 }],
+    { $project: { b: '$a', a: '$b', k: 1, x: 1, tags: 1 } },
+    { $set: { z: '$x', w: { $ifNull: ['$k', 0] } } },
   ];
   const filters = [
     { a: 1 }, { a: null }, { a: { $exists: false } }, { b: 2 }, { b: { $gt: 1, $size: 2 } }, { 'x.y': 1 },
@@ -244,6 +246,8 @@ h.test('differential: rewritten pipelines return what the same pipeline behind a
     { 'g.k': 2 }, { 'g.dp': 0 }, { i: 0 }, { 'a.k': { $gte: 2 } }, { a: 1, b: 2 },
     { $or: [{ a: 1 }, { b: 'z' }] }, { $or: [{ a: 1 }, { b: null }] }, { $and: [{ k: 1 }, { a: null }] },
     { $nor: [{ a: null }, { tags: 'q' }] }, { $expr: { $eq: ['$a', '$b'] } }, { 'tags.0': 'p' },
+    { $expr: { $lt: ['$z.y', 2] } }, { $expr: { $eq: ['$b', 1] } }, { $or: [{ $expr: { $gt: ['$z', null] } }, { w: 3 }] },
+    { $expr: { $in: ['$$CURRENT.a', [1, 2, 'z']] } },
   ];
   let compared = 0;
   for (const st of stages) {
@@ -261,4 +265,28 @@ h.test('differential: rewritten pipelines return what the same pipeline behind a
     }
   }
   assert.ok(compared > 250, `compared ${compared}`);
+});
+
+h.test('$expr over renamed fields moves with its field paths renamed back; variables and $literal stay as written', async () => {
+  const c = await people(srv.freshDb('aopt2_expr_rename'));
+  const p = [{ $project: { x: '$a', y: '$sub', n: 1 } },
+    { $match: { $expr: { $and: [{ $gte: ['$x', 2] }, { $eq: ['$$CURRENT.y.v', { $literal: '$x' }] }] } } }];
+  const ex = await c.aggregate(p).explain();
+  assert.deepEqual(matchStages(ex), []); // (the $project itself went into the plan, as a PROJECTION)
+  assert.deepEqual(planner(ex).parsedQuery,
+    { $expr: { $and: [{ $gte: ['$a', 2] }, { $eq: ['$$CURRENT.sub.v', { $literal: '$x' }] }] } });
+  assert.deepEqual(await c.aggregate(p).toArray(), []);
+
+  const q = [{ $addFields: { x: '$a' } },
+    { $match: { $expr: { $gt: [{ $size: { $filter: { input: { $cond: [{ $isArray: '$tags' }, '$tags', []] }, as: 't', cond: { $ne: ['$$t', '$x'] } } } }, 0] }, n: 2 } }];
+  const qex = await c.aggregate(q).explain();
+  assert.deepEqual(names(qex), ['$cursor', '$addFields']);
+  assert.ok(JSON.stringify(planner(qex).parsedQuery).includes('"$$t","$a"'), JSON.stringify(planner(qex).parsedQuery));
+  assert.deepEqual(ids(await c.aggregate(q).toArray()), [2, 6]);
+  // The same over a barrier: equal results.
+  const want = await c.aggregate([q[0], ...barrier, q[1]]).toArray();
+  assert.deepEqual(key(await c.aggregate(q).toArray()), key(want));
+  // $$ROOT alone still pins it.
+  const r = [{ $addFields: { x: '$a' } }, { $match: { $expr: { $gt: [{ $size: { $objectToArray: '$$ROOT' } }, 8] } } }];
+  assert.deepEqual(names(await c.aggregate(r).explain()), ['$cursor', '$addFields', '$match']);
 });
