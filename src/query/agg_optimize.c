@@ -227,6 +227,8 @@ has_pred_on(const bson_value_t *doc, char *const *paths, size_t n, const char *o
     return false;
 }
 
+static bool expr_reads_id(const bson_value_t *doc);
+
 void
 mf_modpaths_from_group(mf_modpaths_t *m, const bson_value_t *id, const bson_t *filter)
 {
@@ -255,7 +257,7 @@ mf_modpaths_from_group(mf_modpaths_t *m, const bson_value_t *id, const bson_t *f
     fv.value.v_doc.data = (uint8_t *)bson_get_data(filter);
     fv.value.v_doc.data_len = filter->len;
     if (has_pred_on(&fv, keys.paths, keys.npaths, "$type") ||
-        (keys.npaths == 1 && has_pred_on(&fv, keys.paths, keys.npaths, "$exists")))
+        (keys.npaths == 1 && has_pred_on(&fv, keys.paths, keys.npaths, "$exists")) || expr_reads_id(&fv))
         m->type = MF_MODS_ALL;
     mf_modpaths_free(&keys);
 }
@@ -395,6 +397,40 @@ clause_deps(const char *key, const bson_value_t *v, deps_t *d)
     if (strcmp(key, "$comment") == 0)
         return; /* no expression at all in mongod's parse */
     d->pinned = true; /* $where, $jsonSchema, $alwaysTrue, $text, $sampleRate ...: "kOther" or random */
+}
+
+static bool overlaps(const char *a, const char *b);
+
+/*
+ * expr_reads_id: an $expr anywhere in filter document doc reads _id or a
+ * path under it. After a $group such an $expr does not move: the group key
+ * puts null and missing, and numbers that compare equal, in one group, so
+ * an expression over _id may not mean the same over the key's source
+ * (validateExprMatchExpressionsForSwapWithGroup in later mongod versions,
+ * which allow a few safe shapes; none here).
+ */
+static bool
+expr_reads_id(const bson_value_t *doc)
+{
+    bson_iter_t it, ai;
+    bool reads = false;
+
+    bson_iter_init_from_data(&it, doc->value.v_doc.data, doc->value.v_doc.data_len);
+    while (!reads && bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "$expr") == 0) {
+            deps_t d = {0};
+            expr_deps(bson_iter_value(&it), &d);
+            for (size_t i = 0; i < d.n; i++)
+                reads |= overlaps(d.paths[i], "_id");
+            deps_free(&d);
+        } else if ((strcmp(k, "$and") == 0 || strcmp(k, "$or") == 0 || strcmp(k, "$nor") == 0) &&
+                   BSON_ITER_HOLDS_ARRAY(&it)) {
+            for (bson_iter_recurse(&it, &ai); !reads && bson_iter_next(&ai);)
+                reads = BSON_ITER_HOLDS_DOCUMENT(&ai) && expr_reads_id(bson_iter_value(&ai));
+        }
+    }
+    return reads;
 }
 
 /* overlaps: a equals b or one is a path prefix of the other (expression::bidirectionalPathPrefixOf). */

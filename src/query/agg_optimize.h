@@ -54,8 +54,8 @@ void mf_modpaths_from_projection(mf_modpaths_t *m, const bson_t *spec, bool is_a
  * DocumentSourceGroupBase::getModifiedPaths: no path kept but the key's
  * "$x" parts, renamed (_id, or _id.<f> of an _id document, holds x). When
  * filter may not pass the $group (groupMatchSwapVerified: a $type on a key
- * field, or an $exists on the key when it has one field) m changes every
- * path. m must be uninitialised.
+ * field, an $exists on the key when it has one field, an $expr reading _id)
+ * m changes every path. m must be uninitialised.
  */
 void mf_modpaths_from_group(mf_modpaths_t *m, const bson_value_t *id, const bson_t *filter);
 

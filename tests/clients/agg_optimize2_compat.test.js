@@ -238,6 +238,7 @@ h.test('differential: rewritten pipelines return what the same pipeline behind a
     [{ $sort: { _id: -1 } }, { $skip: 0 }],
     { $project: { b: '$a', a: '$b', k: 1, x: 1, tags: 1 } },
     { $set: { z: '$x', w: { $ifNull: ['$k', 0] } } },
+    { $group: { _id: '$a', c: { $sum: 1 } } },
   ];
   const filters = [
     { a: 1 }, { a: null }, { a: { $exists: false } }, { b: 2 }, { b: { $gt: 1, $size: 2 } }, { 'x.y': 1 },
@@ -247,7 +248,7 @@ h.test('differential: rewritten pipelines return what the same pipeline behind a
     { $or: [{ a: 1 }, { b: 'z' }] }, { $or: [{ a: 1 }, { b: null }] }, { $and: [{ k: 1 }, { a: null }] },
     { $nor: [{ a: null }, { tags: 'q' }] }, { $expr: { $eq: ['$a', '$b'] } }, { 'tags.0': 'p' },
     { $expr: { $lt: ['$z.y', 2] } }, { $expr: { $eq: ['$b', 1] } }, { $or: [{ $expr: { $gt: ['$z', null] } }, { w: 3 }] },
-    { $expr: { $in: ['$$CURRENT.a', [1, 2, 'z']] } },
+    { $expr: { $in: ['$$CURRENT.a', [1, 2, 'z']] } }, { $expr: { $eq: ['$_id', null] } }, { $expr: { $gte: ['$c', 1] } },
   ];
   let compared = 0;
   for (const st of stages) {
@@ -286,6 +287,11 @@ h.test('$expr over renamed fields moves with its field paths renamed back; varia
   // The same over a barrier: equal results.
   const want = await c.aggregate([q[0], ...barrier, q[1]]).toArray();
   assert.deepEqual(key(await c.aggregate(q).toArray()), key(want));
+  // After a $group an $expr reading its key stays: null and missing share a group (a moved
+  // {$eq: ['$a', null]} would drop the documents without a from it).
+  const g = [{ $group: { _id: '$a', c: { $sum: 1 } } }, { $match: { $expr: { $eq: ['$_id', null] } } }];
+  assert.deepEqual(names(await c.aggregate(g).explain()), ['$cursor', '$group', '$match']);
+  assert.deepEqual(await c.aggregate(g).toArray(), [{ _id: null, c: 1 }]);
   // $$ROOT alone still pins it.
   const r = [{ $addFields: { x: '$a' } }, { $match: { $expr: { $gt: [{ $size: { $objectToArray: '$$ROOT' } }, 8] } } }];
   assert.deepEqual(names(await c.aggregate(r).explain()), ['$cursor', '$addFields', '$match']);
