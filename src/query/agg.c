@@ -4052,9 +4052,12 @@ absorb_lookup_matches(mf_pipeline_t *p)
 /*
  * optimize_pipeline: the rewrites of mongod's Pipeline::optimizeContainer
  * that cannot change results, repeated until none applies (each moves a
- * stage earlier or removes one, so this ends; the bound is a safeguard):
- * joining consecutive $match stages, $skip / $limit ahead of one-for-one
- * reshaping, joining $skip / $limit runs, and moving each $match (or its
+ * stage earlier or removes one, or inserts a $redact's $match once per
+ * filter after it, so this ends; the bound is a safeguard): stages after a
+ * $unionWith into it, joining consecutive $match stages, $skip / $limit
+ * ahead of one-for-one reshaping, joining $skip / $limit runs (and dropping
+ * $skip: 0), stages taken into a $lookup / $graphLookup, a $match's
+ * redact-safe part ahead of a $redact, and moving each $match (or its
  * independent part) ahead of a stage it does not depend on, so that it
  * reaches the front of the pipeline and the query plan (an index) where
  * mongod's would.
@@ -4063,13 +4066,13 @@ static void
 optimize_pipeline(mf_pipeline_t *p)
 {
     for (int round = 0; round < 1000; round++) {
-        bool changed = merge_matches(p);
+        bool changed = union_pushdown(p); /* first: mongod's pass reaches the $unionWith before what follows it */
+        changed |= merge_matches(p);
         changed |= limit_before_projections(p);
         changed |= coalesce_skip_limit(p);
         changed |= absorb_unwinds(p);
         changed |= absorb_lookup_matches(p);
         changed |= redact_matches(p);
-        changed |= union_pushdown(p);
         for (size_t i = 1; i < p->n; i++)
             if (p->stages[i].kind == S_MATCH && push_match_at(p, i))
                 changed = true;

@@ -296,3 +296,14 @@ h.test('$expr over renamed fields moves with its field paths renamed back; varia
   const r = [{ $addFields: { x: '$a' } }, { $match: { $expr: { $gt: [{ $size: { $objectToArray: '$$ROOT' } }, 8] } } }];
   assert.deepEqual(names(await c.aggregate(r).explain()), ['$cursor', '$addFields', '$match']);
 });
+
+h.test('a $project after $unionWith moves into it before a $limit after it could move ahead of the $project', async () => {
+  const db = srv.freshDb('aopt2_union_limit');
+  const c = await people(db);
+  await db.collection('o').insertMany([{ _id: 11, a: 3 }]);
+  const p = [{ $unionWith: 'o' }, { $project: { a: 1 } }, { $limit: 7 }];
+  const ex = await c.aggregate(p).explain();
+  assert.deepEqual(names(ex).slice(-2), ['$unionWith', '$limit']);
+  assert.deepEqual(ex.stages[names(ex).indexOf('$unionWith')].$unionWith.pipeline, [{ $project: { a: 1 } }]);
+  assert.deepEqual((await c.aggregate(p).toArray()).slice(-2), [{ _id: 6, a: [1, 2] }, { _id: 11, a: 3 }]);
+});
