@@ -140,13 +140,18 @@ proj_includes(const bson_value_t *spec, bool top)
     return !others && id == 1;
 }
 
-/* simple_field_ref: "$x" with x one component (no dot, no variable): the input field x, else NULL. */
+/* simple_field_ref: "$x", "$$ROOT.x" or "$$CURRENT.x" with x one component: the input field x, else NULL
+ * (ExpressionFieldPath::getComputedPaths: a path of two parts on the current document). */
 static const char *
 simple_field_ref(const bson_value_t *v)
 {
     if (v->value_type != BSON_TYPE_UTF8 || v->value.v_utf8.str[0] != '$')
         return NULL;
     const char *x = v->value.v_utf8.str + 1;
+    if (strncmp(x, "$ROOT.", 6) == 0)
+        x += 6;
+    else if (strncmp(x, "$CURRENT.", 9) == 0)
+        x += 9;
     return x[0] != '\0' && x[0] != '$' && strchr(x, '.') == NULL ? x : NULL;
 }
 

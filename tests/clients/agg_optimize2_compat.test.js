@@ -239,6 +239,7 @@ h.test('differential: rewritten pipelines return what the same pipeline behind a
     { $project: { b: '$a', a: '$b', k: 1, x: 1, tags: 1 } },
     { $set: { z: '$x', w: { $ifNull: ['$k', 0] } } },
     { $group: { _id: '$a', c: { $sum: 1 } } },
+    { $addFields: { q: '$$ROOT.a', r: '$$CURRENT.k' } },
   ];
   const filters = [
     { a: 1 }, { a: null }, { a: { $exists: false } }, { b: 2 }, { b: { $gt: 1, $size: 2 } }, { 'x.y': 1 },
@@ -249,6 +250,7 @@ h.test('differential: rewritten pipelines return what the same pipeline behind a
     { $nor: [{ a: null }, { tags: 'q' }] }, { $expr: { $eq: ['$a', '$b'] } }, { 'tags.0': 'p' },
     { $expr: { $lt: ['$z.y', 2] } }, { $expr: { $eq: ['$b', 1] } }, { $or: [{ $expr: { $gt: ['$z', null] } }, { w: 3 }] },
     { $expr: { $in: ['$$CURRENT.a', [1, 2, 'z']] } }, { $expr: { $eq: ['$_id', null] } }, { $expr: { $gte: ['$c', 1] } },
+    { q: 1 }, { r: { $gte: 2 } }, { q: { $exists: false } }, { $expr: { $eq: ['$q', '$$ROOT.r'] } },
   ];
   let compared = 0;
   for (const st of stages) {
@@ -306,4 +308,17 @@ h.test('a $project after $unionWith moves into it before a $limit after it could
   assert.deepEqual(names(ex).slice(-2), ['$unionWith', '$limit']);
   assert.deepEqual(ex.stages[names(ex).indexOf('$unionWith')].$unionWith.pipeline, [{ $project: { a: 1 } }]);
   assert.deepEqual((await c.aggregate(p).toArray()).slice(-2), [{ _id: 6, a: [1, 2] }, { _id: 11, a: 3 }]);
+});
+
+h.test('"$$CURRENT.x" and "$$ROOT.x" are renames too: a $match passes several of them to the index', async () => {
+  const c = await people(srv.freshDb('aopt2_root_rename'));
+  const p = [{ $project: { d: '$b' } }, { $addFields: { e: '$$CURRENT.d' } }, { $project: { f: '$$ROOT.e' } },
+    { $match: { f: { $gte: 3 } } }];
+  const ex = await c.aggregate(p).explain();
+  assert.deepEqual(matchStages(ex), []);
+  assert.deepEqual(planner(ex).parsedQuery, { b: { $gte: 3 } });
+  assert.ok(usesIndex(ex, 'b_1'));
+  assert.deepEqual(await c.aggregate(p).toArray(), [{ _id: 1, f: 3 }, { _id: 2, f: 3 }, { _id: 3, f: [3, 4] }]);
+  const want = await c.aggregate([...p.slice(0, 3), ...barrier, p[3]]).toArray();
+  assert.deepEqual(key(await c.aggregate(p).toArray()), key(want));
 });
