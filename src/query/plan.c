@@ -2859,7 +2859,8 @@ distinct_plan(const mf_coll_t *c, const mf_plan_request_t *req, mf_index_t *hint
                    !(c->clustered && ix->is_id);
         any = any || cands[i];
     }
-    if (!any)
+    /* "a.0": keys hold one reading of the path (the position), distinct walks both: left to the documents. */
+    if (!any || path_positional(key))
         return NULL;
     preds_t *ps = mf_malloc(sizeof(*ps));
     ps->n = ps->nowned = 0;
@@ -2885,7 +2886,7 @@ distinct_plan(const mf_coll_t *c, const mf_plan_request_t *req, mf_index_t *hint
             have = true;
             mf_stage_t *st = ixscan_stage(k, 1);
             /* DistinctNode provides the key's field (multikey too: distinct unwinds arrays anyway). */
-            bool covered = pick->kp.collation == NULL && !path_positional(key);
+            bool covered = pick->kp.collation == NULL;
             top = distinct_stages(p, st, 0, covered, true, proj);
         }
     } else {

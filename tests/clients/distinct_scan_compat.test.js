@@ -304,6 +304,13 @@ h.test('dotted key: PROJECTION_DEFAULT over DISTINCT_SCAN, the value nested as t
   assert.deepEqual(await m.distinct('a.b', { 'a.b': 3 }), [1, 2, 3, 4]);
   /* A numeric path component names no key pattern field: the regular plan. */
   await assertNoDistinctScan(db, 'm', 'a.b.0');
+  /* An index on a positional path: its keys hold one reading of it, distinct walks both: the regular plan. */
+  const p = db.collection('p');
+  await p.insertMany([{ a: [5, 6] }, { a: [{ 0: 7 }] }, { a: { 0: 8 } }]);
+  await p.createIndex({ 'a.0': 1 });
+  await assertNoDistinctScan(db, 'p', 'a.0');
+  const px = await both(db, 'p', 'a.0');
+  assert.equal(px.viaIndex, px.viaScan);
 });
 
 h.test('collation: an index of the query\'s collation gives FETCH over DISTINCT_SCAN; another collation falls back', async () => {
