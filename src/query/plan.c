@@ -1082,6 +1082,7 @@ typedef struct cand {
     bool null_ok;  /* some bounded field excludes null (sparse usable) */
     bool used[MAX_PREDS];
     bool inexact[MAX_PREDS];
+    bool mk_only[MAX_PREDS]; /* inexact only because its field's path held an array (distinct_mk_exact) */
     int sort_dir;  /* 0 no sort provided, 1 forward, -1 backward */
     strpool_t pool; /* strings the intervals point at (regex prefixes) */
 } cand_t;
@@ -1334,6 +1335,7 @@ analyse(mf_index_t *ix, const preds_t *ps, cand_t *k)
             }
             k->used[j] = true;
             k->inexact[j] = !exact || ps->p[j].from_elem_match || fmk;
+            k->mk_only[j] = exact && !ps->p[j].from_elem_match && fmk;
             if (k->f[i].all) {
                 free(k->f[i].v);
                 k->f[i] = l;
@@ -2832,6 +2834,32 @@ distinct_stages(mf_plan_t *p, mf_stage_t *st, int f, bool covered, bool projecte
 }
 
 /*
+ * Whether predicate value v, on a field whose path held an array, is
+ * answered exactly by its bounds all the same, as mongod's planner takes it
+ * (one bound, no intersection: some element, or the value, meets it exactly
+ * when some key does): an equality, or one $eq, $in, $gt, $gte, $lt or $lte.
+ * A predicate with two bounds ({$gt: 2, $lt: 5}) is not: its elements may
+ * meet each apart.
+ */
+static bool
+distinct_mk_exact(const bson_value_t *v)
+{
+    static const char *const ops[] = {"$eq", "$in", "$gt", "$gte", "$lt", "$lte", NULL};
+    bson_iter_t it;
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return true;
+    if (!bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len) || !bson_iter_next(&it))
+        return true; /* {} : an equality */
+    const char *op = bson_iter_key(&it);
+    if (op[0] != '$')
+        return true; /* an embedded document's equality */
+    bool known = false;
+    for (int i = 0; ops[i] != NULL && !known; i++)
+        known = strcmp(op, ops[i]) == 0;
+    return known && !bson_iter_next(&it);
+}
+
+/*
  * distinct_plan: mongod 8.0's DISTINCT_SCAN for a distinct command on c
  * (get_executor.cpp tryGetExecutorDistinct, see plan.h), hinted the hinted
  * index (NULL: none). Only indexes whose entries hold type bits (keyFormat
@@ -2898,6 +2926,10 @@ distinct_plan(const mf_coll_t *c, const mf_plan_request_t *req, mf_index_t *hint
             have = true;
             mf_index_t *ix = k->ix;
             int f = kp_field(ix, key);
+            /* mongod's bounds on a multikey field are exact but for intersections (mayfly's never are). */
+            for (int j = 0; j < ps->n; j++)
+                if (k->mk_only[j] && distinct_mk_exact(&ps->p[j].v))
+                    k->inexact[j] = false;
             bson_t *residual = residual_filter(req->filter, ps, k);
             bool ok = residual == NULL && (hinted != NULL || cand_bounded(k)) && !k->empty && field_mk(ix, f) == 0 &&
                       mf_collation_equal(ix->kp.collation, mf_collation_current());

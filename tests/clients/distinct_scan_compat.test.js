@@ -212,18 +212,31 @@ h.test('multikey: no filter reads element keys (covered); a filter falls back; a
   e = await assertNoDistinctScan(db, 'c', 'a', { a: 3 });
   assert.deepEqual(stages(e.queryPlanner.winningPlan), ['FETCH', 'IXSCAN']);
   assert.deepEqual(await c.distinct('a', { a: 3 }), [1, 2, 3, 4]);
-  /*
-   * A trailing field that is not multikey, the prefix multikey: mongod gives
-   * a DISTINCT_SCAN (its point bounds on a multikey field are exact); mayfly's
-   * planner never takes a multikey field's bounds as exact, so the regular
-   * plan, with the same values.
-   */
+  /* A trailing field that is not multikey, the prefix multikey: one bound on it is exact, DISTINCT_SCAN. */
   const d = db.collection('d');
-  await d.insertMany([{ a: [2, 3], b: 1 }, { a: [3, 4], b: 8 }, { a: [3, 5], b: 7 }]);
+  await d.insertMany([{ a: [2, 3], b: 1 }, { a: [3, 4], b: 8 }, { a: [3, 5], b: 7 }, { a: [1, 6], b: 2 }]);
   await d.createIndex({ a: 1, b: 1 });
+  e = await assertDistinctScan(db, 'd', 'b', { a: 3 });
+  assert.deepEqual(stages(e.queryPlanner.winningPlan), ['PROJECTION_COVERED', 'DISTINCT_SCAN']);
+  assert.deepEqual(e.queryPlanner.winningPlan.inputStage.multiKeyPaths, { a: ['a'], b: [] });
   assert.deepEqual(await d.distinct('b', { a: 3 }), [1, 7, 8]);
-  const dx = await both(db, 'd', 'b', { a: 3 });
-  assert.equal(dx.viaIndex, dx.viaScan);
+  for (const q of [{ a: 3 }, { a: { $in: [2, 5] } }, { a: { $gt: 4 } }, { a: { $lte: 2 } }]) {
+    await assertDistinctScan(db, 'd', 'b', q);
+    const dx = await both(db, 'd', 'b', q);
+    assert.equal(dx.viaIndex, dx.viaScan, JSON.stringify(q));
+  }
+  /* Two bounds on the multikey field: its elements may meet each apart, not exact: the regular plan. */
+  await assertNoDistinctScan(db, 'd', 'b', { a: { $gt: 2, $lt: 4 } });
+  const dy = await both(db, 'd', 'b', { a: { $gt: 2, $lt: 4 } });
+  assert.equal(dy.viaIndex, dy.viaScan);
+  assert.deepEqual(await d.distinct('b', { a: { $gt: 5, $lt: 2 } }), [2]);
+  /* distinct_multikey.js: a dotted trailing key under a multikey prefix: PROJECTION_DEFAULT over DISTINCT_SCAN. */
+  const dd = db.collection('dd');
+  await dd.insertMany([{ a: [2, 3], b: { c: 1 } }, { a: [3, 4], b: { c: 8 } }, { a: [3, 5], b: { c: 7 } }]);
+  await dd.createIndex({ a: 1, 'b.c': 1 });
+  e = await assertDistinctScan(db, 'dd', 'b.c', { a: 3 });
+  assert.deepEqual(stages(e.queryPlanner.winningPlan), ['PROJECTION_DEFAULT', 'DISTINCT_SCAN']);
+  assert.deepEqual(await dd.distinct('b.c', { a: 3 }), [1, 7, 8]);
   /* A trailing multikey field: no DISTINCT_SCAN. */
   const f = db.collection('f');
   await f.insertMany([{ a: 1, b: [2, 3] }, { a: 8, b: [3, 4] }, { a: 7, b: [4, 5] }]);
