@@ -3,7 +3,7 @@
  *
  * A plan is a tree of stages named as MongoDB names them (COLLSCAN, IXSCAN,
  * IDHACK, FETCH, SORT, SKIP, LIMIT, PROJECTION_*, COUNT, DELETE,
- * BATCHED_DELETE, UPDATE). The same tree is executed (exec.c runs the access
+ * BATCHED_DELETE, UPDATE, DISTINCT_SCAN). The same tree is executed (exec.c runs the access
  * path: the leaf and its FETCH; commands run the stages above it and record
  * their counters in them) and explained (mf_plan_explain), so explain shows
  * what actually runs.
