@@ -952,7 +952,7 @@ mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
     }
     const bson_value_t *hint = c != NULL && base == NULL ? sub_hint(cmd, &hint_store) : NULL;
     if (prc == 0 && streams)
-        prc = mf_crud_agg_plan_prefix(op, c, pl, hint, &pd, &probe);
+        prc = mf_crud_agg_plan_prefix(op, c, pl, hint, NULL, &pd, &probe);
     mf_plan_free(probe);
     /*
      * executionStats / allPlansExecution with stages after the plan: the
@@ -993,6 +993,8 @@ mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
                              .skip = pd.skip, .limit = pd.limit, .hint = base ? NULL : sub_hint(cmd, &hint_store),
                              .projection = pd.project_spec ? &proj : NULL, .count_only = pd.count_only,
                              .cover_projection = pd.project_spec ? &proj : NULL}; /* as the aggregate runs it */
+    if (streams && pd.sort == NULL && pd.project_spec == NULL) /* a $sort then a $project over decoded keys */
+        mf_crud_agg_cover_tail(pl, &pd, NULL, &req.cover_sort, &req.cover_projection);
     int rc = run_explain(op, coll, &req, 0, verbosity, cmd, &agg, NULL, false);
     mf_plan_free(agg.plan); /* when run_explain did not take it */
     mf_agg_stream_free(ran);

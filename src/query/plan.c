@@ -1884,6 +1884,111 @@ projection_coverable(const mf_index_t *ix, const bson_t *proj, uint32_t *fields)
 }
 
 /*
+ * Whether a sort no scan of ix provides can run over the keys a covered
+ * scan decodes (mongod's analyzeSort: every sort field available from the
+ * IXSCAN, IndexScanNode::getFieldAvailability): each field of sort is one
+ * of ix's key pattern fields exactly, with an ascending or descending
+ * number (no $meta), not hashed, no numeric component, and its path never
+ * held an array. *fields gets their positions. sort NULL or empty: true.
+ */
+static bool
+sort_coverable(const mf_index_t *ix, const bson_t *sort, uint32_t *fields)
+{
+    const mf_keypattern_t *kp = &ix->kp;
+    bson_iter_t it;
+    *fields = 0;
+    if (sort == NULL || bson_empty(sort))
+        return true;
+    if (kp->nfields > 32 || !bson_iter_init(&it, sort))
+        return false;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        int f = -1;
+        if (!BSON_ITER_HOLDS_NUMBER(&it))
+            return false; /* {$meta: ...} */
+        for (int i = 0; i < kp->nfields && f < 0; i++)
+            if (strcmp(kp->fields[i], k) == 0)
+                f = i;
+        if (f < 0 || (kp->has_hashed && f == kp->hashed_field) || kp->geo[f] != MF_GEO_IX_NONE ||
+            field_mk(ix, f) != 0 || path_positional(k))
+            return false;
+        *fields |= UINT32_C(1) << f;
+    }
+    return true;
+}
+
+/* Whether path a is a proper prefix of path b at a component boundary ("a" of "a.b"). */
+static bool
+path_prefix_of(const char *a, const char *b)
+{
+    size_t n = strlen(a);
+    return strncmp(a, b, n) == 0 && b[n] == '.';
+}
+
+/*
+ * Whether find projection proj keeps path as the document has it (mongod's
+ * Projection::isFieldRetainedExactly), for a projection of inclusions and
+ * exclusions only (false for any operator, expression or positional path):
+ * _id unless excluded; else, for an inclusion, a path included or under
+ * one; for an exclusion, a path neither excluded nor over or under an
+ * excluded one.
+ */
+static bool
+projection_keeps(const bson_t *proj, const char *path)
+{
+    bson_iter_t it;
+    bool inclusion = false, id_out = false;
+    if (!bson_iter_init(&it, proj))
+        return false;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        if (!(v->value_type == BSON_TYPE_BOOL || v->value_type == BSON_TYPE_INT32 ||
+              v->value_type == BSON_TYPE_INT64 || v->value_type == BSON_TYPE_DOUBLE) ||
+            strchr(k, '$') != NULL)
+            return false;
+        bool truthy = v->value_type == BSON_TYPE_BOOL ? v->value.v_bool : mf_value_as_double(v) != 0;
+        if (strcmp(k, "_id") == 0)
+            id_out = !truthy;
+        else if (truthy)
+            inclusion = true;
+    }
+    if (strcmp(path, "_id") == 0 || path_prefix_of("_id", path))
+        return !id_out;
+    bson_iter_init(&it, proj);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        bool truthy = v->value_type == BSON_TYPE_BOOL ? v->value.v_bool : mf_value_as_double(v) != 0;
+        if (strcmp(k, "_id") == 0)
+            continue;
+        if (inclusion && truthy && (strcmp(k, path) == 0 || path_prefix_of(k, path)))
+            return true;
+        if (!inclusion && !truthy && (strcmp(k, path) == 0 || path_prefix_of(k, path) || path_prefix_of(path, k)))
+            return false;
+    }
+    return !inclusion;
+}
+
+/*
+ * Whether the projection stage goes below a blocking sort (mongod's
+ * tryPushdownProjectBeneathSort): the sort has no limit (a top-k sort
+ * would project documents it then drops), and proj has no expression and
+ * keeps every field sort sorts by as it is.
+ */
+static bool
+projection_below_sort(const bson_t *proj, const bson_t *sort, int64_t limit)
+{
+    bson_iter_t it;
+    if (limit > 0 || !bson_iter_init(&it, sort))
+        return false;
+    while (bson_iter_next(&it))
+        if (!projection_keeps(proj, bson_iter_key(&it)))
+            return false;
+    return true;
+}
+
+/*
  * Whether v, a predicate's operand, reads the same on a key's value as on
  * the document: not null or undefined (a key's null is also a missing
  * field), not MinKey / MaxKey, no array (a path that held none), nothing
@@ -3046,6 +3151,23 @@ filter_always_false(const bson_t *filter)
     return filter != NULL && filter_always_false_at(bson_get_data(filter), filter->len, 0);
 }
 
+/*
+ * The projection stage of proj over child: PROJECTION_COVERED for a simple
+ * projection of a covered plan, PROJECTION_SIMPLE for another simple one,
+ * else PROJECTION_DEFAULT (mongod's analyzeProjection). Owned by the tree.
+ */
+static mf_stage_t *
+projection_stage(const bson_t *proj, bool covered, mf_stage_t *child)
+{
+    bool simple = mf_plan_projection_simple(proj);
+    mf_stage_t *s = stage_new(simple && covered ? MF_ST_PROJECTION_COVERED
+                              : simple          ? MF_ST_PROJECTION_SIMPLE
+                                                : MF_ST_PROJECTION_DEFAULT,
+                              child);
+    s->spec = bson_copy(proj);
+    return s;
+}
+
 int
 mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out, mf_error_t *err)
 {
@@ -3223,11 +3345,16 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
             p->keys_only = (req->root == MF_PLAN_ROOT_COUNT || req->count_only) && p->fetch->filter == NULL &&
                            p->text == NULL && p->text_false == NULL && !has_sort && req->projection == NULL;
             /* A find the bounds answer exactly, in the index's order, projecting key fields only (mf_plan_t.covered). */
+            /* A sort the index does not give is run over the decoded keys when it sorts by key fields only. */
+            uint32_t sort_fields = 0, cover_sort_fields = 0;
             p->covered = !p->keys_only && req->cover_projection != NULL && req->root == MF_PLAN_ROOT_NONE &&
                          (p->fetch->filter == NULL || key_filter_ok(best->ix, p->fetch->filter)) && !ix->loose &&
-                         p->text == NULL && p->text_false == NULL && (!has_sort || best->sort_dir != 0) &&
+                         p->text == NULL && p->text_false == NULL &&
+                         (!has_sort || best->sort_dir != 0 || sort_coverable(best->ix, req->sort, &sort_fields)) &&
+                         sort_coverable(best->ix, req->cover_sort, &cover_sort_fields) &&
                          !(c->clustered && best->ix->is_id) &&
                          projection_coverable(best->ix, req->cover_projection, &p->cover_fields);
+            p->cover_fields |= sort_fields | cover_sort_fields;
             if (p->covered && p->fetch->filter != NULL) {
                 /* Evaluated on the decoded keys (mongod's IXSCAN filter): the IXSCAN shows it. */
                 ix->filter = p->fetch->filter;
@@ -3241,7 +3368,13 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
     }
     if (c == NULL)
         p->sort_provided = true;
-    if (has_sort && !p->sort_provided) {
+    bool has_proj = req->projection != NULL && !bson_empty(req->projection);
+    bool blocking = has_sort && !p->sort_provided;
+    /* The projection goes below a blocking sort when it keeps what the sort reads (projection_below_sort). */
+    bool proj_below = has_proj && blocking && projection_below_sort(req->projection, req->sort, req->limit);
+    if (proj_below)
+        top = projection_stage(req->projection, p->covered, top);
+    if (blocking) {
         top = stage_new(MF_ST_SORT, top);
         top->spec = bson_copy(req->sort);
         top->amount = req->limit > 0 ? req->limit + req->skip : 0;
@@ -3255,14 +3388,8 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
         top = stage_new(MF_ST_LIMIT, top);
         top->amount = req->limit;
     }
-    if (req->projection != NULL && !bson_empty(req->projection)) {
-        bool simple = mf_plan_projection_simple(req->projection);
-        top = stage_new(simple && p->covered ? MF_ST_PROJECTION_COVERED
-                        : simple             ? MF_ST_PROJECTION_SIMPLE
-                                             : MF_ST_PROJECTION_DEFAULT,
-                        top);
-        top->spec = bson_copy(req->projection);
-    }
+    if (has_proj && !proj_below)
+        top = projection_stage(req->projection, p->covered, top);
     switch (req->root) {
     case MF_PLAN_ROOT_COUNT:
         top = stage_new(MF_ST_COUNT, top);
@@ -3361,7 +3488,8 @@ explain_stage(const mf_plan_t *p, const mf_stage_t *s, bool stats, bson_t *out)
         BSON_APPEND_INT64(out, "memLimit", 104857600);
         if (s->amount > 0)
             BSON_APPEND_INT64(out, "limitAmount", s->amount);
-        BSON_APPEND_UTF8(out, "type", "simple");
+        /* mongod's SortNodeSimple needs fetched documents; a covered plan sorts index keys (SortNodeDefault). */
+        BSON_APPEND_UTF8(out, "type", p->covered ? "default" : "simple");
         break;
     case MF_ST_SKIP:
         BSON_APPEND_INT64(out, "skipAmount", s->amount);

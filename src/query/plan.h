@@ -78,7 +78,11 @@
  * A find (or an aggregate's pushed-down $project) whose IXSCAN answers the
  * whole filter exactly and in the sort's order, projecting key fields only,
  * is covered (mf_plan_t.covered): PROJECTION_COVERED over the IXSCAN, no
- * FETCH, the documents decoded from the keys.
+ * FETCH, the documents decoded from the keys. A sort no index provides is
+ * covered too when it sorts by such key fields only: a SORT (type
+ * "default") over the IXSCAN. A projection with no expression that keeps
+ * every sorted field as it is goes below a SORT without a limit (mongod's
+ * tryPushdownProjectBeneathSort): SORT over PROJECTION_*.
  *
  * A plan also carries its execution position (last key / record id), so a
  * find cursor keeps its plan across getMore and resumes the scan.
@@ -198,6 +202,13 @@ typedef struct mf_plan_request {
      * stage is PROJECTION_COVERED (or PROJECTION_DEFAULT for dotted paths).
      */
     const bson_t *cover_projection;
+    /*
+     * A blocking sort the caller runs itself over what the scan yields (an
+     * aggregate's $sort left after its pushed-down prefix), or NULL: a
+     * covered plan must then give every field it sorts by too, as it must
+     * for a sort in sort that its index does not provide. Not a SORT stage.
+     */
+    const bson_t *cover_sort;
 } mf_plan_request_t;
 
 /* A set of record ids (multikey de-duplication). */
@@ -247,6 +258,11 @@ typedef struct mf_plan {
      * key pattern order; a missing field reads as null, as mongod's covered
      * plans give it. Should a covered field's path hold an array since
      * planning, the scan fetches documents again. Explain leaves the FETCH out.
+     * A sort the index does not provide (a blocking SORT, or the request's
+     * cover_sort) keeps the plan covered when every field it sorts by is
+     * such a key field too (cover_fields has them as well): the caller sorts
+     * the decoded keys, as mongod's SORT over an IXSCAN with no FETCH
+     * (planner_analysis.cpp analyzeSort), whose explain type is "default".
      */
     bool covered;
     uint32_t cover_fields;
