@@ -934,6 +934,7 @@ mf_cmd_find(mf_op_t *op)
                                                              mf_projection_metas(p) == 0
                                                          ? &projection
                                                          : NULL,
+                                 .cover_parsed = p,
                                  .shown = {.limit = limit, .skip = skip, .batch_size = batch,
                                            .has_batch_size = bson_has_field(op->cmd, "batchSize"),
                                            .projection = has_proj ? &projection : NULL,

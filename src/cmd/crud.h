@@ -179,22 +179,24 @@ int mf_crud_agg_views_collation(mf_op_t *op, const mf_pipeline_t *pl);
  * provides its order (else the pipeline's own spilling $sort runs it, over
  * a covered scan's decoded keys when mf_crud_agg_cover_tail allows).
  * out_proj (may be NULL): the find projection applied to the pipeline's
- * results (a find's blocking sort). Sets *pd and *plan (owned by the
- * caller). Catalog lock held. 0 or -1.
+ * results (a find's blocking sort), out_parsed its parsed form. Sets *pd
+ * and *plan (owned by the caller). Catalog lock held. 0 or -1.
  */
 int mf_crud_agg_plan_prefix(mf_op_t *op, const mf_coll_t *c, const mf_pipeline_t *pl, const bson_value_t *hint,
-                            const bson_t *out_proj, mf_agg_pushdown_t *pd, mf_plan_t **plan);
+                            const bson_t *out_proj, const mf_projection_t *out_parsed, mf_agg_pushdown_t *pd,
+                            mf_plan_t **plan);
 
 /*
  * mf_crud_agg_cover_tail: when nothing but a $sort (then $skip / $limit)
  * and a projection read what pl's pushed-down prefix pd yields, that
  * projection (a $project after them, or out_proj at the end, may be NULL)
- * and the sort: the plan request's cover_projection and cover_sort (a
- * covered scan then hands the $sort decoded keys, mongod's SORT over an
- * IXSCAN with no FETCH). Else both NULL. Valid while pl and out_proj are.
+ * (out_parsed its parsed form) and the sort become req's cover_projection,
+ * cover_parsed and cover_sort (a covered scan then hands the $sort decoded
+ * keys, mongod's SORT over an IXSCAN with no FETCH); else req is left as
+ * it is. Valid while pl and out_proj are.
  */
 void mf_crud_agg_cover_tail(const mf_pipeline_t *pl, const mf_agg_pushdown_t *pd, const bson_t *out_proj,
-                            const bson_t **cover_sort, const bson_t **cover_projection);
+                            const mf_projection_t *out_parsed, mf_plan_request_t *req);
 
 /*
  * mf_crud_agg_explain_run: runs pl (borrowed: it must outlive *stream)

@@ -39,6 +39,7 @@
 #include "index/keystring.h"
 #include "doc/text.h"
 #include "doc/collation.h"
+#include "doc/project.h"
 #include "doc/geo.h"
 #include "query/index_filter.h"
 #include "doc/value.h"
@@ -1811,6 +1812,24 @@ mf_plan_projection_simple(const bson_t *proj)
 }
 
 /*
+ * Whether proj holds inclusions and exclusions only (a true or false number
+ * or boolean for each field): no operator, expression or literal.
+ */
+bool
+mf_plan_projection_inclusions(const bson_t *proj)
+{
+    bson_iter_t it;
+    if (!bson_iter_init(&it, proj))
+        return false;
+    while (bson_iter_next(&it)) {
+        bson_type_t t = bson_iter_type(&it);
+        if (!(t == BSON_TYPE_BOOL || t == BSON_TYPE_INT32 || t == BSON_TYPE_INT64 || t == BSON_TYPE_DOUBLE))
+            return false;
+    }
+    return true;
+}
+
+/*
  * Whether an index scan of ix can cover the find projection proj (mongod's
  * analyzeProjection: an inclusion projection whose required fields the
  * IXSCAN provides, IndexScanNode::getFieldAvailability). proj: only
@@ -1823,8 +1842,40 @@ mf_plan_projection_simple(const bson_t *proj)
  * another, and no projected field whose path held an array. *fields gets
  * the projected positions.
  */
+/* A covered key field read by a projection's expression (projection_reads_keys). */
+typedef struct key_reads {
+    const mf_index_t *ix;
+    uint32_t fields;
+} key_reads_t;
+
+/* The position of path among ix's key pattern fields when a covered scan can give it (projection_coverable), or -1. */
+static int
+key_field_readable(const mf_index_t *ix, const char *path)
+{
+    const mf_keypattern_t *kp = &ix->kp;
+    int f = -1;
+    for (int i = 0; i < kp->nfields && f < 0; i++)
+        if (strcmp(kp->fields[i], path) == 0)
+            f = i;
+    if (f < 0 || (kp->has_hashed && f == kp->hashed_field) || field_mk(ix, f) != 0 || path_positional(path))
+        return -1;
+    return f;
+}
+
+/* mf_projection_reads' visitor: each path read must be a readable key field. */
 static bool
-projection_coverable(const mf_index_t *ix, const bson_t *proj, uint32_t *fields)
+key_read(void *arg, const char *path)
+{
+    key_reads_t *r = arg;
+    int f = key_field_readable(r->ix, path);
+    if (f < 0)
+        return false;
+    r->fields |= UINT32_C(1) << f;
+    return true;
+}
+
+static bool
+projection_coverable(const mf_index_t *ix, const bson_t *proj, const struct mf_projection *parsed, uint32_t *fields)
 {
     const mf_keypattern_t *kp = &ix->kp;
     bson_iter_t it;
@@ -1838,6 +1889,19 @@ projection_coverable(const mf_index_t *ix, const bson_t *proj, uint32_t *fields)
         for (int b = 0; b < kp->nfields; b++)
             if (a != b && strncmp(kp->fields[a], kp->fields[b], al) == 0 && kp->fields[b][al] == '.')
                 return false; /* {a: 1, "a.b": 1}: no one document holds both as keys give them */
+    }
+    if (parsed != NULL && !mf_plan_projection_inclusions(proj)) {
+        /*
+         * Expressions: covered when every path the projection reads is a key
+         * field a covered scan gives (mongod's analyzeProjection:
+         * getRequiredFields all provided, no requiresDocument); the
+         * projection then runs on the decoded keys (PROJECTION_DEFAULT).
+         */
+        key_reads_t r = {.ix = ix};
+        if (!mf_projection_reads(parsed, key_read, &r))
+            return false;
+        *fields = r.fields;
+        return true;
     }
     if (!bson_iter_init(&it, proj))
         return false;
@@ -3353,7 +3417,7 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
                          (!has_sort || best->sort_dir != 0 || sort_coverable(best->ix, req->sort, &sort_fields)) &&
                          sort_coverable(best->ix, req->cover_sort, &cover_sort_fields) &&
                          !(c->clustered && best->ix->is_id) &&
-                         projection_coverable(best->ix, req->cover_projection, &p->cover_fields);
+                         projection_coverable(best->ix, req->cover_projection, req->cover_parsed, &p->cover_fields);
             p->cover_fields |= sort_fields | cover_sort_fields;
             if (p->covered && p->fetch->filter != NULL) {
                 /* Evaluated on the decoded keys (mongod's IXSCAN filter): the IXSCAN shows it. */

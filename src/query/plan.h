@@ -203,6 +203,13 @@ typedef struct mf_plan_request {
      */
     const bson_t *cover_projection;
     /*
+     * cover_projection parsed (find or $project semantics), or NULL: with
+     * it, a projection with expressions is covered too when every field
+     * path it reads is a key field (mongod's PROJECTION_DEFAULT over an
+     * IXSCAN with no FETCH); it then runs on the decoded keys.
+     */
+    const struct mf_projection *cover_parsed;
+    /*
      * A blocking sort the caller runs itself over what the scan yields (an
      * aggregate's $sort left after its pushed-down prefix), or NULL: a
      * covered plan must then give every field it sorts by too, as it must
@@ -324,6 +331,9 @@ bool mf_plan_id_equality(const bson_t *filter, bson_value_t *v);
 
 /* mf_plan_projection_simple: whether a find projection runs as PROJECTION_SIMPLE (top-level fields, 0/1 values only). */
 bool mf_plan_projection_simple(const bson_t *proj);
+
+/* mf_plan_projection_inclusions: whether proj holds only inclusions and exclusions (numbers or booleans), no expression. */
+bool mf_plan_projection_inclusions(const bson_t *proj);
 
 /* mf_plan_hint_index: the index hint designates in c (by name or key pattern), or NULL. */
 mf_index_t *mf_plan_hint_index(const mf_coll_t *c, const bson_value_t *hint);

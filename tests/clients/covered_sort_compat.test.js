@@ -320,3 +320,87 @@ h.test('an index led by another field: a sort by its second field over a range o
   assert.equal(await assertCoveredSort(c, { b: { $gte: 0 } }, { _id: 0, a: 1, b: 1 }, { sort: { a: -1 } },
     ['SORT', 'PROJECTION_COVERED', 'IXSCAN']), 30);
 });
+
+/*
+ * Projections with expressions (mongod's analyzeProjection: every path the
+ * projection reads is provided by the IXSCAN, so no FETCH): PROJECTION_DEFAULT
+ * over the IXSCAN, the expressions evaluated on the decoded keys.
+ */
+async function assertCoveredExpr(c, filter, projection, opts = {}, shape = ['PROJECTION_DEFAULT', 'IXSCAN']) {
+  const what = `${JSON.stringify(filter)} ${JSON.stringify(projection)} ${JSON.stringify(opts)}`;
+  const { viaIndex, viaScan, e } = await both(c, filter, projection, opts);
+  if (opts.sort) assert.deepEqual(viaIndex, viaScan, what);
+  else assert.deepEqual([...viaIndex].sort(), [...viaScan].sort(), what);
+  assert.ok(viaIndex.length > 0, what);
+  assert.deepEqual(stages(e.queryPlanner.winningPlan), shape, what);
+  assert.equal(e.executionStats.totalDocsExamined, 0, what);
+  assert.equal(e.executionStats.nReturned, viaIndex.length, what);
+  return viaIndex.length;
+}
+
+const NUMS = [new Int32(5), Long.fromNumber(5), new Double(5), D('5'), D('5.000'), new Double(5.5), D('5.5'),
+  new Double(-0), new Int32(0), D('-0'), Long.fromString('9007199254740993'), new Double(0.1), D('0.1'),
+  new Int32(-7), Long.fromNumber(-7), new Int32(2147483647)];
+
+h.test('expressions over key fields are covered: PROJECTION_DEFAULT over IXSCAN, evaluated on the keys', async () => {
+  const c = srv.freshDb('cvexpr1').collection('c');
+  await c.createIndex({ a: 1, b: 1 });
+  const docs = NUMS.map((b, i) => ({ a: new Int32(i), b }));
+  await c.insertMany(docs);
+  const f = { a: { $gte: 0 } };
+  const n = NUMS.length;
+  assert.equal(await assertCoveredExpr(c, f, { _id: 0, s: { $add: ['$a', 1] } }), n);
+  assert.equal(await assertCoveredExpr(c, f, { _id: 0, s: { $add: ['$a', '$b'] }, m: { $multiply: ['$b', 2] } }), n);
+  assert.equal(await assertCoveredExpr(c, f, { _id: 0, x: '$b' }), n);
+  assert.equal(await assertCoveredExpr(c, f, { _id: 0, a: 1, t: { $type: '$b' }, lit: { $literal: 5 }, k: 'const' }), n);
+  assert.equal(await assertCoveredExpr(c, { a: { $lt: 5 } }, { _id: 0, only: { $literal: '$notAPath' } }), 5);
+  assert.equal(await assertCoveredExpr(c, f, { _id: 0, cmp: { $cmp: ['$b', 5] }, str: { $toString: '$b' } }), n);
+  // with a sort the index gives, and with a blocking sort (the projection stays above: it has expressions)
+  assert.equal(await assertCoveredExpr(c, f, { _id: 0, s: { $add: ['$a', 1] } }, { sort: { a: -1 } }), n);
+  assert.equal(await assertCoveredExpr(c, f, { _id: 0, a: 1, d: { $subtract: ['$b', 1] } }, { sort: { b: 1, a: 1 } },
+    ['PROJECTION_DEFAULT', 'SORT', 'IXSCAN']), n);
+  // the values, types and all
+  const got = await c.find({ a: { $lt: 3 } }, { projection: { _id: 0, s: { $add: ['$b', 1] } }, sort: { a: 1 },
+    promoteValues: false }).toArray();
+  assert.deepEqual(got.map((d) => [d.s._bsontype, d.s.toString()]), [['Int32', '6'], ['Long', '6'], ['Double', '6']]);
+});
+
+h.test('expressions reading a field outside the index, $$ROOT or $$CURRENT still fetch', async () => {
+  const c = srv.freshDb('cvexpr2').collection('c');
+  await c.createIndex({ a: 1, b: 1 });
+  await c.insertMany([{ a: 1, b: 2, c: 3 }, { a: 2, b: 3, c: 4 }]);
+  const f = { a: { $gte: 1 } };
+  for (const proj of [{ _id: 0, s: { $add: ['$a', '$c'] } }, { _id: 0, r: '$$ROOT' }, { _id: 0, r: '$$CURRENT.a' },
+    { s: { $add: ['$a', 1] } }, { _id: 0, s: '$a.x' }, { _id: 0, b: { $slice: 1 } }]) {
+    const { viaIndex, viaScan, e } = await both(c, f, proj);
+    assert.deepEqual([...viaIndex].sort(), [...viaScan].sort(), JSON.stringify(proj));
+    const s = stages(e.queryPlanner.winningPlan);
+    assert.ok(s.includes('FETCH'), `${JSON.stringify(proj)}: ${s}`);
+    assert.ok(e.executionStats.totalDocsExamined > 0, JSON.stringify(proj));
+  }
+  // a multikey path read by an expression: fetched
+  await c.insertOne({ a: 3, b: [1, 2] });
+  const { viaIndex, viaScan, e } = await both(c, f, { _id: 0, s: { $size: { $ifNull: [[], '$b'] } }, x: '$b' });
+  assert.deepEqual([...viaIndex].sort(), [...viaScan].sort());
+  assert.ok(stages(e.queryPlanner.winningPlan).includes('FETCH'));
+});
+
+h.test('an aggregate\'s $project with expressions over key fields is covered too', async () => {
+  const c = srv.freshDb('cvexpr3').collection('c');
+  await c.createIndex({ a: 1, b: 1 });
+  await c.insertMany(NUMS.map((b, i) => ({ a: new Int32(i), b })));
+  const pipelines = [
+    [{ $match: { a: { $gte: 2 } } }, { $project: { _id: 0, s: { $add: ['$a', '$b'] } } }],
+    [{ $match: { a: { $gte: 2 } } }, { $sort: { b: -1, a: 1 } }, { $project: { _id: 0, b: 1, t: { $type: '$b' } } }],
+  ];
+  for (const p of pipelines) {
+    const viaIndex = hex(await c.aggregate(p, { raw: true }).toArray());
+    const viaScan = hex(await c.aggregate(p, { raw: true, hint: { $natural: 1 } }).toArray());
+    if (p.length === 3) assert.deepEqual(viaIndex, viaScan, JSON.stringify(p));
+    else assert.deepEqual([...viaIndex].sort(), [...viaScan].sort(), JSON.stringify(p));
+    assert.equal(viaIndex.length, NUMS.length - 2);
+    const e = await c.aggregate(p).explain('executionStats');
+    const es = e.stages ? e.stages[0].$cursor.executionStats : e.executionStats;
+    assert.equal(es.totalDocsExamined, 0, JSON.stringify(e));
+  }
+});
