@@ -11,7 +11,7 @@
  * find over a collection scan (hint {$natural: 1}); documents are inserted
  * with their fields in key pattern order, the order a covered projection
  * gives them. What mongod does not cover (multikey paths, null equality,
- * operators and expressions in the projection, a sort or filter field
+ * operators and expressions over other fields in the projection, a sort or filter field
  * outside the index, a collation index, a hashed field) still FETCHes.
  */
 const assert = require('node:assert/strict');
@@ -247,9 +247,12 @@ h.test('what mongod does not cover still fetches: operators, expressions, exclus
   // the index does not give the sort, which reads key fields only: a blocking SORT over the decoded keys
   // (mongod's analyzeSort; covered_sort_compat.test.js has the rest)
   await assertCovered(c, { a: { $gte: 1 } }, { a: 1, b: 1, _id: 0 }, { sort: { b: 1 } }, { ordered: true, stage: 'SORT' });
-  // projections that need the document: an exclusion, expressions, $slice, $elemMatch, positional, a field outside
+  // expressions reading key fields only are covered (PROJECTION_DEFAULT; covered_sort_compat.test.js has the rest)
+  await assertCovered(c, { a: 2 }, { a: 1, x: { $add: ['$b', 1] }, _id: 0 }, {}, { stage: 'PROJECTION_DEFAULT' });
+  // projections that need the document: an exclusion, expressions over other fields, $slice, $elemMatch,
+  // positional, a field outside
   await assertFetches(c, { a: 2 }, { c: 0, _id: 0 });
-  await assertFetches(c, { a: 2 }, { a: 1, x: { $add: ['$b', 1] }, _id: 0 });
+  await assertFetches(c, { a: 2 }, { a: 1, x: { $add: ['$c', 1] }, _id: 0 });
   await assertFetches(c, { a: 2 }, { a: { $slice: 1 }, _id: 0 });
   await assertFetches(c, { a: 2 }, { a: 1, c: 1, _id: 0 });
   await assertFetches(c, { a: 2 }, { a: 1, b: 1 });
