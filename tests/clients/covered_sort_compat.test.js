@@ -404,3 +404,29 @@ h.test('an aggregate\'s $project with expressions over key fields is covered too
     assert.equal(es.totalDocsExamined, 0, JSON.stringify(e));
   }
 });
+
+h.test('an expression\'s key field that becomes multikey mid-cursor: the rest is fetched, as the collection scan gives it', async () => {
+  const c = srv.freshDb('cvexpr4').collection('c');
+  await c.createIndex({ a: 1, b: 1 });
+  await c.insertMany(NUMS.map((b, i) => ({ a: new Int32(i), b })));
+  const proj = { _id: 0, a: 1, x: '$b', s: { $add: ['$a', 1] } };
+  // no sort: the index scan streams in a's order, the collection scan in the insertion order, the same
+  const opts = { projection: proj, batchSize: 2, raw: true };
+  const e = await c.find({ a: { $gte: 0 } }, { projection: proj }).explain('queryPlanner');
+  assert.deepEqual(stages(e.queryPlanner.winningPlan), ['PROJECTION_DEFAULT', 'IXSCAN']);
+  const viaIndex = c.find({ a: { $gte: 0 } }, opts);
+  const viaScan = c.find({ a: { $gte: 0 } }, { ...opts, hint: { $natural: 1 } });
+  const head = [[], []];
+  for (let i = 0; i < 3; i++) {
+    head[0].push(await viaIndex.next());
+    head[1].push(await viaScan.next());
+  }
+  assert.deepEqual(hex(head[0]), hex(head[1]));
+  // b becomes multikey; the new document sorts last by a in both scans (the scan's last record too)
+  await c.insertOne({ a: new Int32(1000), b: [new Int32(1), new Int32(2)] });
+  const rest = [hex(await viaIndex.toArray()), hex(await viaScan.toArray())];
+  assert.deepEqual(rest[0], rest[1]);
+  assert.equal(rest[0].length, NUMS.length - 3 + 1);
+  const last = await c.find({ a: 1000 }, { projection: proj }).toArray();
+  assert.deepEqual(last, [{ a: 1000, x: [1, 2], s: 1001 }]);
+});
