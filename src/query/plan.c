@@ -1829,26 +1829,18 @@ mf_plan_projection_inclusions(const bson_t *proj)
     return true;
 }
 
-/*
- * Whether an index scan of ix can cover the find projection proj (mongod's
- * analyzeProjection: an inclusion projection whose required fields the
- * IXSCAN provides, IndexScanNode::getFieldAvailability). proj: only
- * inclusions (a true number or boolean) of paths that are ix's key
- * pattern fields exactly, _id among them unless excluded; no operator, no
- * expression, no positional path ("a.$"), no numeric component ("a.0",
- * which keys read as an array position and a projection does not). ix: a
- * btree (or compound hashed, the hashed field not projected) index without
- * collation whose entries hold type bits, no key pattern field a prefix of
- * another, and no projected field whose path held an array. *fields gets
- * the projected positions.
- */
-/* A covered key field read by a projection's expression (projection_reads_keys). */
+/* The key fields a projection reads (key_read, over mf_projection_reads): their positions in fields. */
 typedef struct key_reads {
     const mf_index_t *ix;
     uint32_t fields;
 } key_reads_t;
 
-/* The position of path among ix's key pattern fields when a covered scan can give it (projection_coverable), or -1. */
+/*
+ * The position of path among ix's key pattern fields when a covered scan
+ * can give it (projection_coverable), or -1: not hashed, its path never
+ * held an array, no numeric component ("a.0": the key holds one reading of
+ * the path, a projection another).
+ */
 static int
 key_field_readable(const mf_index_t *ix, const char *path)
 {
@@ -1874,6 +1866,21 @@ key_read(void *arg, const char *path)
     return true;
 }
 
+/*
+ * Whether an index scan of ix can cover the find projection proj (mongod's
+ * analyzeProjection: an inclusion projection whose required fields the
+ * IXSCAN provides, IndexScanNode::getFieldAvailability). proj: only
+ * inclusions (a true number or boolean) of paths that are ix's key
+ * pattern fields exactly, _id among them unless excluded; no operator, no
+ * expression, no positional path ("a.$"), no numeric component ("a.0",
+ * which keys read as an array position and a projection does not). ix: a
+ * btree (or compound hashed, the hashed field not projected) index without
+ * collation whose entries hold type bits, no key pattern field a prefix of
+ * another, and no projected field whose path held an array. With parsed
+ * (proj parsed, may be NULL), a projection with expressions is covered
+ * too when every path it reads is such a key field (mf_projection_reads).
+ * *fields gets the positions read.
+ */
 static bool
 projection_coverable(const mf_index_t *ix, const bson_t *proj, const struct mf_projection *parsed, uint32_t *fields)
 {
@@ -1924,23 +1931,15 @@ projection_coverable(const mf_index_t *ix, const bson_t *proj, const struct mf_p
             id_out = true;
             continue;
         }
-        int f = -1;
-        for (int i = 0; i < kp->nfields && f < 0; i++)
-            if (strcmp(kp->fields[i], k) == 0)
-                f = i;
-        if (f < 0 || (kp->has_hashed && f == kp->hashed_field) || field_mk(ix, f) != 0)
+        int f = key_field_readable(ix, k);
+        if (f < 0)
             return false;
-        if (path_positional(k))
-            return false; /* "a.0": the key holds one reading of the path, a projection another */
         *fields |= UINT32_C(1) << f;
         any = true;
     }
     if (!id_out) {
-        int f = -1;
-        for (int i = 0; i < kp->nfields && f < 0; i++)
-            if (strcmp(kp->fields[i], "_id") == 0)
-                f = i;
-        if (f < 0 || (kp->has_hashed && f == kp->hashed_field) || field_mk(ix, f) != 0)
+        int f = key_field_readable(ix, "_id");
+        if (f < 0)
             return false;
         *fields |= UINT32_C(1) << f;
     }
@@ -1966,15 +1965,10 @@ sort_coverable(const mf_index_t *ix, const bson_t *sort, uint32_t *fields)
     if (kp->nfields > 32 || !bson_iter_init(&it, sort))
         return false;
     while (bson_iter_next(&it)) {
-        const char *k = bson_iter_key(&it);
-        int f = -1;
+        int f;
         if (!BSON_ITER_HOLDS_NUMBER(&it))
             return false; /* {$meta: ...} */
-        for (int i = 0; i < kp->nfields && f < 0; i++)
-            if (strcmp(kp->fields[i], k) == 0)
-                f = i;
-        if (f < 0 || (kp->has_hashed && f == kp->hashed_field) || kp->geo[f] != MF_GEO_IX_NONE ||
-            field_mk(ix, f) != 0 || path_positional(k))
+        if ((f = key_field_readable(ix, bson_iter_key(&it))) < 0 || kp->geo[f] != MF_GEO_IX_NONE)
             return false;
         *fields |= UINT32_C(1) << f;
     }
@@ -3408,7 +3402,7 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
             /* A count the bounds answer exactly reads keys only (mf_plan_t.keys_only). */
             p->keys_only = (req->root == MF_PLAN_ROOT_COUNT || req->count_only) && p->fetch->filter == NULL &&
                            p->text == NULL && p->text_false == NULL && !has_sort && req->projection == NULL;
-            /* A find the bounds answer exactly, in the index's order, projecting key fields only (mf_plan_t.covered). */
+            /* A find the bounds answer exactly, sorted by key fields, projecting what key fields give (mf_plan_t.covered). */
             /* A sort the index does not give is run over the decoded keys when it sorts by key fields only. */
             uint32_t sort_fields = 0, cover_sort_fields = 0;
             p->covered = !p->keys_only && req->cover_projection != NULL && req->root == MF_PLAN_ROOT_NONE &&
