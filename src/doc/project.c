@@ -646,9 +646,17 @@ reads_node(const pnode_t *n, char *buf, size_t plen, size_t cap, bool root, bool
     case P_EXCLUDE:
         ok = root && strcmp(buf, "_id") == 0; /* {_id: 0} in an inclusion projection */
         break;
-    case P_EXPR:
+    case P_EXPR: {
+        /* A value set at "x.y" depends on x too, which may be an array (mongod's DepsAnalysisVisitor). */
+        char *dot = strchr(buf, '.');
         ok = mf_expr_doc_paths(n->expr, fn, arg);
+        if (ok && dot != NULL) {
+            *dot = '\0';
+            ok = fn(arg, buf);
+            *dot = '.';
+        }
         break;
+    }
     default:
         ok = false; /* $slice, $elemMatch, positional, $meta: they need the document */
         break;

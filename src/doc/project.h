@@ -52,7 +52,8 @@ bool mf_projection_is_positional(const mf_projection_t *p);
  * mf_projection_reads: for an inclusion projection whose parts are
  * inclusions, expressions and an _id exclusion only, calls fn with every
  * path it reads from the document (each included path, the implicit _id,
- * each field path its expressions read: mongod's getRequiredFields; the
+ * each field path its expressions read, the first component of a path an
+ * expression sets below the top level: mongod's getRequiredFields; the
  * string is valid during the call) and returns true; false when fn does, or
  * when p needs the whole document (an exclusion projection, $slice,
  * $elemMatch, positional, $meta, an expression reading $$ROOT).

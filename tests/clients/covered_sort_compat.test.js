@@ -355,6 +355,8 @@ h.test('expressions over key fields are covered: PROJECTION_DEFAULT over IXSCAN,
   assert.equal(await assertCoveredExpr(c, f, { _id: 0, a: 1, t: { $type: '$b' }, lit: { $literal: 5 }, k: 'const' }), n);
   assert.equal(await assertCoveredExpr(c, { a: { $lt: 5 } }, { _id: 0, only: { $literal: '$notAPath' } }), 5);
   assert.equal(await assertCoveredExpr(c, f, { _id: 0, cmp: { $cmp: ['$b', 5] }, str: { $toString: '$b' } }), n);
+  // a value set below a key field: it depends on that field, which the keys give
+  assert.equal(await assertCoveredExpr(c, f, { _id: 0, 'b.y': '$a', a: 1 }), n);
   // with a sort the index gives, and with a blocking sort (the projection stays above: it has expressions)
   assert.equal(await assertCoveredExpr(c, f, { _id: 0, s: { $add: ['$a', 1] } }, { sort: { a: -1 } }), n);
   assert.equal(await assertCoveredExpr(c, f, { _id: 0, a: 1, d: { $subtract: ['$b', 1] } }, { sort: { b: 1, a: 1 } },
@@ -370,8 +372,10 @@ h.test('expressions reading a field outside the index, $$ROOT or $$CURRENT still
   await c.createIndex({ a: 1, b: 1 });
   await c.insertMany([{ a: 1, b: 2, c: 3 }, { a: 2, b: 3, c: 4 }]);
   const f = { a: { $gte: 1 } };
+  // (a value set at "c.y" depends on c, which may be an array: mongod's getRequiredFields has c)
   for (const proj of [{ _id: 0, s: { $add: ['$a', '$c'] } }, { _id: 0, r: '$$ROOT' }, { _id: 0, r: '$$CURRENT.a' },
-    { s: { $add: ['$a', 1] } }, { _id: 0, s: '$a.x' }, { _id: 0, b: { $slice: 1 } }]) {
+    { s: { $add: ['$a', 1] } }, { _id: 0, s: '$a.x' }, { _id: 0, b: { $slice: 1 } }, { _id: 0, 'c.y': '$a' },
+    { _id: 0, c: { y: { $add: ['$a', 1] } } }, { _id: 0, a: 1, z: { w: { $literal: 1 } } }]) {
     const { viaIndex, viaScan, e } = await both(c, f, proj);
     assert.deepEqual([...viaIndex].sort(), [...viaScan].sort(), JSON.stringify(proj));
     const s = stages(e.queryPlanner.winningPlan);
