@@ -133,9 +133,13 @@ env_init(mf_agg_env_t *env, src_t *s)
     env->ctx = s;
 }
 
-/* A streaming run of stages first.. over s; the number of results (capped), or -1 on error. */
+/*
+ * A streaming run of stages first.. over s; the number of results (capped),
+ * or -1 on error. With hash non-NULL, *hash receives the sum of the results'
+ * FNV-1a hashes: equal for two runs that give the same documents in any order.
+ */
 static long
-run_stream(const mf_pipeline_t *p, size_t first, src_t *s)
+run_stream(const mf_pipeline_t *p, size_t first, src_t *s, uint64_t *hash)
 {
     mf_agg_limits_t lim = {.allow_disk = false, .sort_bytes = 16 << 20, .group_bytes = 16 << 20, .tmp_dir = NULL};
     mf_agg_stream_t *st = mf_agg_stream_new(p, first, &lim);
@@ -157,6 +161,13 @@ run_stream(const mf_pipeline_t *p, size_t first, src_t *s)
         if (out == NULL)
             break;
         FUZZ_CHECK(FUZZ_DOC_OK(out), "stream result is not well-formed BSON");
+        if (hash != NULL) {
+            const uint8_t *b = bson_get_data(out);
+            uint64_t h = 14695981039346656037ULL;
+            for (uint32_t i = 0; i < out->len; i++)
+                h = (h ^ b[i]) * 1099511628211ULL;
+            *hash += h;
+        }
         bson_destroy(out);
         if (++n >= MAX_RESULTS)
             break;
@@ -175,8 +186,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mf_agg_pushdown_t pd;
     const char *tdb, *tcoll;
     const bson_t *mspec;
-    long n_push = -2, n_all, n_run;
+    long n_push = -2, n_all, n_run, n_bar = -2;
+    uint64_t h_all = 0, h_bar = 0;
     bool random = memmem(data, size, "$sample", 7) || memmem(data, size, "$rand", 5);
+    /* $$NOW and $$CLUSTER_TIME differ between runs: their results are counted, not compared. */
+    bool clock = memmem(data, size, "NOW", 3) || memmem(data, size, "CLUSTER_TIME", 12);
 
     if (fuzz_docs_read(data, size, &d) == 0)
         return 0;
@@ -206,7 +220,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             s.skip_left = pd.skip;
             s.limit_left = pd.limit > 0 ? pd.limit : -1;
             s.proj = pd.project;
-            n_push = run_stream(p, pd.nstages, &s);
+            n_push = run_stream(p, pd.nstages, &s, NULL);
             if (s.m)
                 mf_matcher_free(s.m);
         } else {
@@ -216,7 +230,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* (2) every stage through the stream. */
     {
         src_t s = {.d = &d, .next = 1, .limit_left = -1};
-        n_all = run_stream(p, 0, &s);
+        n_all = run_stream(p, 0, &s, &h_all);
     }
     /* (3) materialised. */
     {
@@ -241,6 +255,44 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         mf_docvec_destroy(&out);
     }
+    /*
+     * (4) the same stages with a barrier after each one ({$redact: "$$KEEP"},
+     * which passes every document unchanged): the pipeline's rewrites
+     * (agg_optimize.c: $match moved ahead and split, $skip / $limit joined,
+     * $lookup absorbing $unwind and $match) may not change what it returns.
+     * A pipeline that needs a stage first or last may not parse this way;
+     * it is then not compared.
+     */
+    if (!random && (pv.value_type == BSON_TYPE_ARRAY || pv.value_type == BSON_TYPE_DOCUMENT)) {
+        bson_t arr, orig;
+        bson_iter_t it;
+        uint32_t k = 0;
+        bson_init(&arr);
+        if (bson_init_static(&orig, pv.value.v_doc.data, pv.value.v_doc.data_len) && bson_iter_init(&it, &orig)) {
+            while (bson_iter_next(&it)) {
+                char buf[16];
+                const char *key;
+                bson_t bar;
+                bson_uint32_to_string(k++, &key, buf, sizeof buf);
+                bson_append_value(&arr, key, -1, bson_iter_value(&it));
+                bson_uint32_to_string(k++, &key, buf, sizeof buf);
+                bson_append_document_begin(&arr, key, -1, &bar);
+                bson_append_utf8(&bar, "$redact", 7, "$$KEEP", 6);
+                bson_append_document_end(&arr, &bar);
+            }
+        }
+        bson_value_t bv = {.value_type = BSON_TYPE_ARRAY};
+        bv.value.v_doc.data = (uint8_t *)bson_get_data(&arr);
+        bv.value.v_doc.data_len = arr.len;
+        mf_err_clear(&err);
+        mf_pipeline_t *pb = mf_pipeline_new(&bv, &err);
+        if (pb != NULL) {
+            src_t s = {.d = &d, .next = 1, .limit_left = -1};
+            n_bar = run_stream(pb, 0, &s, &h_bar);
+            mf_pipeline_free(pb);
+        }
+        bson_destroy(&arr);
+    }
     if (!random) {
         /*
          * Compared only when both runs succeed. Known divergence (fuzz/README.md,
@@ -257,6 +309,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_CHECK(n_all == n_run, "stream gave %ld results, materialised run %ld", n_all, n_run);
         if (n_push >= 0 && n_all >= 0)
             FUZZ_CHECK(n_push == n_all, "pushed-down stream gave %ld results, full stream %ld", n_push, n_all);
+        if (n_bar >= 0 && n_all >= 0) {
+            FUZZ_CHECK(n_bar == n_all, "with a barrier after each stage %ld results, without %ld", n_bar, n_all);
+            FUZZ_CHECK(clock || n_all == MAX_RESULTS || h_bar == h_all,
+                       "with a barrier after each stage other documents than without (same count %ld)", n_all);
+        }
     }
     mf_pipeline_free(p);
     fuzz_docs_free(&d);

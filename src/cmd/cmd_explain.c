@@ -1036,6 +1036,7 @@ mf_cmd_explain(mf_op_t *op)
     const char *coll = bson_iter_utf8(&it, NULL);
     mf_plan_request_t req = {0};
     mf_projection_t *cover_parsed = NULL; /* a find's projection with expressions, parsed (owned) */
+    bson_t dproj = BSON_INITIALIZER; /* a distinct's projection (req.shown.projection) */
     int64_t limit_one = 0;
     const bson_t *write_stmt = NULL; /* an update or delete: its statement (findAndModify: the command) */
     const char *update_key = NULL;   /* where its change is ("u", "update"), NULL for a delete */
@@ -1116,6 +1117,13 @@ mf_cmd_explain(mf_op_t *op)
     } else if (strcmp(kind, "distinct") == 0) {
         req.filter = sub_doc(&inner, "query", &filter) ? &filter : NULL;
         req.hint = sub_hint(&inner, &hint_store);
+        /* As the distinct runs it: a DISTINCT_SCAN under its projection when an index holds the key. */
+        bson_iter_t ki;
+        if (bson_iter_init_find(&ki, &inner, "key") && BSON_ITER_HOLDS_UTF8(&ki)) {
+            req.distinct_key = bson_iter_utf8(&ki, NULL);
+            mf_crud_distinct_projection(req.distinct_key, &dproj);
+            req.shown.projection = &dproj;
+        }
     } else if (strcmp(kind, "delete") == 0 || strcmp(kind, "update") == 0) {
         bool del = kind[0] == 'd';
         bson_t arr;
@@ -1168,6 +1176,7 @@ mf_cmd_explain(mf_op_t *op)
     if (write_stmt == NULL) {
         int rc = run_explain(op, coll, &req, limit_one, verbosity, &inner, NULL, NULL, find_express_ok(kind, &inner));
         mf_projection_free(cover_parsed);
+        bson_destroy(&dproj);
         return rc;
     }
     /* An update's change, parsed as the command parses it, for its would-be counters. */

@@ -1492,19 +1492,23 @@ view_distinct_visit(void *arg, const bson_t *doc)
     return distinct_visit(arg, 0, doc, NULL);
 }
 
+/*
+ * Orders distinct values, equal ones in the order they were found, so the
+ * first found is the one kept (mongod inserts into its set and keeps the
+ * first: with 1 and 1.0 both present, the earlier document's type).
+ */
 static int
 value_ptr_cmp(const void *a, const void *b)
 {
-    return mf_value_cmp(*(const bson_value_t *const *)a, *(const bson_value_t *const *)b);
+    const bson_value_t *const *x = a, *const *y = b;
+    int r = mf_value_cmp(*x, *y);
+    if (r != 0)
+        return r;
+    return *x < *y ? -1 : *x > *y ? 1 : 0; /* pointers into one array, in the order found */
 }
 
-/*
- * The projection of mongod's distinct query (getDistinctProjection): {_id: 0,
- * key: 1}, the key cut before its first numeric component (a.b.2 is
- * 'a.b'), no _id: 0 when that is _id. Into *out (bson_init'ed here).
- */
-static void
-distinct_projection(const char *key, bson_t *out)
+void
+mf_crud_distinct_projection(const char *key, bson_t *out)
 {
     char field[1024];
     size_t n = 0;
@@ -1567,8 +1571,9 @@ mf_cmd_distinct(mf_op_t *op)
         bson_destroy(&stages);
     } else if (c != NULL) {
         bson_t shown_proj, shown_coll;
-        distinct_projection(key, &shown_proj);
-        mf_plan_request_t req = {.filter = has_query ? &query : NULL, .matcher = m, .hint = hint,
+        mf_crud_distinct_projection(key, &shown_proj);
+        /* A DISTINCT_SCAN when an index holds the key (mf_plan_build), else the filter's plan. */
+        mf_plan_request_t req = {.filter = has_query ? &query : NULL, .matcher = m, .hint = hint, .distinct_key = key,
                                  .shown = {.projection = &shown_proj,
                                            .collation = mf_crud_doc_field(op->cmd, "collation", &shown_coll)}};
         mf_plan_t *p;

@@ -149,6 +149,14 @@ int mf_cmd_count(mf_op_t *op);
 
 int mf_cmd_distinct(mf_op_t *op);
 
+/*
+ * mf_crud_distinct_projection: the projection of mongod's distinct query
+ * (getDistinctProjection): {_id: 0, key: 1}, the key cut before its first
+ * numeric component (a.b.2 is 'a.b'), no _id: 0 when that is _id. Into
+ * *out (bson_init'ed here; the caller destroys it).
+ */
+void mf_crud_distinct_projection(const char *key, bson_t *out);
+
 /* ---------- insert, update, delete, findAndModify (cmd_write.c) ---------- */
 
 int mf_cmd_insert(mf_op_t *op);

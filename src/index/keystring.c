@@ -990,8 +990,9 @@ decode_content(reader_t *r, uint8_t tag, bson_t *out, const char *key, int keyle
     return 0;
 }
 
+/* Decodes n components from r into out; with whole, the key must end there (no record id). */
 static int
-decode_all(reader_t *r, const bool *directions, int n, bson_t *out)
+decode_n(reader_t *r, const bool *directions, int n, bson_t *out, bool whole)
 {
     for (int i = 0; i < n; i++) {
         char buf[16];
@@ -1012,9 +1013,15 @@ decode_all(reader_t *r, const bool *directions, int n, bson_t *out)
         if (rd_u8(r, &tag) != 0 || decode_content(r, tag, out, key, (int)kl, 0) != 0)
             return -1;
     }
-    if (r->pos != r->len)
+    if (whole && r->pos != r->len)
         return mf_err_set(r->err, MF_E_InvalidBSON, "trailing bytes after the index key");
     return 0;
+}
+
+static int
+decode_all(reader_t *r, const bool *directions, int n, bson_t *out)
+{
+    return decode_n(r, directions, n, out, true);
 }
 
 int
@@ -1032,6 +1039,19 @@ mf_ks_decode_typed(const uint8_t *key, size_t len, const uint8_t *tb, size_t tbl
     reader_t r = {.p = key, .len = len, .tb = tb, .tblen = tblen, .typed = true, .err = err};
 
     return decode_all(&r, directions, n, out);
+}
+
+int
+mf_ks_decode_prefix(const uint8_t *key, size_t len, const uint8_t *tb, size_t tblen, const bool *directions, int n,
+                    bson_t *out, size_t *used, mf_error_t *err)
+{
+    reader_t r = {.p = key, .len = len, .tb = tb, .tblen = tblen, .typed = tb != NULL, .err = err};
+
+    *used = 0;
+    if (decode_n(&r, directions, n, out, false) != 0)
+        return -1;
+    *used = r.pos;
+    return 0;
 }
 
 void

@@ -101,4 +101,14 @@ const uint8_t *mf_ks_typebits(const mf_keystring_t *ks, size_t *len);
 int mf_ks_decode_typed(const uint8_t *key, size_t len, const uint8_t *tb, size_t tblen, const bool *directions, int n,
                        bson_t *out, mf_error_t *err) MF_WUR;
 
+/*
+ * mf_ks_decode_prefix: decodes the first n components of key (len bytes,
+ * which may go on with more components and a record id) into out as
+ * mf_ks_decode_typed does (tb NULL: as mf_ks_decode), and sets *used to the
+ * bytes they take: every key starting with those bytes has the same first
+ * n components (a DISTINCT_SCAN seeks past them). Returns 0 or -1 with err.
+ */
+int mf_ks_decode_prefix(const uint8_t *key, size_t len, const uint8_t *tb, size_t tblen, const bool *directions, int n,
+                        bson_t *out, size_t *used, mf_error_t *err) MF_WUR;
+
 #endif /* MF_KEYSTRING_H */

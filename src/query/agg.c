@@ -234,6 +234,7 @@ typedef struct stage {
     bson_t *lu_filter;             /* ... the absorbed $match on `as`, descended (additionalFilter) */
     mf_matcher_t *lu_matcher;      /* ... and its matcher */
     let_vars_t let;                /* $lookup let */
+    bson_t *redact_for;            /* $redact: the $match after it whose redact-safe part it last put before it */
     char **facet_names;     /* $facet */
     struct mf_pipeline **facets;
     size_t nfacets;
@@ -1634,6 +1635,8 @@ stage_free(stage_t *s)
         bson_destroy(s->lu_spec);
     if (s->lu_filter != NULL)
         bson_destroy(s->lu_filter);
+    if (s->redact_for != NULL)
+        bson_destroy(s->redact_for);
     mf_matcher_free(s->lu_matcher);
 }
 
@@ -3659,14 +3662,22 @@ limit_before_projections(mf_pipeline_t *p)
 /*
  * coalesce_skip_limit: $limit then $limit is one $limit of the smaller
  * (DocumentSourceLimit::doOptimizeAt), $skip then $skip one $skip of the sum
- * unless it would overflow (DocumentSourceSkip::doOptimizeAt). The merged
- * stage shows its count as a long, as mongod serialises it. True if merged.
+ * unless it would overflow (DocumentSourceSkip::doOptimizeAt), and a
+ * $skip: 0 goes (DocumentSourceSkip::optimize). The merged stage shows its
+ * count as a long, as mongod serialises it. True if anything changed.
  */
 static bool
 coalesce_skip_limit(mf_pipeline_t *p)
 {
     bool merged = false;
-    for (size_t i = 0; i + 1 < p->n;) {
+    for (size_t i = 0; i < p->n;) {
+        if (p->stages[i].kind == S_SKIP && p->stages[i].n == 0) {
+            remove_stage(p, i); /* DocumentSourceSkip::optimize: skipping nothing is no stage */
+            merged = true;
+            continue;
+        }
+        if (i + 1 == p->n)
+            break;
         stage_t *a = &p->stages[i], *b = &p->stages[i + 1];
         bool lim = a->kind == S_LIMIT && b->kind == S_LIMIT;
         if (!lim && !(a->kind == S_SKIP && b->kind == S_SKIP && a->n <= INT64_MAX - b->n)) {
@@ -3688,7 +3699,8 @@ coalesce_skip_limit(mf_pipeline_t *p)
  * while no $limit is absorbed: mayfly keeps the $limit a stage of its own,
  * which no $match passes), the projection's paths for $project / $addFields
  * / $set / $unset (ProjectionExecutor), the path and index field for
- * $unwind (DocumentSourceUnwind), `as` for $lookup (DocumentSourceLookUp),
+ * $unwind (DocumentSourceUnwind), `as` (and an absorbed $unwind's index
+ * field) for $lookup and $graphLookup (DocumentSourceLookUp / GraphLookUp),
  * everything but the "$x" parts of its key for $group (DocumentSourceGroupBase,
  * unless filter fails groupMatchSwapVerified). Every other stage changes
  * everything here: no $match passes it.
@@ -3704,13 +3716,14 @@ stage_modpaths(const stage_t *s, const bson_t *filter, mf_modpaths_t *m)
         mf_modpaths_from_group(m, bson_iter_value(&gi), filter);
         return;
     }
-    mf_modpaths_init(m, s->kind == S_SORT || s->kind == S_UNSET || s->kind == S_UNWIND || s->kind == S_LOOKUP
-                            ? MF_MODS_FINITE : MF_MODS_ALL);
-    if (s->kind == S_UNWIND || s->kind == S_LOOKUP)
+    bool joins = s->kind == S_LOOKUP || s->kind == S_GRAPHLOOKUP;
+    mf_modpaths_init(m, s->kind == S_SORT || s->kind == S_UNSET || s->kind == S_UNWIND || joins ? MF_MODS_FINITE
+                                                                                              : MF_MODS_ALL);
+    if (s->kind == S_UNWIND || joins)
         mf_modpaths_add(m, s->field);
     if (s->kind == S_UNWIND && s->index_field != NULL)
         mf_modpaths_add(m, s->index_field);
-    if (s->kind == S_LOOKUP && s->unwind != NULL && s->unwind->index_field != NULL)
+    if (joins && s->unwind != NULL && s->unwind->index_field != NULL)
         mf_modpaths_add(m, s->unwind->index_field);
     if ((s->kind != S_PROJECT && s->kind != S_ADDFIELDS && s->kind != S_UNSET) || !bson_iter_init(&it, s->raw) ||
         !bson_iter_next(&it))
@@ -3791,10 +3804,120 @@ push_match_at(mf_pipeline_t *p, size_t i)
 }
 
 /*
+ * redact_matches: a $match right after a $redact puts the part of it that
+ * no redaction can make true (mf_match_redact_safe) in a $match of its own
+ * ahead of the $redact, and stays where it is (DocumentSourceRedact::
+ * doOptimizeAt), so that part reaches the plan and its index. The $redact
+ * remembers the filter it did this for: mongod's one pass does it each
+ * time it visits the $redact, and the $match after it only changes when
+ * another joins it. True if a $match was inserted.
+ */
+static bool
+redact_matches(mf_pipeline_t *p)
+{
+    bool inserted = false;
+
+    for (size_t i = 0; i + 1 < p->n; i++) {
+        stage_t *r = &p->stages[i], *m = &p->stages[i + 1], fresh;
+        if (r->kind != S_REDACT || m->kind != S_MATCH || (r->redact_for != NULL && bson_equal(r->redact_for, m->spec)))
+            continue;
+        bson_t *safe = mf_match_redact_safe(m->spec);
+        if (r->redact_for != NULL)
+            bson_destroy(r->redact_for);
+        r->redact_for = bson_copy(m->spec);
+        memset(&fresh, 0, sizeof fresh);
+        if (safe == NULL || match_stage_set(&fresh, safe) != 0)
+            continue;
+        p->stages = bson_realloc(p->stages, (p->n + 1) * sizeof *p->stages);
+        memmove(&p->stages[i + 1], &p->stages[i], (p->n - i) * sizeof *p->stages);
+        p->n++;
+        p->stages[i++] = fresh; /* i: the $redact again */
+        inserted = true;
+    }
+    return inserted;
+}
+
+/*
+ * union_append: u ($unionWith) gets stage (its {name: argument}) at the end
+ * of its sub-pipeline: its parsed sub-pipeline, the `pipeline` a streaming
+ * run opens (u->spec) and its explain form, {coll, pipeline} as
+ * DocumentSourceUnionWith::serialize writes it. 0, or -1 with u unchanged.
+ */
+static int
+union_append(stage_t *u, const bson_t *stage)
+{
+    bson_t *spec = bson_new(), *raw, arr, in;
+    bson_iter_t it, ai;
+    bson_value_t pv;
+    unsigned n = 0;
+    char idx[16];
+    mf_error_t te; /* written only on failure: not zeroed (5 KB) */
+
+    BSON_APPEND_ARRAY_BEGIN(spec, "pipeline", &arr);
+    if (u->spec != NULL && bson_iter_init_find(&it, u->spec, "pipeline") && BSON_ITER_HOLDS_ARRAY(&it))
+        for (bson_iter_recurse(&it, &ai); bson_iter_next(&ai); n++) {
+            bson_snprintf(idx, sizeof idx, "%u", n);
+            bson_append_value(&arr, idx, -1, bson_iter_value(&ai));
+        }
+    bson_snprintf(idx, sizeof idx, "%u", n);
+    BSON_APPEND_DOCUMENT(&arr, idx, stage);
+    bson_append_array_end(spec, &arr);
+    bson_iter_init_find(&it, spec, "pipeline");
+    pv = *bson_iter_value(&it);
+    mf_pipeline_t *sub = sub_pipeline_new(&pv, &te);
+    if (sub == NULL) {
+        bson_destroy(spec);
+        return -1;
+    }
+    raw = bson_new();
+    BSON_APPEND_DOCUMENT_BEGIN(raw, "$unionWith", &in);
+    if (u->from != NULL)
+        BSON_APPEND_UTF8(&in, "coll", u->from);
+    bson_append_value(&in, "pipeline", -1, &pv);
+    bson_append_document_end(raw, &in);
+    mf_pipeline_free(u->sub);
+    if (u->spec != NULL)
+        bson_destroy(u->spec);
+    bson_destroy(u->raw);
+    u->sub = sub;
+    u->spec = spec;
+    u->raw = raw;
+    return 0;
+}
+
+/*
+ * union_pushdown: a $match, $project, $addFields / $set, $unset or
+ * $replaceRoot / $replaceWith right after a $unionWith goes ahead of it and
+ * a copy of it ends the $unionWith's sub-pipeline
+ * (DocumentSourceUnionWith::doOptimizeAt), so each side filters (and plans)
+ * or reshapes its own documents. True if a stage moved.
+ */
+static bool
+union_pushdown(mf_pipeline_t *p)
+{
+    bool moved = false;
+
+    for (size_t i = 0; i + 1 < p->n; i++) {
+        stage_t *u = &p->stages[i], *x = &p->stages[i + 1];
+        if (u->kind != S_UNIONWITH || (x->kind != S_MATCH && x->kind != S_PROJECT && x->kind != S_ADDFIELDS &&
+                                       x->kind != S_UNSET && x->kind != S_REPLACEROOT))
+            continue;
+        if (union_append(u, x->raw) != 0)
+            continue;
+        stage_t t = *u;
+        *u = *x;
+        *x = t;
+        moved = true;
+    }
+    return moved;
+}
+
+/*
  * lookup_raw: l's explain form after it absorbed stages, as
  * DocumentSourceLookUp::serializeToArray writes it: the user's fields, a
  * `let` and a `pipeline` ending in the absorbed $match when there is one,
- * and `unwinding`.
+ * and `unwinding` (a $graphLookup's: its fields and `unwinding`, as
+ * DocumentSourceGraphLookUp::serializeToArray).
  */
 static void
 lookup_raw(stage_t *l)
@@ -3804,7 +3927,7 @@ lookup_raw(stage_t *l)
     bool has_let = false, has_pipeline = false;
     char idx[16];
 
-    BSON_APPEND_DOCUMENT_BEGIN(raw, "$lookup", &in);
+    BSON_APPEND_DOCUMENT_BEGIN(raw, l->kind == S_LOOKUP ? "$lookup" : "$graphLookup", &in);
     for (bson_iter_init(&it, l->lu_spec); bson_iter_next(&it);) {
         const char *k = bson_iter_key(&it);
         has_let |= strcmp(k, "let") == 0;
@@ -3847,9 +3970,10 @@ lookup_raw(stage_t *l)
 }
 
 /*
- * absorb_unwinds: a $lookup followed by an $unwind of its `as` path takes
- * that $unwind in (DocumentSourceLookUp::doOptimizeAt): it runs on each
- * joined document, and explain shows it as the $lookup's `unwinding`.
+ * absorb_unwinds: a $lookup or $graphLookup followed by an $unwind of its
+ * `as` path takes that $unwind in (DocumentSourceLookUp / GraphLookUp
+ * ::doOptimizeAt): it runs on each joined document, and explain shows it as
+ * the stage's `unwinding`.
  * True if one was absorbed.
  */
 static bool
@@ -3860,7 +3984,8 @@ absorb_unwinds(mf_pipeline_t *p)
 
     for (size_t i = 0; i + 1 < p->n; i++) {
         stage_t *l = &p->stages[i], *u = &p->stages[i + 1];
-        if (l->kind != S_LOOKUP || l->unwind != NULL || u->kind != S_UNWIND || strcmp(u->field, l->field) != 0 ||
+        if ((l->kind != S_LOOKUP && l->kind != S_GRAPHLOOKUP) || l->unwind != NULL || u->kind != S_UNWIND ||
+            strcmp(u->field, l->field) != 0 ||
             !bson_iter_init(&it, l->raw) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_DOCUMENT(&it))
             continue;
         const bson_value_t *v = bson_iter_value(&it);
@@ -3927,9 +4052,12 @@ absorb_lookup_matches(mf_pipeline_t *p)
 /*
  * optimize_pipeline: the rewrites of mongod's Pipeline::optimizeContainer
  * that cannot change results, repeated until none applies (each moves a
- * stage earlier or removes one, so this ends; the bound is a safeguard):
- * joining consecutive $match stages, $skip / $limit ahead of one-for-one
- * reshaping, joining $skip / $limit runs, and moving each $match (or its
+ * stage earlier or removes one, or inserts a $redact's $match once per
+ * filter after it, so this ends; the bound is a safeguard): stages after a
+ * $unionWith into it, joining consecutive $match stages, $skip / $limit
+ * ahead of one-for-one reshaping, joining $skip / $limit runs (and dropping
+ * $skip: 0), stages taken into a $lookup / $graphLookup, a $match's
+ * redact-safe part ahead of a $redact, and moving each $match (or its
  * independent part) ahead of a stage it does not depend on, so that it
  * reaches the front of the pipeline and the query plan (an index) where
  * mongod's would.
@@ -3938,11 +4066,13 @@ static void
 optimize_pipeline(mf_pipeline_t *p)
 {
     for (int round = 0; round < 1000; round++) {
-        bool changed = merge_matches(p);
+        bool changed = union_pushdown(p); /* first: mongod's pass reaches the $unionWith before what follows it */
+        changed |= merge_matches(p);
         changed |= limit_before_projections(p);
         changed |= coalesce_skip_limit(p);
         changed |= absorb_unwinds(p);
         changed |= absorb_lookup_matches(p);
+        changed |= redact_matches(p);
         for (size_t i = 1; i < p->n; i++)
             if (p->stages[i].kind == S_MATCH && push_match_at(p, i))
                 changed = true;
@@ -5416,8 +5546,18 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
         return run_redact(s, in, out, err);
     case S_BUCKETAUTO:
         return run_bucket_auto(s, in, out, err);
-    case S_GRAPHLOOKUP:
-        return run_graph_lookup(s, env, in, out, err);
+    case S_GRAPHLOOKUP: {
+        if (s->unwind == NULL)
+            return run_graph_lookup(s, env, in, out, err);
+        mf_docvec_t found; /* each input document with its array, then unwound as the absorbed $unwind would */
+        mf_docvec_init(&found);
+        if (run_graph_lookup(s, env, in, &found, err) < 0) {
+            mf_docvec_destroy(&found);
+            return -1;
+        }
+        run_unwind(s->unwind, &found, out);
+        return 0;
+    }
     case S_UNIONWITH:
         take_vec(out, in);
         return union_other(s, env, out, err);

@@ -23,8 +23,8 @@
  *    that reads through $getField / $setField / $meta (whose paths are not
  *    "$x" strings; mayfly is conservative where mongod is precise);
  *  - paths of moved clauses are renamed back (findNewName: the renamed
- *    prefix replaced). An $expr whose paths would need renaming stays
- *    (mongod rewrites its field paths; results are the same either way).
+ *    prefix replaced), an $expr's field paths too ("$bb" behind
+ *    {bb: "$b"} becomes "$b": ExprMatchExpression::applyRename).
  *
  * With every path "kept but some" (an inclusion $project), the changed
  * paths are those the filter reads that no kept path covers
@@ -140,13 +140,18 @@ proj_includes(const bson_value_t *spec, bool top)
     return !others && id == 1;
 }
 
-/* simple_field_ref: "$x" with x one component (no dot, no variable): the input field x, else NULL. */
+/* simple_field_ref: "$x", "$$ROOT.x" or "$$CURRENT.x" with x one component: the input field x, else NULL
+ * (ExpressionFieldPath::getComputedPaths: a path of two parts on the current document). */
 static const char *
 simple_field_ref(const bson_value_t *v)
 {
     if (v->value_type != BSON_TYPE_UTF8 || v->value.v_utf8.str[0] != '$')
         return NULL;
     const char *x = v->value.v_utf8.str + 1;
+    if (strncmp(x, "$ROOT.", 6) == 0)
+        x += 6;
+    else if (strncmp(x, "$CURRENT.", 9) == 0)
+        x += 9;
     return x[0] != '\0' && x[0] != '$' && strchr(x, '.') == NULL ? x : NULL;
 }
 
@@ -227,6 +232,8 @@ has_pred_on(const bson_value_t *doc, char *const *paths, size_t n, const char *o
     return false;
 }
 
+static bool expr_reads_id(const bson_value_t *doc);
+
 void
 mf_modpaths_from_group(mf_modpaths_t *m, const bson_value_t *id, const bson_t *filter)
 {
@@ -255,7 +262,7 @@ mf_modpaths_from_group(mf_modpaths_t *m, const bson_value_t *id, const bson_t *f
     fv.value.v_doc.data = (uint8_t *)bson_get_data(filter);
     fv.value.v_doc.data_len = filter->len;
     if (has_pred_on(&fv, keys.paths, keys.npaths, "$type") ||
-        (keys.npaths == 1 && has_pred_on(&fv, keys.paths, keys.npaths, "$exists")))
+        (keys.npaths == 1 && has_pred_on(&fv, keys.paths, keys.npaths, "$exists")) || expr_reads_id(&fv))
         m->type = MF_MODS_ALL;
     mf_modpaths_free(&keys);
 }
@@ -264,17 +271,14 @@ mf_modpaths_from_group(mf_modpaths_t *m, const bson_value_t *id, const bson_t *f
 
 typedef struct deps {
     char **paths; /* paths the clause reads; owned */
-    bool *in_expr; /* paths[i] was read by an $expr (not renamed here) */
     size_t n;
     bool pinned; /* the clause may not move at all */
 } deps_t;
 
 static void
-deps_add(deps_t *d, const char *path, size_t len, bool in_expr)
+deps_add(deps_t *d, const char *path, size_t len)
 {
     d->paths = bson_realloc(d->paths, (d->n + 1) * sizeof *d->paths);
-    d->in_expr = bson_realloc(d->in_expr, (d->n + 1) * sizeof *d->in_expr);
-    d->in_expr[d->n] = in_expr;
     d->paths[d->n++] = bson_strndup(path, len);
 }
 
@@ -284,7 +288,6 @@ deps_free(deps_t *d)
     for (size_t i = 0; i < d->n; i++)
         bson_free(d->paths[i]);
     bson_free(d->paths);
-    bson_free(d->in_expr);
 }
 
 /* expr_string_deps: the field a "$x" / "$$ROOT.x" / "$$CURRENT.x" string reads; the whole document pins. */
@@ -294,7 +297,7 @@ expr_string_deps(const char *s, deps_t *d)
     if (s[0] != '$')
         return;
     if (s[1] != '$') {
-        deps_add(d, s + 1, strlen(s + 1), true);
+        deps_add(d, s + 1, strlen(s + 1));
         return;
     }
     const char *var = s + 2, *dot = strchr(var, '.');
@@ -303,7 +306,7 @@ expr_string_deps(const char *s, deps_t *d)
     if (doc && dot == NULL)
         d->pinned = true; /* needWholeDocument */
     else if (doc)
-        deps_add(d, dot + 1, strlen(dot + 1), true);
+        deps_add(d, dot + 1, strlen(dot + 1));
 }
 
 /*
@@ -382,7 +385,7 @@ clause_deps(const char *key, const bson_value_t *v, deps_t *d)
         if (pins_path_ops(v))
             d->pinned = true;
         else
-            deps_add(d, key, strlen(key), false);
+            deps_add(d, key, strlen(key));
         return;
     }
     if (strcmp(key, "$and") == 0 || strcmp(key, "$or") == 0 || strcmp(key, "$nor") == 0) {
@@ -399,6 +402,40 @@ clause_deps(const char *key, const bson_value_t *v, deps_t *d)
     if (strcmp(key, "$comment") == 0)
         return; /* no expression at all in mongod's parse */
     d->pinned = true; /* $where, $jsonSchema, $alwaysTrue, $text, $sampleRate ...: "kOther" or random */
+}
+
+static bool overlaps(const char *a, const char *b);
+
+/*
+ * expr_reads_id: an $expr anywhere in filter document doc reads _id or a
+ * path under it. After a $group such an $expr does not move: the group key
+ * puts null and missing, and numbers that compare equal, in one group, so
+ * an expression over _id may not mean the same over the key's source
+ * (validateExprMatchExpressionsForSwapWithGroup in later mongod versions,
+ * which allow a few safe shapes; none here).
+ */
+static bool
+expr_reads_id(const bson_value_t *doc)
+{
+    bson_iter_t it, ai;
+    bool reads = false;
+
+    bson_iter_init_from_data(&it, doc->value.v_doc.data, doc->value.v_doc.data_len);
+    while (!reads && bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (strcmp(k, "$expr") == 0) {
+            deps_t d = {0};
+            expr_deps(bson_iter_value(&it), &d);
+            for (size_t i = 0; i < d.n; i++)
+                reads |= overlaps(d.paths[i], "_id");
+            deps_free(&d);
+        } else if ((strcmp(k, "$and") == 0 || strcmp(k, "$or") == 0 || strcmp(k, "$nor") == 0) &&
+                   BSON_ITER_HOLDS_ARRAY(&it)) {
+            for (bson_iter_recurse(&it, &ai); !reads && bson_iter_next(&ai);)
+                reads = BSON_ITER_HOLDS_DOCUMENT(&ai) && expr_reads_id(bson_iter_value(&ai));
+        }
+    }
+    return reads;
 }
 
 /* overlaps: a equals b or one is a path prefix of the other (expression::bidirectionalPathPrefixOf). */
@@ -455,11 +492,8 @@ independent(const char *key, const bson_value_t *v, const mf_modpaths_t *m)
     deps_t d = {0};
     clause_deps(key, v, &d);
     bool ok = !d.pinned;
-    for (size_t i = 0; ok && i < d.n; i++) {
-        char *r = d.in_expr[i] ? rename_of(m, d.paths[i]) : NULL;
-        ok = !dep_changed(m, d.paths[i]) && r == NULL; /* an $expr path needing a rename stays */
-        bson_free(r);
-    }
+    for (size_t i = 0; ok && i < d.n; i++)
+        ok = !dep_changed(m, d.paths[i]);
     deps_free(&d);
     return ok;
 }
@@ -492,6 +526,60 @@ append_renamed_doc(bson_t *out, const bson_value_t *doc, const mf_modpaths_t *m)
     return changed;
 }
 
+/*
+ * expr_renamed: appends v (an aggregation expression, or a part of one) to out
+ * as key with the renames of m applied to its field paths, "$x.y",
+ * "$$ROOT.x" and "$$CURRENT.x" (ExprMatchExpression::applyRename,
+ * ExpressionFieldPath::copyWithSubstitution); $literal's argument is left
+ * alone. True if a path changed.
+ */
+static bool
+expr_renamed(bson_t *out, const char *key, const bson_value_t *v, const mf_modpaths_t *m)
+{
+    static const char *const docs[] = {"$$ROOT.", "$$CURRENT."};
+    bson_iter_t it;
+    bson_t child;
+    bool changed = false;
+
+    if (v->value_type == BSON_TYPE_UTF8 && v->value.v_utf8.str[0] == '$') {
+        const char *s = v->value.v_utf8.str, *path = s[1] != '$' ? s + 1 : NULL;
+        size_t pre = 1;
+        for (size_t i = 0; path == NULL && i < 2; i++)
+            if (strncmp(s, docs[i], strlen(docs[i])) == 0)
+                path = s + (pre = strlen(docs[i]));
+        char *r = path != NULL ? rename_of(m, path) : NULL;
+        if (r == NULL) {
+            bson_append_value(out, key, -1, v);
+            return false;
+        }
+        char *ns = bson_strdup_printf("%.*s%s", (int)pre, s, r);
+        bson_append_utf8(out, key, -1, ns, -1);
+        bson_free(ns);
+        bson_free(r);
+        return true;
+    }
+    if (v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY) {
+        bson_append_value(out, key, -1, v);
+        return false;
+    }
+    if (v->value_type == BSON_TYPE_DOCUMENT)
+        bson_append_document_begin(out, key, -1, &child);
+    else
+        bson_append_array_begin(out, key, -1, &child);
+    bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        if (strcmp(bson_iter_key(&it), "$literal") == 0)
+            bson_append_value(&child, "$literal", -1, bson_iter_value(&it));
+        else
+            changed |= expr_renamed(&child, bson_iter_key(&it), bson_iter_value(&it), m);
+    }
+    if (v->value_type == BSON_TYPE_DOCUMENT)
+        bson_append_document_end(out, &child);
+    else
+        bson_append_array_end(out, &child);
+    return changed;
+}
+
 /* append_renamed: appends {key: v} to out with m's renames applied (applyRenamesToExpression);
  * true if a name changed. */
 static bool
@@ -507,8 +595,10 @@ append_renamed(bson_t *out, const char *key, const bson_value_t *v, const mf_mod
         bson_free(r);
         return r != NULL;
     }
+    if (strcmp(key, "$expr") == 0)
+        return expr_renamed(out, key, v, m);
     if (strcmp(key, "$and") != 0 && strcmp(key, "$or") != 0 && strcmp(key, "$nor") != 0) {
-        bson_append_value(out, key, -1, v); /* $expr (checked to need no rename), $comment */
+        bson_append_value(out, key, -1, v); /* $comment */
         return false;
     }
     bson_append_array_begin(out, key, -1, &arr);
@@ -546,6 +636,37 @@ clauses_free(clauses_t *cs)
     bson_free(cs->c);
 }
 
+/*
+ * split_ops: the clauses of {path: ops}, one per operator, as mongod's parser
+ * makes one expression of each operator and adds it to the enclosing $and
+ * ({a: {$gt: 1, $size: 2}} is {a: {$gt: 1}} and {a: {$size: 2}}, whose
+ * parts move apart); $options stays with its $regex.
+ */
+static void
+split_ops(const char *path, const bson_value_t *ops, clauses_t *cs)
+{
+    bson_iter_t it, ot;
+    bool has_regex = false;
+
+    bson_iter_init_from_data(&it, ops->value.v_doc.data, ops->value.v_doc.data_len);
+    while (bson_iter_next(&it))
+        has_regex |= strcmp(bson_iter_key(&it), "$regex") == 0;
+    bson_iter_init_from_data(&it, ops->value.v_doc.data, ops->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (has_regex && strcmp(k, "$options") == 0)
+            continue; /* with the $regex */
+        bson_t *c = bson_new(), sub;
+        bson_append_document_begin(c, path, -1, &sub);
+        bson_append_value(&sub, k, -1, bson_iter_value(&it));
+        if (strcmp(k, "$regex") == 0 && bson_iter_init_from_data(&ot, ops->value.v_doc.data, ops->value.v_doc.data_len) &&
+            bson_iter_find(&ot, "$options"))
+            bson_append_value(&sub, "$options", -1, bson_iter_value(&ot));
+        bson_append_document_end(c, &sub);
+        clauses_push(cs, c);
+    }
+}
+
 /* flatten: the clauses of filter document doc, a top-level $and's children's clauses in its place. */
 static void
 flatten(const bson_value_t *doc, clauses_t *cs)
@@ -557,6 +678,10 @@ flatten(const bson_value_t *doc, clauses_t *cs)
             while (bson_iter_next(&ai))
                 if (BSON_ITER_HOLDS_DOCUMENT(&ai))
                     flatten(bson_iter_value(&ai), cs);
+            continue;
+        }
+        if (bson_iter_key(&it)[0] != '$' && mf_agg_is_operator_doc(bson_iter_value(&it))) {
+            split_ops(bson_iter_key(&it), bson_iter_value(&it), cs);
             continue;
         }
         bson_t *c = bson_new();
@@ -753,6 +878,152 @@ mf_match_descend(const bson_t *filter, const char *prefix)
     fv.value.v_doc.data = (uint8_t *)bson_get_data(filter);
     fv.value.v_doc.data_len = filter->len;
     if (!descend_doc(&fv, prefix, out)) {
+        bson_destroy(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* ---- the part of a $match that may go ahead of a $redact ---- */
+
+/* redact_safe_type: a comparison operand of this type keeps its meaning once $redact removed parts
+ * (isTypeRedactSafeInComparison: not an array, a document, null or undefined). */
+static bool
+redact_safe_type(bson_type_t t)
+{
+    return t != BSON_TYPE_ARRAY && t != BSON_TYPE_DOCUMENT && t != BSON_TYPE_NULL && t != BSON_TYPE_UNDEFINED;
+}
+
+/* redact_safe_name: no component of path is all digits (an array index that redaction could shift). */
+static bool
+redact_safe_name(const char *path)
+{
+    const char *p = path;
+    while (true) {
+        size_t n = strcspn(p, "."), d = 0;
+        while (d < n && p[d] >= '0' && p[d] <= '9')
+            d++;
+        if (n > 0 && d == n)
+            return false;
+        if (p[n] == '\0')
+            return true;
+        p += n + 1;
+    }
+}
+
+static void redact_safe_top(const bson_value_t *doc, bson_t *out);
+
+/* redact_safe_ops: the safe operators of an operator document {$gt: 5, ...} (redactSafePortionDollarOps). */
+static void
+redact_safe_ops(const bson_value_t *doc, bson_t *out)
+{
+    static const char *const always[] = {"$type", "$regex", "$options", "$mod", "$bitsAllSet", "$bitsAllClear",
+                                         "$bitsAnySet", "$bitsAnyClear"};
+    static const char *const cmp[] = {"$eq", "$lt", "$lte", "$gt", "$gte"};
+    bson_iter_t it, ai;
+
+    bson_iter_init_from_data(&it, doc->value.v_doc.data, doc->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        bool ok = false;
+        for (size_t i = 0; i < sizeof always / sizeof always[0]; i++)
+            ok |= strcmp(k, always[i]) == 0;
+        for (size_t i = 0; i < sizeof cmp / sizeof cmp[0]; i++)
+            ok |= strcmp(k, cmp[i]) == 0 && redact_safe_type(v->value_type);
+        if (strcmp(k, "$in") == 0 && BSON_ITER_HOLDS_ARRAY(&it)) {
+            ok = true; /* all or nothing, as $or */
+            for (bson_iter_recurse(&it, &ai); bson_iter_next(&ai);)
+                ok &= redact_safe_type(bson_iter_type(&ai));
+        }
+        if (ok) {
+            bson_append_value(out, k, -1, v);
+        } else if (strcmp(k, "$all") == 0 && BSON_ITER_HOLDS_ARRAY(&it)) {
+            bson_t arr = BSON_INITIALIZER; /* the safe elements, as an $and's children */
+            unsigned n = 0;
+            for (bson_iter_recurse(&it, &ai); bson_iter_next(&ai);) {
+                if (!redact_safe_type(bson_iter_type(&ai)))
+                    continue;
+                char idx[16];
+                bson_snprintf(idx, sizeof idx, "%u", n++);
+                bson_append_value(&arr, idx, -1, bson_iter_value(&ai));
+            }
+            if (n > 0)
+                bson_append_array(out, k, -1, &arr);
+            bson_destroy(&arr);
+        } else if (strcmp(k, "$elemMatch") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+            bson_t sub;
+            bson_init(&sub);
+            if (mf_agg_is_operator_doc(v))
+                redact_safe_ops(v, &sub);
+            else
+                redact_safe_top(v, &sub);
+            if (!bson_empty(&sub))
+                bson_append_document(out, k, -1, &sub);
+            bson_destroy(&sub);
+        }
+    }
+}
+
+/* redact_safe_top: the safe clauses of a filter document (redactSafePortionTopLevel). */
+static void
+redact_safe_top(const bson_value_t *doc, bson_t *out)
+{
+    bson_iter_t it, ai;
+
+    bson_iter_init_from_data(&it, doc->value.v_doc.data, doc->value.v_doc.data_len);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        bool is_or = strcmp(k, "$or") == 0;
+        if ((is_or || strcmp(k, "$and") == 0) && BSON_ITER_HOLDS_ARRAY(&it)) {
+            /* $and keeps its safe children; $or all of them or nothing */
+            bson_t arr = BSON_INITIALIZER;
+            unsigned n = 0;
+            bool all = true;
+            for (bson_iter_recurse(&it, &ai); all && bson_iter_next(&ai);) {
+                bson_t sub = BSON_INITIALIZER;
+                if (BSON_ITER_HOLDS_DOCUMENT(&ai))
+                    redact_safe_top(bson_iter_value(&ai), &sub);
+                if (!bson_empty(&sub)) {
+                    char idx[16];
+                    bson_snprintf(idx, sizeof idx, "%u", n++);
+                    bson_append_document(&arr, idx, -1, &sub);
+                } else if (is_or) {
+                    all = false;
+                }
+                bson_destroy(&sub);
+            }
+            if (n > 0 && all)
+                bson_append_array(out, k, -1, &arr);
+            bson_destroy(&arr);
+            continue;
+        }
+        if (k[0] == '$' || !redact_safe_name(k))
+            continue; /* $nor, $expr, $where, $comment ...; a numeric path component */
+        if (v->value_type == BSON_TYPE_DOCUMENT) {
+            bson_t sub = BSON_INITIALIZER;
+            redact_safe_ops(v, &sub); /* a plain document (equality to it) has no "$" keys: nothing */
+            if (!bson_empty(&sub))
+                bson_append_document(out, k, -1, &sub);
+            bson_destroy(&sub);
+        } else if (redact_safe_type(v->value_type)) {
+            bson_append_value(out, k, -1, v);
+        }
+    }
+}
+
+bson_t *
+mf_match_redact_safe(const bson_t *filter)
+{
+    bson_value_t fv;
+    bson_t *out = bson_new();
+
+    fv.value_type = BSON_TYPE_DOCUMENT;
+    fv.value.v_doc.data = (uint8_t *)bson_get_data(filter);
+    fv.value.v_doc.data_len = filter->len;
+    redact_safe_top(&fv, out);
+    if (bson_empty(out)) {
         bson_destroy(out);
         return NULL;
     }

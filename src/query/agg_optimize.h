@@ -54,8 +54,8 @@ void mf_modpaths_from_projection(mf_modpaths_t *m, const bson_t *spec, bool is_a
  * DocumentSourceGroupBase::getModifiedPaths: no path kept but the key's
  * "$x" parts, renamed (_id, or _id.<f> of an _id document, holds x). When
  * filter may not pass the $group (groupMatchSwapVerified: a $type on a key
- * field, or an $exists on the key when it has one field) m changes every
- * path. m must be uninitialised.
+ * field, an $exists on the key when it has one field, an $expr reading _id)
+ * m changes every path. m must be uninitialised.
  */
 void mf_modpaths_from_group(mf_modpaths_t *m, const bson_value_t *id, const bson_t *filter);
 
@@ -84,6 +84,19 @@ enum mf_split mf_match_split(const bson_t *filter, const mf_modpaths_t *m, bson_
  * that unwinds prefix); NULL otherwise.
  */
 bson_t *mf_match_descend(const bson_t *filter, const char *prefix);
+
+/*
+ * mf_match_redact_safe: the part of filter that a document before a $redact
+ * must match if it matches after it (DocumentSourceMatch::redactSafePortion,
+ * which DocumentSourceRedact::doOptimizeAt puts in a $match ahead of the
+ * $redact): comparisons with scalars, $in of scalars, the scalar elements
+ * of an $all, $type / $regex / $mod / $bits*, the safe part of an
+ * $elemMatch, the safe children of an $and and an $or all of whose children
+ * have one; never a null, array or document operand, $exists, $ne, $nin,
+ * $size, $not, $nor, $expr, nor a path with a numeric component. NULL when
+ * nothing is safe; else the caller's, to bson_destroy.
+ */
+bson_t *mf_match_redact_safe(const bson_t *filter);
 
 /* mf_agg_is_operator_doc: v is a document whose first field is an operator ("$..."): an expression, not a nested spec. */
 bool mf_agg_is_operator_doc(const bson_value_t *v);

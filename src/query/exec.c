@@ -29,6 +29,9 @@
  * field's path has held an array since planning (still_covered), when the
  * scan goes back to fetching.
  *
+ * DISTINCT_SCAN (run_distinct) seeks past each distinct prefix of the key
+ * fields up to the distinct one, reading one key per value.
+ *
  * Time limits: a thread-local deadline (monotonic ms, 0 = none) set by the
  * command layer; the scan loops look at the clock every kDeadlineEvery
  * documents or keys, so the check costs nothing measurable.
@@ -568,6 +571,171 @@ out:
     return rc;
 }
 
+/*
+ * DISTINCT_SCAN (mongod's DistinctScan): walks the leaf's intervals with one
+ * index cursor, handing out the first entry of each distinct prefix of
+ * fields 0..field_no and then seeking past every key that shares that
+ * prefix, so it reads one key per distinct value (per combination of the
+ * fields before it), not one per document. Each seek that lands on a key
+ * counts as a key examined, the one found past the last interval too (as
+ * mongod's checker counts the key that ends the scan). A key before the next
+ * interval seeks to that interval. Covered (no FETCH): the visitor gets
+ * {key: value}, the value decoded with the entry's type bits, dotted keys
+ * nested; else the fetched document, re-checked by the matcher (a document
+ * that fails it, or is gone, moves the scan to the next key, not past the
+ * value). Runs to the end in one call (distinct has no cursor).
+ */
+static int
+run_distinct(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_exec_visit_fn visit, void *arg,
+             mf_error_t *err)
+{
+    mf_stage_t *st = p->leaf, *fetch = p->fetch;
+    mf_index_t *ix = mf_coll_index_by_name(c, st->index_name);
+    mf_cur_t *icur = NULL, *ccur = NULL;
+    uint8_t *tmp = NULL;
+    size_t tmpcap = 64, iv = 0;
+    bson_t vals = BSON_INITIALIZER, doc = BSON_INITIALIZER;
+    int ret, rc = 0;
+
+    if (ix == NULL || ix->building || (st->index_ident != NULL && strcmp(ix->ident, st->index_ident) != 0))
+        return mf_err_set(err, MF_E_QueryPlanKilled, "query plan killed :: caused by :: index '%s' dropped",
+                          st->index_name);
+    p->started = true;
+    p->done = true;
+    if (st->niv == 0)
+        goto out;
+    if (mf_cur_open(s, ix->uri, &icur, err) != 0 || (fetch != NULL && mf_cur_open(s, c->uri, &ccur, err) != 0)) {
+        rc = -1;
+        goto out;
+    }
+    for (size_t i = 0; i < st->niv; i++) {
+        size_t need = (st->iv[i].lolen > st->iv[i].hilen ? st->iv[i].lolen : st->iv[i].hilen) + 16;
+        if (need > tmpcap)
+            tmpcap = need;
+    }
+    tmp = mf_malloc(tmpcap);
+    ret = seek_interval(icur, &st->iv[0], true, tmp);
+    while (ret == 0) {
+        const uint8_t *key, *val;
+        size_t klen, vlen, used = 0;
+        mf_cur_key_bytes(icur, &key, &klen);
+        st->keys_examined++;
+        st->works++;
+        if (st->works % kDeadlineEvery == 0 && mf_exec_check_deadline(err) != 0) {
+            rc = -1;
+            goto out;
+        }
+        /* Past the interval: on to the first one that may hold the key, or done. */
+        while (iv < st->niv) {
+            int r = mf_interval_key_cmp(key, klen, st->iv[iv].hi, st->iv[iv].hilen);
+            if (r < 0 || (r == 0 && st->iv[iv].hi_incl))
+                break;
+            iv++;
+        }
+        if (iv == st->niv)
+            break;
+        int lr = mf_interval_key_cmp(key, klen, st->iv[iv].lo, st->iv[iv].lolen);
+        if (lr < 0 || (lr == 0 && !st->iv[iv].lo_incl)) {
+            ret = seek_interval(icur, &st->iv[iv], true, tmp);
+            continue;
+        }
+        int64_t rid;
+        const uint8_t *tb = NULL;
+        size_t tblen = 0;
+        mf_cur_value(icur, &val, &vlen);
+        if (!ix->rid_in_key) {
+            rid = 0;
+            for (size_t b = 0; b < vlen && b < 8; b++)
+                rid = (int64_t)(((uint64_t)rid << 8) | val[b]);
+            tb = vlen > 8 ? val + 8 : NULL;
+            tblen = vlen > 8 ? vlen - 8 : 0;
+        } else {
+            rid = klen >= 8 ? mf_ks_read_recordid(key, klen) : 0;
+            tb = vlen > 0 ? val : NULL;
+            tblen = vlen;
+        }
+        bson_reinit(&vals);
+        if (mf_ks_decode_prefix(key, klen, tb, tblen, ix->kp.desc, st->field_no + 1, &vals, &used, err) != 0) {
+            rc = -1;
+            goto out;
+        }
+        mf_match_details_t d = {.array_pos = -1};
+        int r = 0;
+        if (fetch == NULL) {
+            /* Covered: {key: value} from the key (nested for a dotted key, as rehydrateIndexKey sets it). */
+            bson_iter_t it;
+            int n = 0;
+            bool found = false;
+            if (bson_iter_init(&it, &vals))
+                while (!found && bson_iter_next(&it))
+                    found = n++ == st->field_no;
+            if (!found) {
+                rc = mf_err_set(err, MF_E_InternalError, "bad index key in %s", ix->name);
+                goto out;
+            }
+            bson_value_t v = *bson_iter_value(&it);
+            nest_ent_t e = {ix->kp.fields[st->field_no], &v};
+            bson_reinit(&doc);
+            nest_fields(&doc, &e, 1);
+            st->n_returned++;
+            r = visit(arg, rid, &doc, &d);
+        } else {
+            int fr = mf_cur_search_rid(ccur, rid);
+            if (fr != 0 && fr != MF_NOTFOUND) {
+                rc = storage_err(fr, c, err);
+                goto out;
+            }
+            bson_t fdoc;
+            const uint8_t *dv;
+            size_t dl;
+            bool ok = fr == 0;
+            if (ok) {
+                mf_cur_value(ccur, &dv, &dl);
+                fetch->docs_examined++;
+                fetch->works++;
+                ok = bson_init_static(&fdoc, dv, dl) && (m == NULL || mf_matcher_match(m, &fdoc, &d));
+                if (!ok && m != NULL && mf_matcher_take_failure(err)) {
+                    rc = -1;
+                    goto out;
+                }
+            }
+            if (!ok) {
+                /* Gone, or not a match: another document may hold this value. */
+                ret = mf_cur_next(icur);
+                continue;
+            }
+            st->n_returned++;
+            fetch->n_returned++;
+            r = visit(arg, rid, &fdoc, &d);
+        }
+        if (r < 0) {
+            rc = -1;
+            goto out;
+        }
+        if (r > 0)
+            goto out;
+        /* Past every key that shares the prefix: the prefix's bytes then 0xff, above any continuation. */
+        if (used + 9 > tmpcap) {
+            tmpcap = used + 16;
+            tmp = mf_realloc(tmp, tmpcap);
+        }
+        memcpy(tmp, key, used);
+        memset(tmp + used, 0xff, 9);
+        ret = mf_cur_seek_bytes_ge(icur, tmp, used + 9);
+    }
+    if (ret != 0 && ret != MF_NOTFOUND)
+        rc = storage_err(ret, c, err);
+out:
+    free(tmp);
+    bson_destroy(&vals);
+    bson_destroy(&doc);
+    if (ccur != NULL)
+        mf_cur_close(ccur);
+    if (icur != NULL)
+        mf_cur_close(icur);
+    return rc;
+}
+
 static int
 run_ixscan(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_exec_visit_fn visit, void *arg,
            mf_error_t *err)
@@ -632,7 +800,7 @@ stage_summary(const mf_stage_t *st, char *buf, size_t cap)
         return;
     }
     summary_add(buf, cap, mf_plan_stage_name(st->kind));
-    if (st->kind == MF_ST_IXSCAN && st->key_pattern != NULL) {
+    if ((st->kind == MF_ST_IXSCAN || st->kind == MF_ST_DISTINCT_SCAN) && st->key_pattern != NULL) {
         char kp[128];
         mf_fmt_doc(st->key_pattern, kp, sizeof(kp));
         if (kp[0]) {
@@ -667,7 +835,7 @@ count_access(mf_coll_t *c, const mf_stage_t *st)
         for (int i = 0; i < c->nindexes && ix == NULL; i++)
             if (c->indexes[i]->is_id)
                 ix = c->indexes[i];
-    } else if (st->kind == MF_ST_IXSCAN && st->index_name != NULL) {
+    } else if ((st->kind == MF_ST_IXSCAN || st->kind == MF_ST_DISTINCT_SCAN) && st->index_name != NULL) {
         ix = mf_coll_index_by_name(c, st->index_name);
     }
     if (ix != NULL)
@@ -733,6 +901,9 @@ mf_exec_run(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_
         break;
     case MF_ST_IXSCAN:
         rc = run_ixscan(s, c, p, m, visit, arg, err);
+        break;
+    case MF_ST_DISTINCT_SCAN:
+        rc = run_distinct(s, c, p, m, visit, arg, err);
         break;
     case MF_ST_OR:
     case MF_ST_TEXT_OR:

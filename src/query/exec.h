@@ -2,9 +2,11 @@
  * exec.h: running a query plan (query/plan.h) against a collection.
  *
  * The executor runs a plan's access path: IDHACK (one _id-index lookup),
- * COLLSCAN (records in record-id order, forward or backward) or IXSCAN +
+ * COLLSCAN (records in record-id order, forward or backward), IXSCAN +
  * FETCH (index intervals in key order, each record fetched and re-checked by
- * the matcher). Stages above the access path (SORT, SKIP, LIMIT, PROJECTION,
+ * the matcher), or DISTINCT_SCAN (one index entry per distinct key value,
+ * seeking past the rest; its keys decoded, or its documents fetched).
+ * Stages above the access path (SORT, SKIP, LIMIT, PROJECTION,
  * COUNT, DELETE, UPDATE) are run by the command, which records their counters
  * in the same plan so explain shows what ran.
  *

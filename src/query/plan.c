@@ -1083,6 +1083,7 @@ typedef struct cand {
     bool null_ok;  /* some bounded field excludes null (sparse usable) */
     bool used[MAX_PREDS];
     bool inexact[MAX_PREDS];
+    bool mk_only[MAX_PREDS]; /* inexact only because its field's path held an array (distinct_mk_exact) */
     int sort_dir;  /* 0 no sort provided, 1 forward, -1 backward */
     strpool_t pool; /* strings the intervals point at (regex prefixes) */
 } cand_t;
@@ -1335,6 +1336,7 @@ analyse(mf_index_t *ix, const preds_t *ps, cand_t *k)
             }
             k->used[j] = true;
             k->inexact[j] = !exact || ps->p[j].from_elem_match || fmk;
+            k->mk_only[j] = exact && !ps->p[j].from_elem_match && fmk;
             if (k->f[i].all) {
                 free(k->f[i].v);
                 k->f[i] = l;
@@ -1755,7 +1757,7 @@ mf_plan_stage_name(mf_stage_kind_t kind)
     static const char *names[] = {"EOF", "COLLSCAN", "IXSCAN", "IDHACK", "FETCH", "SORT", "SKIP", "LIMIT",
                                   "PROJECTION_SIMPLE", "PROJECTION_DEFAULT", "COUNT", "DELETE",
                                   "BATCHED_DELETE", "UPDATE", "OR", "TEXT_OR", "TEXT_MATCH",
-                                  "PROJECTION_COVERED"};
+                                  "PROJECTION_COVERED", "DISTINCT_SCAN"};
     return (unsigned)kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "UNKNOWN";
 }
 
@@ -2952,6 +2954,169 @@ text_or_plan(const mf_coll_t *c, const bson_value_t *tv, const bson_t *filter, c
 /* ---------- min / max ---------- */
 
 
+/* ---------- distinct ---------- */
+
+/* The position of path among ix's key pattern fields, or -1. */
+static int
+kp_field(const mf_index_t *ix, const char *path)
+{
+    for (int i = 0; i < ix->kp.nfields; i++)
+        if (strcmp(ix->kp.fields[i], path) == 0)
+            return i;
+    return -1;
+}
+
+/*
+ * Turns the IXSCAN st into the DISTINCT_SCAN of field f and puts the stages
+ * above it into p: PROJECTION_COVERED (PROJECTION_DEFAULT for a dotted key)
+ * showing proj over it when covered, else a FETCH, under a projection when
+ * projected (the empty filter's plan, which mongod's analyzeDataAccess
+ * finishes). Returns the top stage.
+ */
+static mf_stage_t *
+distinct_stages(mf_plan_t *p, mf_stage_t *st, int f, bool covered, bool projected, const bson_t *proj)
+{
+    mf_stage_t *top = st;
+    st->kind = MF_ST_DISTINCT_SCAN;
+    st->field_no = f;
+    p->leaf = st;
+    p->sort_provided = true;
+    bool simple = proj != NULL && mf_plan_projection_simple(proj);
+    if (!covered) {
+        p->fetch = stage_new(MF_ST_FETCH, st);
+        top = p->fetch;
+        if (!projected || proj == NULL)
+            return top;
+    }
+    top = stage_new(covered && simple ? MF_ST_PROJECTION_COVERED
+                    : simple          ? MF_ST_PROJECTION_SIMPLE
+                                      : MF_ST_PROJECTION_DEFAULT,
+                    top);
+    top->spec = proj != NULL ? bson_copy(proj) : bson_new();
+    return top;
+}
+
+/*
+ * Whether predicate value v, on a field whose path held an array, is
+ * answered exactly by its bounds all the same, as mongod's planner takes it
+ * (one bound, no intersection: some element, or the value, meets it exactly
+ * when some key does): an equality, or one $eq, $in, $gt, $gte, $lt or $lte.
+ * A predicate with two bounds ({$gt: 2, $lt: 5}) is not: its elements may
+ * meet each apart.
+ */
+static bool
+distinct_mk_exact(const bson_value_t *v)
+{
+    static const char *const ops[] = {"$eq", "$in", "$gt", "$gte", "$lt", "$lte", NULL};
+    bson_iter_t it;
+    if (v->value_type != BSON_TYPE_DOCUMENT)
+        return true;
+    if (!bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len) || !bson_iter_next(&it))
+        return true; /* {} : an equality */
+    const char *op = bson_iter_key(&it);
+    if (op[0] != '$')
+        return true; /* an embedded document's equality */
+    bool known = false;
+    for (int i = 0; ops[i] != NULL && !known; i++)
+        known = strcmp(op, ops[i]) == 0;
+    return known && !bson_iter_next(&it);
+}
+
+/*
+ * distinct_plan: mongod 8.0's DISTINCT_SCAN for a distinct command on c
+ * (get_executor.cpp tryGetExecutorDistinct, see plan.h), hinted the hinted
+ * index (NULL: none). Only indexes whose entries hold type bits (keyFormat
+ * 3) take part: the scan may hand out key values. Returns the plan's top
+ * stage, with p's leaf, fetch and index_filter_set set, or NULL when no
+ * DISTINCT_SCAN applies (p untouched but index_filter_set).
+ */
+static mf_stage_t *
+distinct_plan(const mf_coll_t *c, const mf_plan_request_t *req, mf_index_t *hinted, mf_plan_t *p)
+{
+    const char *key = req->distinct_key;
+    const bson_t *proj = req->shown.projection;
+    bool allowed[MF_MAX_INDEXES], cands[MF_MAX_INDEXES];
+    bool filtered = false, any = false;
+    mf_stage_t *top = NULL;
+    if (hinted == NULL && mf_index_filter_allowed(c, req->filter, req->sort, req->shape_projection, allowed)) {
+        filtered = true;
+        p->index_filter_set = true;
+    }
+    for (int i = 0; i < c->nindexes && i < MF_MAX_INDEXES; i++) {
+        const mf_index_t *ix = c->indexes[i];
+        cands[i] = !ix->building && ix->key_types && !ix->kp.is_text && !ix->kp.is_wildcard &&
+                   !ix->kp.wildcard_compound && !ix->kp.has_geo && kp_field(ix, key) >= 0 &&
+                   (hinted != NULL ? ix == hinted : !mf_plan_index_hidden(ix) && (!filtered || allowed[i])) &&
+                   !(c->clustered && ix->is_id);
+        any = any || cands[i];
+    }
+    /* "a.0": keys hold one reading of the path (the position), distinct walks both: left to the documents. */
+    if (!any || path_positional(key))
+        return NULL;
+    preds_t *ps = mf_malloc(sizeof(*ps));
+    ps->n = ps->nowned = 0;
+    collect_preds(req->filter, ps, 0, 0);
+    cand_t *k = mf_malloc(sizeof(*k));
+    bool have = false;
+    if (req->filter == NULL || bson_empty(req->filter)) {
+        /* getDistinctNodeIndex: the key leads, same collation, not partial, not hashed; fewest fields wins. */
+        mf_index_t *pick = NULL;
+        for (int i = 0; i < c->nindexes && i < MF_MAX_INDEXES; i++) {
+            mf_index_t *ix = c->indexes[i];
+            if (!cands[i] || kp_field(ix, key) != 0 || ix->partial != NULL ||
+                !mf_collation_equal(ix->kp.collation, mf_collation_current()) ||
+                (ix->kp.has_hashed && ix->kp.hashed_field == 0))
+                continue;
+            if (pick == NULL || ix->kp.nfields < pick->kp.nfields)
+                pick = ix;
+        }
+        if (pick != NULL) {
+            bounds_index(&pick->kp);
+            analyse(pick, ps, k);
+            bounds_index(NULL);
+            have = true;
+            mf_stage_t *st = ixscan_stage(k, 1);
+            /* DistinctNode provides the key's field (multikey too: distinct unwinds arrays anyway). */
+            bool covered = pick->kp.collation == NULL;
+            top = distinct_stages(p, st, 0, covered, true, proj);
+        }
+    } else {
+        /* turnIxscanIntoDistinctIxscan over the plan rule 3 makes of the candidates. */
+        cand_t *best = best_candidate(c, ps, NULL, hinted, cands);
+        if (best != NULL) {
+            *k = *best;
+            free(best);
+            have = true;
+            mf_index_t *ix = k->ix;
+            int f = kp_field(ix, key);
+            /* mongod's bounds on a multikey field are exact but for intersections (mayfly's never are). */
+            for (int j = 0; j < ps->n; j++)
+                if (k->mk_only[j] && distinct_mk_exact(&ps->p[j].v))
+                    k->inexact[j] = false;
+            bson_t *residual = residual_filter(req->filter, ps, k);
+            bool ok = residual == NULL && (hinted != NULL || cand_bounded(k)) && !k->empty && field_mk(ix, f) == 0 &&
+                      mf_collation_equal(ix->kp.collation, mf_collation_current());
+            if (residual != NULL)
+                bson_destroy(residual);
+            mf_stage_t *st = ok ? ixscan_stage(k, 1) : NULL;
+            if (st != NULL && st->loose) {
+                stage_free(st);
+                st = NULL;
+            }
+            if (st != NULL) {
+                uint32_t fields;
+                bool covered = proj != NULL && projection_coverable(ix, proj, NULL, &fields);
+                top = distinct_stages(p, st, f, covered, false, proj);
+            }
+        }
+    }
+    if (have)
+        cand_destroy(k);
+    free(k);
+    preds_free(ps);
+    return top;
+}
+
 static bool
 minmax_given(const bson_t *b)
 {
@@ -3282,7 +3447,11 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
         free(p);
         return -1;
     }
-    if (c == NULL) {
+    if (c != NULL && req->distinct_key != NULL && !natural && !req->force_collscan && !has_text &&
+        !minmax_given(req->min) && !minmax_given(req->max) &&
+        (top = distinct_plan(c, req, hinted, p)) != NULL) {
+        /* A distinct's DISTINCT_SCAN (distinct_plan). */
+    } else if (c == NULL) {
         p->leaf = stage_new(MF_ST_EOF, NULL);
         top = p->leaf;
     } else if (!req->force_collscan && (minmax_given(req->min) || minmax_given(req->max))) {
@@ -3501,6 +3670,7 @@ explain_stage(const mf_plan_t *p, const mf_stage_t *s, bool stats, bson_t *out)
             BSON_APPEND_DOCUMENT(out, "filter", s->filter);
         break;
     case MF_ST_IXSCAN:
+    case MF_ST_DISTINCT_SCAN:
         if (s->filter) /* a covered scan's predicates on the keys (mf_plan_t.covered) */
             BSON_APPEND_DOCUMENT(out, "filter", s->filter);
         BSON_APPEND_DOCUMENT(out, "keyPattern", s->key_pattern);
@@ -3580,7 +3750,7 @@ explain_stage(const mf_plan_t *p, const mf_stage_t *s, bool stats, bson_t *out)
         BSON_APPEND_INT32(out, "saveState", 0);
         BSON_APPEND_INT32(out, "restoreState", 0);
         BSON_APPEND_BOOL(out, "isEOF", true);
-        if (s->kind == MF_ST_IXSCAN || s->kind == MF_ST_IDHACK)
+        if (s->kind == MF_ST_IXSCAN || s->kind == MF_ST_IDHACK || s->kind == MF_ST_DISTINCT_SCAN)
             BSON_APPEND_INT32(out, "keysExamined", (int32_t)s->keys_examined);
         if (s->kind == MF_ST_COLLSCAN || s->kind == MF_ST_FETCH || s->kind == MF_ST_IDHACK)
             BSON_APPEND_INT32(out, "docsExamined", (int32_t)s->docs_examined);

@@ -3,7 +3,7 @@
  *
  * A plan is a tree of stages named as MongoDB names them (COLLSCAN, IXSCAN,
  * IDHACK, FETCH, SORT, SKIP, LIMIT, PROJECTION_*, COUNT, DELETE,
- * BATCHED_DELETE, UPDATE). The same tree is executed (exec.c runs the access
+ * BATCHED_DELETE, UPDATE, DISTINCT_SCAN). The same tree is executed (exec.c runs the access
  * path: the leaf and its FETCH; commands run the stages above it and record
  * their counters in them) and explained (mf_plan_explain), so explain shows
  * what actually runs.
@@ -84,6 +84,25 @@
  * every sorted field as it is goes below a SORT without a limit (mongod's
  * tryPushdownProjectBeneathSort): SORT over PROJECTION_*.
  *
+ * A distinct (mf_plan_request_t.distinct_key) first tries mongod's
+ * DISTINCT_SCAN (get_executor.cpp tryGetExecutorDistinct): over the
+ * candidate indexes (ready, not hidden, not text / geo / wildcard, keyFormat
+ * 3, within the hint or index filter, with the distinct key among their key
+ * pattern fields), an empty filter takes the one of fewest fields whose
+ * leading field is the key, has the query's collation, is not partial and
+ * whose key field is not hashed (getDistinctNodeIndex), bounds [MinKey,
+ * MaxKey]; a filter takes the candidate rule 3 would choose among them, if
+ * its bounds answer the filter exactly, the key's path held no array and the
+ * index has the query's collation (turnIxscanIntoDistinctIxscan). The scan
+ * returns the first entry of each distinct prefix up to the key field and
+ * seeks past it, so it reads one key per distinct value (per combination of
+ * the fields before it). With the key coverable (type bits, no collation,
+ * not hashed) it is PROJECTION_COVERED (PROJECTION_DEFAULT for a dotted key)
+ * over DISTINCT_SCAN, the documents decoded from the keys ({key: value}, a
+ * missing field read as null, an empty array as undefined, as mongod's);
+ * else FETCH over DISTINCT_SCAN (under a projection when the filter is
+ * empty). Anything else plans by the rules above.
+ *
  * A plan also carries its execution position (last key / record id), so a
  * find cursor keeps its plan across getMore and resumes the scan.
  */
@@ -117,6 +136,7 @@ typedef enum mf_stage_kind {
     MF_ST_TEXT_OR,    /* $text: an OR of one IXSCAN per term of the text index (run as OR) */
     MF_ST_TEXT_MATCH, /* $text: phrases, negations and the score, checked above FETCH (exec.c) */
     MF_ST_PROJECTION_COVERED, /* a covered projection: the index keys' values, no FETCH (mf_plan_t.covered) */
+    MF_ST_DISTINCT_SCAN, /* distinct: an IXSCAN that seeks past each value of one key field (field_no) */
 } mf_stage_kind_t;
 
 /* One index interval over keystring bytes, lo <= hi byte-wise (scan order ascending). */
@@ -147,6 +167,7 @@ typedef struct mf_stage {
     bson_t *filter;
     bson_t *spec;
     int64_t amount; /* SKIP / LIMIT amount; SORT limitAmount (0 = none) */
+    int field_no;   /* DISTINCT_SCAN: the key pattern field whose distinct values it reads */
     /* OR: one IXSCAN per $or branch (owned); record ids are de-duplicated across them */
     struct mf_stage **inputs;
     size_t ninputs;
@@ -216,6 +237,12 @@ typedef struct mf_plan_request {
      * for a sort in sort that its index does not provide. Not a SORT stage.
      */
     const bson_t *cover_sort;
+    /*
+     * A distinct command's key, or NULL: the planner first tries a
+     * DISTINCT_SCAN over an index holding that field (see mf_plan_build),
+     * whose projection stage shows shown.projection.
+     */
+    const char *distinct_key;
 } mf_plan_request_t;
 
 /* A set of record ids (multikey de-duplication). */

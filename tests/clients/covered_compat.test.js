@@ -335,6 +335,47 @@ h.test('after a restart the index still holds its type bits (keyFormat 3 in the 
   assert.equal(v.valid, true);
 });
 
+h.test('after kill -9 the journaled writes\' type bits survive: inserts, a type-only update and a delete, covered and validated', async () => {
+  const db = srv.freshDb('covkill');
+  const name = db.databaseName;
+  let c = db.collection('c');
+  await c.createIndex({ a: 1 });
+  await c.createIndex({ u: -1 }, { unique: true });
+  const j = { writeConcern: { w: 1, j: true } };
+  await c.insertMany([
+    { _id: 1, a: new Int32(5), u: Long.fromNumber(1) },
+    { _id: 2, a: D('6.00'), u: new Double(2) },
+    { _id: 3, a: new Double(7), u: D('3.0') },
+    { _id: 4, a: Long.fromNumber(8), u: new Int32(4) },
+  ], j);
+  // only the number's type changes (5 to 5.0, 4 to 4L): the entries are rewritten
+  await c.updateOne({ _id: 1 }, { $set: { a: new Double(5) } }, j);
+  await c.updateOne({ _id: 4 }, { $set: { u: Long.fromNumber(4) } }, j);
+  await c.deleteOne({ _id: 3 }, j);
+  await srv.server.restart({ kill9: true });
+  await srv.reconnect();
+  c = srv.client.db(name).collection('c');
+  await assertCovered(c, { a: { $gte: 0 } }, { a: 1, _id: 0 });
+  await assertCovered(c, { u: { $gte: 0 } }, { u: 1, _id: 0 });
+  const as = await c.find({ a: { $gte: 0 } }, { projection: { a: 1, _id: 0 }, sort: { a: 1 }, promoteValues: false })
+    .toArray();
+  assert.deepEqual(as.map((d) => [d.a._bsontype, d.a.toString()]), [['Double', '5'], ['Decimal128', '6.00'], ['Long', '8']]);
+  const us = await c.find({ u: { $gte: 0 } }, { projection: { u: 1, _id: 0 }, sort: { u: -1 }, promoteValues: false })
+    .toArray();
+  assert.deepEqual(us.map((d) => [d.u._bsontype, d.u.toString()]), [['Long', '4'], ['Double', '2'], ['Long', '1']]);
+  // the covered answers equal the documents' own values, read without the index
+  const scan = await c.find({ a: { $gte: 0 } }, { projection: { a: 1, _id: 0 }, sort: { a: 1 }, hint: { $natural: 1 }, raw: true })
+    .toArray();
+  const cov = await c.find({ a: { $gte: 0 } }, { projection: { a: 1, _id: 0 }, sort: { a: 1 }, raw: true }).toArray();
+  assert.deepEqual(hex(cov), hex(scan));
+  // the deleted document's key is gone from the unique index: its value can be used again
+  await c.insertOne({ _id: 5, a: 9, u: D('3.0') }, j);
+  await h.expectCode(c.insertOne({ _id: 6, u: 2 }), 11000);
+  const v = await srv.client.db(name).command({ validate: 'c', full: true });
+  assert.equal(v.valid, true);
+  assert.equal(v.nrecords, 4);
+});
+
 h.test('aggregate: a pushed-down $match and $project of key fields only is covered too', async () => {
   const db = srv.freshDb('covagg');
   const c = db.collection('c');
