@@ -3375,6 +3375,52 @@ filter_always_false(const bson_t *filter)
 }
 
 /*
+ * Whether a find over best's scan ix, with FETCH filter residual (may be
+ * NULL), is covered (mf_plan_t.covered): the residual is left to the keys
+ * (key_filter_ok), the bounds are not loose, no $text, the sort is the
+ * index's or sorts by key fields (sort_coverable, also req's cover_sort),
+ * and the projection reads key fields only (projection_coverable). *fields
+ * gets the key fields read (cover_fields).
+ */
+static bool
+find_covered(const mf_coll_t *c, const mf_plan_request_t *req, const mf_plan_t *p, const cand_t *best,
+             const mf_stage_t *ix, const bson_t *residual, bool has_sort, uint32_t *fields)
+{
+    uint32_t sort_fields = 0, cover_sort_fields = 0;
+    *fields = 0;
+    if (req->cover_projection == NULL || req->root != MF_PLAN_ROOT_NONE ||
+        (residual != NULL && !key_filter_ok(best->ix, residual)) || ix->loose || p->text != NULL ||
+        p->text_false != NULL || (c->clustered && best->ix->is_id))
+        return false;
+    /* A sort the index does not give is run over the decoded keys when it sorts by key fields only. */
+    if (has_sort && best->sort_dir == 0 && !sort_coverable(best->ix, req->sort, &sort_fields))
+        return false;
+    if (!sort_coverable(best->ix, req->cover_sort, &cover_sort_fields) ||
+        !projection_coverable(best->ix, req->cover_projection, req->cover_parsed, fields))
+        return false;
+    *fields |= sort_fields | cover_sort_fields;
+    return true;
+}
+
+/*
+ * Marks (take) or unmarks as exact the predicates of best that are inexact
+ * only because their field's path held an array and that one bound answers
+ * all the same (mk_only, distinct_mk_exact). Returns whether there was any.
+ */
+static bool
+mk_exact_take(cand_t *best, const preds_t *ps, bool take)
+{
+    bool any = false;
+    for (int j = 0; j < ps->n; j++) {
+        if (best->mk_only[j] && distinct_mk_exact(&ps->p[j].v)) {
+            best->inexact[j] = !take;
+            any = true;
+        }
+    }
+    return any;
+}
+
+/*
  * The projection stage of proj over child: PROJECTION_COVERED for a simple
  * projection of a covered plan, PROJECTION_SIMPLE for another simple one,
  * else PROJECTION_DEFAULT (mongod's analyzeProjection). Owned by the tree.
@@ -3572,16 +3618,29 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
             p->keys_only = (req->root == MF_PLAN_ROOT_COUNT || req->count_only) && p->fetch->filter == NULL &&
                            p->text == NULL && p->text_false == NULL && !has_sort && req->projection == NULL;
             /* A find the bounds answer exactly, sorted by key fields, projecting what key fields give (mf_plan_t.covered). */
-            /* A sort the index does not give is run over the decoded keys when it sorts by key fields only. */
-            uint32_t sort_fields = 0, cover_sort_fields = 0;
-            p->covered = !p->keys_only && req->cover_projection != NULL && req->root == MF_PLAN_ROOT_NONE &&
-                         (p->fetch->filter == NULL || key_filter_ok(best->ix, p->fetch->filter)) && !ix->loose &&
-                         p->text == NULL && p->text_false == NULL &&
-                         (!has_sort || best->sort_dir != 0 || sort_coverable(best->ix, req->sort, &sort_fields)) &&
-                         sort_coverable(best->ix, req->cover_sort, &cover_sort_fields) &&
-                         !(c->clustered && best->ix->is_id) &&
-                         projection_coverable(best->ix, req->cover_projection, req->cover_parsed, &p->cover_fields);
-            p->cover_fields |= sort_fields | cover_sort_fields;
+            p->covered = !p->keys_only && find_covered(c, req, p, best, ix, p->fetch->filter, has_sort, &p->cover_fields);
+            if (!p->covered && !p->keys_only && req->cover_projection != NULL && p->fetch->filter != NULL &&
+                mk_exact_take(best, ps, true)) {
+                /*
+                 * One bound on a field whose path held an array answers its
+                 * predicate all the same (mongod's planner takes it as exact:
+                 * some element meets it when some key does), so a scan that
+                 * gives no such field may still be covered, its record ids
+                 * de-duplicated; the FETCH filter is the rest. Only then: a
+                 * fetching plan keeps re-checking them.
+                 */
+                bson_t *rest = residual_filter(req->filter, ps, best);
+                if (find_covered(c, req, p, best, ix, rest, has_sort, &p->cover_fields)) {
+                    if (p->fetch->filter != NULL)
+                        bson_destroy(p->fetch->filter);
+                    p->fetch->filter = rest;
+                    p->covered = true;
+                } else {
+                    if (rest != NULL)
+                        bson_destroy(rest);
+                    mk_exact_take(best, ps, false);
+                }
+            }
             if (p->covered && p->fetch->filter != NULL) {
                 /* Evaluated on the decoded keys (mongod's IXSCAN filter): the IXSCAN shows it. */
                 ix->filter = p->fetch->filter;

@@ -434,3 +434,30 @@ h.test('an expression\'s key field that becomes multikey mid-cursor: the rest is
   const last = await c.find({ a: 1000 }, { projection: proj }).toArray();
   assert.deepEqual(last, [{ a: 1000, x: [1, 2], s: 1001 }]);
 });
+
+h.test('one bound on a multikey field is exact (mongod\'s planner): the other key fields are covered, ids de-duplicated', async () => {
+  // mongod's covered_index_sort_no_fetch_optimization.js: {a: [1]} makes a multikey, b.c is still covered
+  const c = srv.freshDb('cvmk1').collection('c');
+  await c.createIndex({ a: 1, 'b.c': 1 });
+  await c.insertMany([
+    { a: 0, b: { c: 1 } }, { a: 1, b: { c: 2 } }, { a: 2, b: { c: 'A' } }, { a: 3, b: { c: 'a' } }, { a: 4, b: { c: 3 } },
+    { a: [1], b: { c: 1 } }, { a: [2, 7, 9], b: { c: 0 } },
+  ]);
+  assert.equal(await assertCoveredSort(c, { a: { $gt: 0 } }, { 'b.c': 1, _id: 0 }, { sort: { 'b.c': 1 } },
+    ['SORT', 'PROJECTION_DEFAULT', 'IXSCAN']), 6);
+  const got = await c.find({ a: { $gt: 0 } }, { projection: { 'b.c': 1, _id: 0 }, sort: { 'b.c': 1 } }).toArray();
+  assert.deepEqual(got, [{ b: { c: 0 } }, { b: { c: 1 } }, { b: { c: 2 } }, { b: { c: 3 } }, { b: { c: 'A' } }, { b: { c: 'a' } }]);
+  // an equality and an $in too
+  for (const f of [{ a: 7 }, { a: { $in: [1, 9] } }, { a: { $lte: 2 } }]) {
+    const { viaIndex, viaScan, e } = await both(c, f, { 'b.c': 1, _id: 0 });
+    assert.deepEqual([...viaIndex].sort(), [...viaScan].sort(), JSON.stringify(f));
+    assert.deepEqual(stages(e.queryPlanner.winningPlan), ['PROJECTION_DEFAULT', 'IXSCAN'], JSON.stringify(f));
+    assert.equal(e.executionStats.totalDocsExamined, 0, JSON.stringify(f));
+  }
+  // two bounds on it (their elements may meet each apart), or the multikey field projected: fetched
+  for (const [f, proj] of [[{ a: { $gt: 1, $lt: 3 } }, { 'b.c': 1, _id: 0 }], [{ a: { $gt: 0 } }, { a: 1, _id: 0 }]]) {
+    const { viaIndex, viaScan, e } = await both(c, f, proj);
+    assert.deepEqual([...viaIndex].sort(), [...viaScan].sort(), JSON.stringify(f));
+    assert.ok(stages(e.queryPlanner.winningPlan).includes('FETCH'), JSON.stringify(f));
+  }
+});
