@@ -297,6 +297,11 @@ typedef struct mf_plan {
      * such a key field too (cover_fields has them as well): the caller sorts
      * the decoded keys, as mongod's SORT over an IXSCAN with no FETCH
      * (planner_analysis.cpp analyzeSort), whose explain type is "default".
+     * A projection with expressions is covered when every path it reads is
+     * such a key field (cover_parsed): PROJECTION_DEFAULT on the decoded
+     * keys. One bound on a field whose path held an array counts as exact
+     * here (mongod's planner), so other key fields are covered with record
+     * ids de-duplicated.
      */
     bool covered;
     uint32_t cover_fields;
