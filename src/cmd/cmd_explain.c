@@ -336,7 +336,55 @@ typedef struct explain_agg {
     size_t first;
     mf_plan_t *plan;           /* the run's plan (taken by run_explain), or NULL: plan (and run) it here */
     const mf_agg_stream_t *st; /* the run's stages, or NULL */
+    bool sub; /* a $unionWith's sub-pipeline: {$cursor} first even when nothing follows it */
 } explain_agg_t;
+
+static int explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity, bool sub);
+
+/* A $unionWith sub-pipeline's explain (explain_sub): the operation and the verbosity being answered. */
+typedef struct explain_sub_ctx {
+    mf_op_t *op;
+    const char *verbosity;
+} explain_sub_ctx_t;
+
+/*
+ * explain_sub: mf_agg_explain_hooks_t.sub_explain. The sub-pipeline is
+ * explained as the aggregate {aggregate: coll, pipeline} (views resolved,
+ * its prefix pushed down, run again at executionStats), as mongod's
+ * NonShardServerProcessInterface::preparePipelineAndExplain does, into a
+ * reply of its own whose stages are copied to stages. On failure the
+ * error is dropped and the caller shows the stage as written.
+ */
+static int
+explain_sub(void *ctx, const char *coll, const bson_value_t *pipeline, bson_t *stages)
+{
+    explain_sub_ctx_t *x = ctx;
+    mf_op_t *op = x->op;
+    bson_t cmd = BSON_INITIALIZER, reply = BSON_INITIALIZER, empty = BSON_INITIALIZER;
+    bson_t *saved = op->reply;
+    bson_iter_t it, si;
+
+    BSON_APPEND_UTF8(&cmd, "aggregate", coll);
+    if (pipeline != NULL)
+        bson_append_value(&cmd, "pipeline", -1, pipeline);
+    else
+        BSON_APPEND_ARRAY(&cmd, "pipeline", &empty);
+    op->reply = &reply;
+    int rc = explain_aggregate(op, &cmd, x->verbosity, true);
+    op->reply = saved;
+    if (rc == 0 && bson_iter_init_find(&it, &reply, "stages") && BSON_ITER_HOLDS_ARRAY(&it) &&
+        bson_iter_recurse(&it, &si)) {
+        while (bson_iter_next(&si))
+            bson_append_value(stages, bson_iter_key(&si), -1, bson_iter_value(&si));
+    } else {
+        rc = -1;
+        mf_err_clear(&op->err);
+    }
+    bson_destroy(&cmd);
+    bson_destroy(&reply);
+    bson_destroy(&empty);
+    return rc;
+}
 
 /*
  * run_explain: plans req over op->db.coll, executes it when verbosity asks,
@@ -351,7 +399,7 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
     bool clustered = false;
     bool exec = strcmp(verbosity, "queryPlanner") != 0;
     /* Stages after $cursor: the reply is mongod's pipeline explain (Explain::explainPipeline). */
-    bool staged = agg != NULL && agg->first < mf_pipeline_len(agg->pl);
+    bool staged = agg != NULL && (agg->first < mf_pipeline_len(agg->pl) || agg->sub);
     mf_plan_t *p = staged ? agg->plan : NULL; /* taken: freed here */
     if (staged)
         agg->plan = NULL;
@@ -477,9 +525,15 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
             mf_agg_stream_source_stats(agg->st, &n, &us);
             BSON_APPEND_INT64(&first, "nReturned", n);
             BSON_APPEND_INT64(&first, "executionTimeMillisEstimate", us / 1000);
+        } else if (exec) {
+            /* A sub-pipeline's $cursor with nothing after it: what its plan returned. */
+            BSON_APPEND_INT64(&first, "nReturned", p->root->n_returned);
+            BSON_APPEND_INT64(&first, "executionTimeMillisEstimate", elapsed);
         }
         bson_append_document_end(&arr, &first);
-        mf_pipeline_explain(agg->pl, agg->first, agg->st, &arr, &k);
+        explain_sub_ctx_t sx = {op, verbosity};
+        mf_agg_explain_hooks_t hooks = {explain_sub, &sx};
+        mf_pipeline_explain(agg->pl, agg->first, agg->st, &hooks, &arr, &k);
         bson_append_array_end(op->reply, &arr);
         /* Explain::explainPipeline: serverInfo, serverParameters, then the command. */
         append_server_info(op);
@@ -902,6 +956,13 @@ near_explain_plan(mf_op_t *op, const bson_t *find, const bson_t *filter, const b
 int
 mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
 {
+    return explain_aggregate(op, cmd, verbosity, false);
+}
+
+/* explain_aggregate: mf_crud_explain_aggregate; sub: a $unionWith's sub-pipeline (explain_agg_t.sub). */
+static int
+explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity, bool sub)
+{
     bson_iter_t it;
     bson_t filter;
     bson_value_t hint_store;
@@ -959,7 +1020,7 @@ mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
      * pipeline runs to its end as aggregate runs it (Explain::explainPipeline's
      * executePlan), results discarded, every stage counted.
      */
-    explain_agg_t agg = {.pl = pl};
+    explain_agg_t agg = {.pl = pl, .sub = sub};
     mf_agg_stream_t *ran = NULL;
     bool exec = strcmp(verbosity, "executionStats") == 0 || strcmp(verbosity, "allPlansExecution") == 0;
     if (prc == 0 && streams && exec && pd.nstages < mf_pipeline_len(pl))

@@ -5856,6 +5856,7 @@ typedef struct snode {
     int64_t data_bytes;     /* $sort: bytes of the documents sorted; $group: of its results */
     int64_t *acc_max;       /* $group: each accumulator's largest memory (naccs entries, owned) */
     mf_agg_scan_stats_t scan; /* $lookup: what its reads of the other collection examined */
+    struct mf_agg_stream **facet_st; /* $facet under statistics: each facet's stream, kept for explain (owned) */
 } snode_t;
 
 struct mf_agg_stream {
@@ -5873,6 +5874,7 @@ struct mf_agg_stream {
     int64_t spills;
     bool stats;             /* collect statistics (explain) */
     int64_t src_n, src_us;  /* the source's documents taken, and the time in env->pull / pull_count */
+    int64_t src_fed;        /* statistics: documents node 0 took from src (a facet's $internalFacetTeeConsumer) */
 };
 
 mf_agg_stream_t *
@@ -5939,6 +5941,9 @@ mf_agg_stream_free(mf_agg_stream_t *st)
         mf_expr_free(nd->sbc_acc.expr);
         free(nd->acc_max);
         mf_agg_scan_stats_destroy(&nd->scan);
+        for (size_t f = 0; nd->facet_st != NULL && f < nd->s->nfacets; f++)
+            mf_agg_stream_free(nd->facet_st[f]);
+        free(nd->facet_st);
     }
     free(st->nodes);
     free(st->tmp_dir);
@@ -5993,6 +5998,7 @@ upstream(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, m
     for (;;) {
         if (st->src_pos < st->src.len) {
             *out = st->src.docs[st->src_pos++];
+            st->src_fed += st->stats;
             return 0;
         }
         st->src.len = 0;
@@ -6393,6 +6399,52 @@ densify_pull(void *arg, bson_t **doc, mf_error_t *err)
 }
 
 /*
+ * facet_run_streams: nd's $facet over in (destroyed here), each facet's
+ * pipeline run as its own stream with statistics over a copy of in; the
+ * streams stay in nd->facet_st for explain and the one result document
+ * goes to nd->buf. 0, or -1 with err.
+ */
+static int
+facet_run_streams(mf_agg_stream_t *st, snode_t *nd, const mf_agg_env_t *env, mf_docvec_t *in, mf_error_t *err)
+{
+    const stage_t *s = nd->s;
+    mf_agg_limits_t lim = {.allow_disk = st->allow_disk, .sort_bytes = st->sort_bytes,
+                           .group_bytes = st->group_bytes, .window_bytes = st->window_bytes,
+                           .tmp_dir = st->tmp_dir};
+    bson_t *d = bson_new();
+    int rc = 0;
+
+    nd->facet_st = mf_calloc(s->nfacets ? s->nfacets : 1, sizeof *nd->facet_st);
+    for (size_t f = 0; rc == 0 && f < s->nfacets; f++) {
+        mf_agg_stream_t *fs = mf_agg_stream_new(s->facets[f], 0, &lim);
+        bson_t arr;
+        nd->facet_st[f] = fs;
+        fs->stats = true;
+        fs->src_eof = true; /* its documents are in: it never pulls */
+        for (size_t j = 0; j < in->len; j++)
+            mf_docvec_push(&fs->src, in->docs[j]);
+        bson_append_array_begin(d, s->facet_names[f], -1, &arr);
+        for (uint32_t n = 0;; n++) {
+            bson_t *o;
+            char buf[16];
+            const char *key;
+            if ((rc = mf_agg_stream_next(fs, env, &o, err)) < 0 || o == NULL)
+                break;
+            bson_uint32_to_string(n, &key, buf, sizeof buf);
+            bson_append_document(&arr, key, -1, o);
+            bson_destroy(o);
+        }
+        bson_append_array_end(d, &arr);
+    }
+    mf_docvec_destroy(in);
+    if (rc == 0)
+        mf_docvec_push_steal(&nd->buf, d);
+    else
+        bson_destroy(d);
+    return rc;
+}
+
+/*
  * node_next: node i's next document (node_step), counted and timed when
  * the stream collects statistics: the time includes the stages before it,
  * as mongod's ScopedTimer around doGetNext() does.
@@ -6695,6 +6747,17 @@ node_step(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
             if (mf_window_stream_next(nd->window, &nd->buf, &nd->done, err) < 0)
                 return -1;
             continue;
+        case S_FACET:
+            if (st->stats) {
+                /* Under explain each facet runs as a stream of its own, whose statistics explain shows. */
+                mf_docvec_t in;
+                mf_docvec_init(&in);
+                nd->done = true;
+                if (drain(st, i, env, &in, err) < 0 || facet_run_streams(st, nd, env, &in, err) < 0)
+                    return -1;
+                continue;
+            }
+            /* FALLTHROUGH */
         default: {
             /* Materialising stages: all input, then run as before. */
             mf_docvec_t in;
@@ -6813,8 +6876,71 @@ explain_spills(const mf_sorter_t *so, int64_t *spills, int64_t *docs, int64_t *b
     mf_sorter_spill_totals(so, docs, bytes);
 }
 
+/*
+ * explain_facet: s's explain form into d, {$facet: {name: stages}}, each
+ * facet's pipeline after its $internalFacetTeeConsumer (which, with
+ * statistics, returned what its pipeline took), with the statistics of
+ * nd's facet streams when it ran them (nd may be NULL).
+ */
+static void
+explain_facet(const stage_t *s, const snode_t *nd, const mf_agg_explain_hooks_t *hooks, bson_t *d)
+{
+    bson_t in, arr, tee, empty = BSON_INITIALIZER;
+
+    BSON_APPEND_DOCUMENT_BEGIN(d, "$facet", &in);
+    for (size_t f = 0; f < s->nfacets; f++) {
+        const mf_agg_stream_t *fs = nd != NULL && nd->facet_st != NULL ? nd->facet_st[f] : NULL;
+        int fk = 1;
+        bson_append_array_begin(&in, s->facet_names[f], -1, &arr);
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &tee);
+        BSON_APPEND_DOCUMENT(&tee, "$internalFacetTeeConsumer", &empty);
+        if (fs != NULL) {
+            BSON_APPEND_INT64(&tee, "nReturned", fs->src_fed);
+            BSON_APPEND_INT64(&tee, "executionTimeMillisEstimate", 0); /* its documents were in hand */
+        }
+        bson_append_document_end(&arr, &tee);
+        mf_pipeline_explain(s->facets[f], 0, fs, hooks, &arr, &fk);
+        bson_append_array_end(&in, &arr);
+    }
+    bson_append_document_end(d, &in);
+    bson_destroy(&empty);
+}
+
+/*
+ * explain_union: s's explain form into d, {$unionWith: {coll, pipeline}}
+ * (no coll for a $documents sub-pipeline), as DocumentSourceUnionWith::
+ * serialize writes it: with run (a collection's sub-pipeline, at
+ * queryPlanner or once the run read it) the sub-pipeline explained by
+ * hooks ([{$cursor ...}, ...]), else (or when the hook fails) its stages
+ * as written.
+ */
+static void
+explain_union(const stage_t *s, const mf_agg_explain_hooks_t *hooks, bool run, bson_t *d)
+{
+    bson_t stages = BSON_INITIALIZER, in, empty = BSON_INITIALIZER;
+    bson_iter_t it;
+    const bson_value_t *pv = s->spec != NULL && bson_iter_init_find(&it, s->spec, "pipeline") ? bson_iter_value(&it)
+                                                                                                : NULL;
+    run = run && hooks != NULL && hooks->sub_explain != NULL && s->from != NULL &&
+          !(s->sub != NULL && s->sub->collectionless);
+    bool ok = run && hooks->sub_explain(hooks->ctx, s->from, pv, &stages) == 0;
+    BSON_APPEND_DOCUMENT_BEGIN(d, "$unionWith", &in);
+    if (s->from != NULL)
+        BSON_APPEND_UTF8(&in, "coll", s->from);
+    if (ok)
+        BSON_APPEND_ARRAY(&in, "pipeline", &stages);
+    else if (pv != NULL)
+        bson_append_value(&in, "pipeline", -1, pv);
+    else
+        BSON_APPEND_ARRAY(&in, "pipeline", &empty);
+    bson_append_document_end(d, &in);
+    bson_destroy(&stages);
+    bson_destroy(&empty);
+}
+
 void
-mf_pipeline_explain(const mf_pipeline_t *p, size_t first, const mf_agg_stream_t *st, bson_t *arr, int *k)
+mf_pipeline_explain(const mf_pipeline_t *p, size_t first, const mf_agg_stream_t *st,
+                    const mf_agg_explain_hooks_t *hooks, bson_t *arr, int *k)
 {
     size_t absorbed = SIZE_MAX; /* a $limit shown inside the $sort before it */
 
@@ -6856,6 +6982,11 @@ mf_pipeline_explain(const mf_pipeline_t *p, size_t first, const mf_agg_stream_t 
                 BSON_APPEND_INT64(&d, "spills", spills);
                 BSON_APPEND_INT64(&d, "spilledDataStorageSize", sbytes);
             }
+        } else if (s->kind == S_FACET) {
+            explain_facet(s, nd, hooks, &d);
+        } else if (s->kind == S_UNIONWITH) {
+            /* The sub-pipeline explained as its own aggregate: only once the run read it (or at queryPlanner). */
+            explain_union(s, hooks, st == NULL || (nd != NULL && (nd->sub != NULL || nd->done)), &d);
         } else {
             bson_concat(&d, s->raw);
         }

@@ -416,6 +416,21 @@ void mf_agg_stream_collect_stats(mf_agg_stream_t *st);
 void mf_agg_stream_source_stats(const mf_agg_stream_t *st, int64_t *n, int64_t *us);
 
 /*
+ * What explain needs from the command layer to explain a sub-pipeline
+ * that reads another collection (a $unionWith's).
+ * sub_explain: appends to stages (an empty array being built) the stages
+ * of the explain, at the verbosity being answered, of pipeline (an array
+ * value, or NULL: none) run as its own aggregate over coll: {$cursor}
+ * first, as mongod's preparePipelineAndExplain writes it (executionStats:
+ * the sub-pipeline runs again, on its own). 0, or -1 with stages
+ * untouched (the caller then shows the stage as written).
+ */
+typedef struct mf_agg_explain_hooks {
+    int (*sub_explain)(void *ctx, const char *coll, const bson_value_t *pipeline, bson_t *stages);
+    void *ctx;
+} mf_agg_explain_hooks_t;
+
+/*
  * mf_pipeline_explain: appends stages first.. of p to arr (an array being
  * built; *k is its next index) as mongod 8.0's explain shows them
  * (Pipeline::writeExplainOps): each as it runs ({name: spec}; a $sort as
@@ -424,8 +439,13 @@ void mf_agg_stream_source_stats(const mf_agg_stream_t *st, int64_t *n, int64_t *
  * stages, run with statistics) each also gets its stage's statistics
  * (DocumentSourceGroupBase, DocumentSourceSort, DocumentSourceLookUp
  * serialize at kExecStats), then nReturned and executionTimeMillisEstimate;
- * with st NULL (queryPlanner) none.
+ * with st NULL (queryPlanner) none. A $facet shows each facet's pipeline
+ * explained the same way, after its $internalFacetTeeConsumer
+ * (DocumentSourceFacet::serialize); a $unionWith over a collection, with
+ * hooks (may be NULL), its sub-pipeline explained by hooks->sub_explain
+ * when the run read it or st is NULL (DocumentSourceUnionWith::serialize).
  */
-void mf_pipeline_explain(const mf_pipeline_t *p, size_t first, const mf_agg_stream_t *st, bson_t *arr, int *k);
+void mf_pipeline_explain(const mf_pipeline_t *p, size_t first, const mf_agg_stream_t *st,
+                         const mf_agg_explain_hooks_t *hooks, bson_t *arr, int *k);
 
 #endif /* MF_AGG_H */

@@ -118,9 +118,11 @@ h.test('$match after $unionWith: one copy ahead of it, one ending its sub-pipeli
   assert.equal(names(qex).length, 5);
   assert.equal(names(qex)[4], '$unionWith');
   assert.deepEqual(planner(qex).parsedQuery, { b: 3 });
+  // The sub-pipeline is explained as its own aggregate (DocumentSourceUnionWith::serialize): $cursor first.
   const qsub = qex.stages.slice(-1)[0].$unionWith.pipeline;
-  assert.deepEqual(Object.keys(qsub[0]), ['$set']);
-  assert.equal(qsub.length, 5, JSON.stringify(qsub));
+  assert.deepEqual(Object.keys(qsub[0]), ['$cursor', 'nReturned', 'executionTimeMillisEstimate']);
+  assert.deepEqual(qsub[0].$cursor.queryPlanner.parsedQuery, { b: 3 }, JSON.stringify(qsub));
+  assert.deepEqual(qsub.slice(1).map((s) => Object.keys(s)[0]), ['$set', '$set', '$unset', '$replaceWith']);
   assert.deepEqual(await c.aggregate(q).toArray(), [
     { id: 1, k: 'c' }, { id: 2, k: 'c' }, { id: 3, k: 'c' }, { id: 11, k: 'o' }, { id: 12, k: 'o' }]);
 
@@ -306,7 +308,10 @@ h.test('a $project after $unionWith moves into it before a $limit after it could
   const p = [{ $unionWith: 'o' }, { $project: { a: 1 } }, { $limit: 7 }];
   const ex = await c.aggregate(p).explain();
   assert.deepEqual(names(ex).slice(-2), ['$unionWith', '$limit']);
-  assert.deepEqual(ex.stages[names(ex).indexOf('$unionWith')].$unionWith.pipeline, [{ $project: { a: 1 } }]);
+  // Its sub-pipeline, explained as its own aggregate, ends in the $project, taken into its plan.
+  const sub = ex.stages[names(ex).indexOf('$unionWith')].$unionWith.pipeline;
+  assert.deepEqual(sub.map((s) => Object.keys(s)[0]), ['$cursor']);
+  assert.deepEqual(sub[0].$cursor.queryPlanner.winningPlan.transformBy, { a: 1 });
   assert.deepEqual((await c.aggregate(p).toArray()).slice(-2), [{ _id: 6, a: [1, 2] }, { _id: 11, a: 3 }]);
 });
 
