@@ -161,6 +161,8 @@ typedef struct agg_scan_ctx {
     bool source_pending;
     /* explain: what the scans of other collections examine goes here (env->set_scan_stats), or NULL */
     mf_agg_scan_stats_t *scan_stats;
+    /* explain of a pipeline with no collection source (agg_pull_alone): the one document pulled, or NULL */
+    const bson_t *pull_doc;
 } agg_scan_ctx_t;
 
 typedef struct agg_visit_adapter {
@@ -870,6 +872,65 @@ mf_crud_agg_explain_run(mf_op_t *op, const char *coll, mf_pipeline_t *pl, const 
         mf_plan_free(*plan);
         *stream = NULL;
         *plan = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static int agg_current_op(void *ctx, const bson_t *spec, mf_docvec_t *out, mf_error_t *err);
+
+/*
+ * agg_pull_alone (env->pull of a pipeline that reads no collection): its
+ * one source document (a $collStats's) if it has one, then the end.
+ */
+static int
+agg_pull_alone(void *ctx, size_t max, mf_docvec_t *out, bool *eof, mf_error_t *err)
+{
+    agg_scan_ctx_t *x = ctx;
+    (void)max;
+    (void)err;
+    if (x->pull_doc != NULL)
+        mf_docvec_push(out, x->pull_doc);
+    x->pull_doc = NULL;
+    *eof = true;
+    return 0;
+}
+
+/* mf_crud_agg_explain_run_alone: see crud.h. */
+int
+mf_crud_agg_explain_run_alone(mf_op_t *op, mf_pipeline_t *pl, const bson_t *cmd, const bson_t *source,
+                              mf_agg_stream_t **stream)
+{
+    bson_iter_t it;
+    bool allow_disk = mf_param_get(op->eng->params, "allowDiskUseByDefault") != 0;
+    agg_scan_ctx_t sc = {.op = op, .pull_doc = source};
+    mf_agg_env_t env;
+    int rc = 0;
+
+    if (bson_iter_init_find(&it, cmd, "allowDiskUse") && BSON_ITER_HOLDS_BOOL(&it))
+        allow_disk = bson_iter_bool(&it);
+    mf_agg_limits_t lim = agg_limits(op, allow_disk);
+    *stream = mf_agg_stream_new(pl, 0, &lim);
+    mf_agg_stream_collect_stats(*stream);
+    env_init_streaming(&env, op, &sc);
+    env.pull = agg_pull_alone;
+    env.pull_count = NULL;
+    if (strcmp(op->db, "admin") == 0)
+        env.current_op = agg_current_op;
+    mf_catalog_rdlock(op->eng->cat);
+    /* Run to the end, the results discarded (explain.cpp's executePlan); a writing stage writes nothing. */
+    for (int64_t n = 1;; n++) {
+        bson_t *d;
+        if ((rc = mf_agg_stream_next(*stream, &env, &d, &op->err)) != 0 || d == NULL)
+            break;
+        bson_destroy(d);
+        if (n % 1024 == 0 && (rc = mf_exec_check_deadline(&op->err)) != 0)
+            break;
+    }
+    mf_catalog_unlock(op->eng->cat);
+    if (rc != 0) {
+        mf_agg_stream_free(*stream);
+        *stream = NULL;
         return -1;
     }
     return 0;
@@ -1608,7 +1669,7 @@ mf_cmd_aggregate(mf_op_t *op)
         return mf_err_set(&op->err, MF_E_CommandNotSupported, "mayfly does not explain $changeStream pipelines");
     if (change_stream)
         return mf_cmd_changestream_open(op, name, bson_iter_value(&it), batch);
-    if (explain && name != NULL)
+    if (explain)
         return mf_crud_explain_aggregate(op, op->cmd, "queryPlanner");
     const bson_value_t *hint = NULL;
     bson_value_t hint_store;

@@ -364,7 +364,10 @@ explain_sub(void *ctx, const char *coll, const bson_value_t *pipeline, bson_t *s
     bson_t *saved = op->reply;
     bson_iter_t it, si;
 
-    BSON_APPEND_UTF8(&cmd, "aggregate", coll);
+    if (coll != NULL)
+        BSON_APPEND_UTF8(&cmd, "aggregate", coll);
+    else
+        BSON_APPEND_INT32(&cmd, "aggregate", 1);
     if (pipeline != NULL)
         bson_append_value(&cmd, "pipeline", -1, pipeline);
     else
@@ -953,6 +956,93 @@ near_explain_plan(mf_op_t *op, const bson_t *find, const bson_t *filter, const b
     bson_destroy(&out);
 }
 
+/*
+ * explain_alone: the explain of an aggregate whose pipeline reads no
+ * collection through a plan: {aggregate: 1} ($documents, $currentOp ...),
+ * or coll's pipeline led by $collStats. As mongod's Explain::explainPipeline
+ * with no $cursor: {explainVersion, stages: [the pipeline's stages, from
+ * its source stage on], serverInfo, serverParameters, command}; at
+ * executionStats the pipeline runs to its end and each stage carries its
+ * counters. cmd: the aggregate command; pv its pipeline.
+ */
+static int
+explain_alone(mf_op_t *op, const bson_t *cmd, const char *coll, const bson_value_t *pv, const char *verbosity)
+{
+    bool exec = strcmp(verbosity, "queryPlanner") != 0;
+    bson_t all, rest = BSON_INITIALIZER, lead, stats_doc, arr;
+    bson_iter_t it, first;
+    bson_value_t rv = *pv;
+    bool has_lead = false, has_stats = false;
+    mf_pipeline_t *pl = NULL;
+    mf_agg_stream_t *st = NULL;
+    int rc = -1, k = 0;
+
+    if (exec && strcmp(verbosity, "executionStats") != 0 && strcmp(verbosity, "allPlansExecution") != 0)
+        return mf_err_set(&op->err, MF_E_BadValue,
+                          "verbosity string must be one of {'queryPlanner', 'executionStats', 'allPlansExecution'}");
+    bson_init_static(&all, pv->value.v_doc.data, pv->value.v_doc.data_len);
+    if (coll != NULL && bson_iter_init(&it, &all) && bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+        bson_iter_recurse(&it, &first) && bson_iter_next(&first) && strcmp(bson_iter_key(&first), "$collStats") == 0) {
+        /* $collStats (DocumentSourceCollStats::serialize: the stage as given); its document is the rest's input. */
+        bson_init_static(&lead, bson_iter_value(&it)->value.v_doc.data, bson_iter_value(&it)->value.v_doc.data_len);
+        has_lead = true;
+        if (mf_cmd_coll_stats_doc(op, coll, &first, &stats_doc) != 0)
+            goto done;
+        has_stats = true;
+        for (int n = 0; bson_iter_next(&it); n++) {
+            char key[16];
+            snprintf(key, sizeof key, "%d", n);
+            bson_append_value(&rest, key, -1, bson_iter_value(&it));
+        }
+        rv.value.v_doc.data = (uint8_t *)bson_get_data(&rest);
+        rv.value.v_doc.data_len = rest.len;
+    }
+    if ((pl = mf_pipeline_new(&rv, &op->err)) == NULL) {
+        mf_crud_optimize_context(&op->err);
+        goto done;
+    }
+    if (coll == NULL && !mf_pipeline_is_collectionless(pl)) {
+        mf_err_set(&op->err, MF_E_InvalidNamespace,
+                   "{aggregate: 1} is not valid for this pipeline; a collection is required.");
+        goto done;
+    }
+    if (mf_crud_agg_views_collation(op, pl) != 0 || mf_pipeline_lookup_from_check(pl, op->db, &op->err) != 0)
+        goto done;
+    if (exec && mf_crud_agg_explain_run_alone(op, pl, cmd, has_stats ? &stats_doc : NULL, &st) != 0)
+        goto done;
+    BSON_APPEND_UTF8(op->reply, "explainVersion", "1");
+    BSON_APPEND_ARRAY_BEGIN(op->reply, "stages", &arr);
+    if (has_lead) {
+        bson_t d;
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &d);
+        bson_concat(&d, &lead);
+        if (st != NULL) {
+            /* The stage's counters: the one document it made. */
+            int64_t n, us;
+            mf_agg_stream_source_stats(st, &n, &us);
+            BSON_APPEND_INT64(&d, "nReturned", n);
+            BSON_APPEND_INT64(&d, "executionTimeMillisEstimate", us / 1000);
+        }
+        bson_append_document_end(&arr, &d);
+        k = 1;
+    }
+    explain_sub_ctx_t sx = {op, verbosity};
+    mf_agg_explain_hooks_t hooks = {explain_sub, &sx};
+    mf_pipeline_explain(pl, 0, st, &hooks, &arr, &k);
+    bson_append_array_end(op->reply, &arr);
+    append_server_info(op);
+    append_server_parameters(op);
+    append_command(op, cmd);
+    rc = 0;
+done:
+    mf_agg_stream_free(st);
+    mf_pipeline_free(pl);
+    if (has_stats)
+        bson_destroy(&stats_doc);
+    bson_destroy(&rest);
+    return rc;
+}
+
 int
 mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
 {
@@ -967,11 +1057,15 @@ explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity, bool su
     bson_t filter;
     bson_value_t hint_store;
     bool has_filter = false;
-    if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_UTF8(&it))
-        return mf_err_set(&op->err, MF_E_InvalidNamespace, "explain of {aggregate: 1} is not supported");
-    const char *coll = bson_iter_utf8(&it, NULL);
+    if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it) ||
+        (!BSON_ITER_HOLDS_UTF8(&it) && !(BSON_ITER_HOLDS_NUMBER(&it) && bson_iter_as_double(&it) == 1)))
+        return mf_err_set(&op->err, MF_E_FailedToParse,
+                          "Invalid command format: the 'aggregate' field must specify a collection name or 1");
+    const char *coll = BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, NULL) : NULL;
     if (!bson_iter_init_find(&it, cmd, "pipeline") || !BSON_ITER_HOLDS_ARRAY(&it))
         return mf_err_set(&op->err, MF_E_Location40414, "BSON field 'aggregate.pipeline' is missing but a required field");
+    if (coll == NULL || mf_crud_stages_start_with(bson_iter_value(&it), "$collStats"))
+        return explain_alone(op, cmd, coll, bson_iter_value(&it), verbosity);
     /*
      * Validate the whole pipeline as aggregate would, and push down the
      * same prefix the streaming run pushes down (mf_crud_agg_plan_prefix): the

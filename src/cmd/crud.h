@@ -304,6 +304,17 @@ void mf_crud_stage_int(bson_t *stages, int *n, const char *stage, int64_t v);
 
 int mf_cmd_aggregate(mf_op_t *op);
 
+/*
+ * mf_crud_agg_explain_run_alone: runs pl (borrowed: it must outlive
+ * *stream), a pipeline that reads no collection ({aggregate: 1}'s, or the
+ * stages after a leading $collStats, whose document source (may be NULL)
+ * is then their only input), to its end with statistics, discarding the
+ * results, for explain at executionStats. 0 with *stream (the caller's to
+ * free), or -1 with op->err.
+ */
+int mf_crud_agg_explain_run_alone(mf_op_t *op, mf_pipeline_t *pl, const bson_t *cmd, const bson_t *source,
+                                  mf_agg_stream_t **stream);
+
 /* ---------- explain (cmd_explain.c) ---------- */
 
 int mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity);

@@ -6909,10 +6909,10 @@ explain_facet(const stage_t *s, const snode_t *nd, const mf_agg_explain_hooks_t 
 /*
  * explain_union: s's explain form into d, {$unionWith: {coll, pipeline}}
  * (no coll for a $documents sub-pipeline), as DocumentSourceUnionWith::
- * serialize writes it: with run (a collection's sub-pipeline, at
- * queryPlanner or once the run read it) the sub-pipeline explained by
- * hooks ([{$cursor ...}, ...]), else (or when the hook fails) its stages
- * as written.
+ * serialize writes it: with run (at queryPlanner, or once the run read
+ * the sub-pipeline) the sub-pipeline explained by hooks ([{$cursor ...},
+ * ...], or the desugared $documents first), else (or when the hook fails)
+ * its stages as written.
  */
 static void
 explain_union(const stage_t *s, const mf_agg_explain_hooks_t *hooks, bool run, bson_t *d)
@@ -6921,8 +6921,7 @@ explain_union(const stage_t *s, const mf_agg_explain_hooks_t *hooks, bool run, b
     bson_iter_t it;
     const bson_value_t *pv = s->spec != NULL && bson_iter_init_find(&it, s->spec, "pipeline") ? bson_iter_value(&it)
                                                                                                 : NULL;
-    run = run && hooks != NULL && hooks->sub_explain != NULL && s->from != NULL &&
-          !(s->sub != NULL && s->sub->collectionless);
+    run = run && hooks != NULL && hooks->sub_explain != NULL && (s->from != NULL || s->sub != NULL);
     bool ok = run && hooks->sub_explain(hooks->ctx, s->from, pv, &stages) == 0;
     BSON_APPEND_DOCUMENT_BEGIN(d, "$unionWith", &in);
     if (s->from != NULL)
@@ -6936,6 +6935,71 @@ explain_union(const stage_t *s, const mf_agg_explain_hooks_t *hooks, bool run, b
     bson_append_document_end(d, &in);
     bson_destroy(&stages);
     bson_destroy(&empty);
+}
+
+/*
+ * explain_documents: the stages $documents desugars to
+ * (DocumentSourceDocuments::createFromBson), appended to arr: a $queue of
+ * one empty document, a $project of the array (a constant, as optimize
+ * folds it) into _tempDocumentsField, its $unwind and a $replaceRoot by it.
+ * With nd (statistics): 1, 1, then the documents made, for each.
+ */
+static void
+explain_documents(const stage_t *s, const snode_t *nd, bson_t *arr, int *k)
+{
+    static const char *const names[] = {"$queue", "$project", "$unwind", "$replaceRoot"};
+    bson_iter_t it;
+    bson_t d, in, sub;
+    char key[16];
+
+    bson_iter_init(&it, s->raw);
+    bson_iter_next(&it);
+    for (int i = 0; i < 4; i++) {
+        snprintf(key, sizeof key, "%d", (*k)++);
+        BSON_APPEND_DOCUMENT_BEGIN(arr, key, &d);
+        if (i == 0) {
+            BSON_APPEND_ARRAY_BEGIN(&d, names[i], &in);
+            BSON_APPEND_DOCUMENT_BEGIN(&in, "0", &sub);
+            bson_append_document_end(&in, &sub);
+            bson_append_array_end(&d, &in);
+        } else {
+            BSON_APPEND_DOCUMENT_BEGIN(&d, names[i], &in);
+            if (i == 1) {
+                BSON_APPEND_BOOL(&in, "_id", true);
+                if (BSON_ITER_HOLDS_ARRAY(&it)) {
+                    BSON_APPEND_DOCUMENT_BEGIN(&in, "_tempDocumentsField", &sub);
+                    bson_append_value(&sub, "$const", -1, bson_iter_value(&it));
+                    bson_append_document_end(&in, &sub);
+                } else {
+                    bson_append_value(&in, "_tempDocumentsField", -1, bson_iter_value(&it));
+                }
+            } else {
+                BSON_APPEND_UTF8(&in, i == 2 ? "path" : "newRoot", "$_tempDocumentsField");
+            }
+            bson_append_document_end(&d, &in);
+        }
+        if (nd != NULL) {
+            BSON_APPEND_INT64(&d, "nReturned", i < 2 ? 1 : nd->n_out);
+            BSON_APPEND_INT64(&d, "executionTimeMillisEstimate", nd->time_us / 1000);
+        }
+        bson_append_document_end(arr, &d);
+    }
+}
+
+/* explain_current_op: a $currentOp's options in DocumentSourceCurrentOp::serialize's order, those given only. */
+static void
+explain_current_op(const stage_t *s, bson_t *d)
+{
+    static const char *const order[] = {"idleConnections", "idleSessions", "allUsers", "localOps", "truncateOps",
+                                        "idleCursors", "targetAllNodes", "backtrace", NULL};
+    bson_iter_t it;
+    bson_t in;
+
+    BSON_APPEND_DOCUMENT_BEGIN(d, "$currentOp", &in);
+    for (int i = 0; order[i] != NULL; i++)
+        if (s->spec != NULL && bson_iter_init_find(&it, s->spec, order[i]))
+            bson_append_value(&in, order[i], -1, bson_iter_value(&it));
+    bson_append_document_end(d, &in);
 }
 
 void
@@ -6953,6 +7017,10 @@ mf_pipeline_explain(const mf_pipeline_t *p, size_t first, const mf_agg_stream_t 
 
         if (i == absorbed)
             continue;
+        if (s->kind == S_DOCUMENTS) {
+            explain_documents(s, nd, arr, k);
+            continue;
+        }
         snprintf(key, sizeof key, "%d", (*k)++);
         BSON_APPEND_DOCUMENT_BEGIN(arr, key, &d);
         if (s->kind == S_SORT) {
@@ -6984,6 +7052,8 @@ mf_pipeline_explain(const mf_pipeline_t *p, size_t first, const mf_agg_stream_t 
             }
         } else if (s->kind == S_FACET) {
             explain_facet(s, nd, hooks, &d);
+        } else if (s->kind == S_CURRENTOP) {
+            explain_current_op(s, &d);
         } else if (s->kind == S_UNIONWITH) {
             /* The sub-pipeline explained as its own aggregate: only once the run read it (or at queryPlanner). */
             explain_union(s, hooks, st == NULL || (nd != NULL && (nd->sub != NULL || nd->done)), &d);

@@ -420,9 +420,10 @@ void mf_agg_stream_source_stats(const mf_agg_stream_t *st, int64_t *n, int64_t *
  * that reads another collection (a $unionWith's).
  * sub_explain: appends to stages (an empty array being built) the stages
  * of the explain, at the verbosity being answered, of pipeline (an array
- * value, or NULL: none) run as its own aggregate over coll: {$cursor}
- * first, as mongod's preparePipelineAndExplain writes it (executionStats:
- * the sub-pipeline runs again, on its own). 0, or -1 with stages
+ * value, or NULL: none) run as its own aggregate over coll ({$cursor}
+ * first) or, coll NULL, as {aggregate: 1}, as mongod's
+ * preparePipelineAndExplain writes it (executionStats: the sub-pipeline
+ * runs again, on its own). 0, or -1 with stages
  * untouched (the caller then shows the stage as written).
  */
 typedef struct mf_agg_explain_hooks {
@@ -439,10 +440,11 @@ typedef struct mf_agg_explain_hooks {
  * stages, run with statistics) each also gets its stage's statistics
  * (DocumentSourceGroupBase, DocumentSourceSort, DocumentSourceLookUp
  * serialize at kExecStats), then nReturned and executionTimeMillisEstimate;
- * with st NULL (queryPlanner) none. A $facet shows each facet's pipeline
+ * with st NULL (queryPlanner) none. $documents shows as the four stages
+ * it desugars to, $currentOp with its options in mongod's order. A $facet shows each facet's pipeline
  * explained the same way, after its $internalFacetTeeConsumer
- * (DocumentSourceFacet::serialize); a $unionWith over a collection, with
- * hooks (may be NULL), its sub-pipeline explained by hooks->sub_explain
+ * (DocumentSourceFacet::serialize); a $unionWith, with hooks (may be
+ * NULL), its sub-pipeline explained by hooks->sub_explain
  * when the run read it or st is NULL (DocumentSourceUnionWith::serialize).
  */
 void mf_pipeline_explain(const mf_pipeline_t *p, size_t first, const mf_agg_stream_t *st,
