@@ -6621,6 +6621,8 @@ node_step(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
                     }
                     if (d == NULL)
                         break;
+                    if (st->stats)
+                        nd->data_bytes += d->len; /* the $group's output, the $sort's input (explain) */
                     if (mf_sorter_add(nd->sorter, d, err) < 0)
                         return -1;
                 }
@@ -6986,6 +6988,194 @@ explain_documents(const stage_t *s, const snode_t *nd, bson_t *arr, int *k)
     }
 }
 
+/* explain_operand: v as an explained expression operand: a field path as is, a literal as {$const: v}. */
+static void
+explain_operand(bson_t *d, const char *key, const bson_value_t *v)
+{
+    bson_t c;
+    if ((v->value_type == BSON_TYPE_UTF8 && v->value.v_utf8.str[0] == '$') || v->value_type == BSON_TYPE_DOCUMENT ||
+        v->value_type == BSON_TYPE_ARRAY) {
+        bson_append_value(d, key, -1, v);
+        return;
+    }
+    BSON_APPEND_DOCUMENT_BEGIN(d, key, &c);
+    bson_append_value(&c, "$const", -1, v);
+    bson_append_document_end(d, &c);
+}
+
+/* explain_accs: a $group's accumulators {op: arg} from spec (a $bucket's output), arguments explained. */
+static void
+explain_accs(bson_t *d, const bson_t *spec)
+{
+    bson_iter_t it, ai;
+    bson_t a;
+    for (bson_iter_init(&it, spec); bson_iter_next(&it);) {
+        if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &ai))
+            continue;
+        BSON_APPEND_DOCUMENT_BEGIN(d, bson_iter_key(&it), &a);
+        while (bson_iter_next(&ai))
+            explain_operand(&a, bson_iter_key(&ai), bson_iter_value(&ai));
+        bson_append_document_end(d, &a);
+    }
+}
+
+/* explain_count_one: {name: {$sum: {$const: 1}}}, the count a desugared stage's $group keeps. */
+static void
+explain_count_one(bson_t *d, const char *name)
+{
+    bson_t a, c;
+    BSON_APPEND_DOCUMENT_BEGIN(d, name, &a);
+    BSON_APPEND_DOCUMENT_BEGIN(&a, "$sum", &c);
+    BSON_APPEND_INT32(&c, "$const", 1);
+    bson_append_document_end(&a, &c);
+    bson_append_document_end(d, &a);
+}
+
+/*
+ * explain_bucket_id: a $bucket's group key as DocumentSourceBucket::
+ * createFromBson builds it: {$switch: {branches: [{case: {$and: [{$gte:
+ * [groupBy, lower]}, {$lt: [groupBy, upper]}]}, then: lower} ...],
+ * default}}, constants as {$const}.
+ */
+static void
+explain_bucket_id(bson_t *d, const bson_t *spec)
+{
+    bson_iter_t gi, di, bi, lo, hi;
+    bson_t sw, in, br, b, cs, and, cmp, ops;
+    int k = 0;
+    char key[16];
+
+    bool has_by = bson_iter_init_find(&gi, spec, "groupBy");
+    bool has_dflt = bson_iter_init_find(&di, spec, "default");
+    BSON_APPEND_DOCUMENT_BEGIN(d, "_id", &sw);
+    BSON_APPEND_DOCUMENT_BEGIN(&sw, "$switch", &in);
+    BSON_APPEND_ARRAY_BEGIN(&in, "branches", &br);
+    if (has_by && bson_iter_init_find(&bi, spec, "boundaries") && BSON_ITER_HOLDS_ARRAY(&bi) &&
+        bson_iter_recurse(&bi, &lo) && bson_iter_next(&lo)) {
+        for (hi = lo; bson_iter_next(&hi); lo = hi) {
+            snprintf(key, sizeof key, "%d", k++);
+            BSON_APPEND_DOCUMENT_BEGIN(&br, key, &b);
+            BSON_APPEND_DOCUMENT_BEGIN(&b, "case", &cs);
+            BSON_APPEND_ARRAY_BEGIN(&cs, "$and", &and);
+            for (int j = 0; j < 2; j++) {
+                BSON_APPEND_DOCUMENT_BEGIN(&and, j == 0 ? "0" : "1", &cmp);
+                BSON_APPEND_ARRAY_BEGIN(&cmp, j == 0 ? "$gte" : "$lt", &ops);
+                bson_append_value(&ops, "0", -1, bson_iter_value(&gi));
+                explain_operand(&ops, "1", bson_iter_value(j == 0 ? &lo : &hi));
+                bson_append_array_end(&cmp, &ops);
+                bson_append_document_end(&and, &cmp);
+            }
+            bson_append_array_end(&cs, &and);
+            bson_append_document_end(&b, &cs);
+            explain_operand(&b, "then", bson_iter_value(&lo));
+            bson_append_document_end(&br, &b);
+        }
+    }
+    bson_append_array_end(&in, &br);
+    if (has_dflt)
+        explain_operand(&in, "default", bson_iter_value(&di));
+    bson_append_document_end(&sw, &in);
+    bson_append_document_end(d, &sw);
+}
+
+/*
+ * explain_desugared: a $sortByCount, $bucket or $count as the two stages
+ * it desugars to (DocumentSourceSortByCount / DocumentSourceBucket /
+ * DocumentSourceCount::createFromBson), appended to arr: a $group ({$sum:
+ * 1} counts, constants as {$const}, $willBeMerged false), then a $sort
+ * ({count: -1}; {_id: 1}) or, for $count, a $project of the count. With
+ * nd (statistics) each carries the counters a $group / $sort has, from the
+ * one node that runs both.
+ */
+static void
+explain_desugared(const stage_t *s, const snode_t *nd, bson_t *arr, int *k)
+{
+    bson_iter_t it, si;
+    bson_t d, in, sub;
+    char key[16];
+    int64_t spills, sdocs, sbytes;
+    bson_t spec = BSON_INITIALIZER;
+
+    bson_iter_init(&it, s->raw);
+    bson_iter_next(&it);
+    if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &si)) {
+        bson_destroy(&spec);
+        bson_init_static(&spec, bson_iter_value(&it)->value.v_doc.data, bson_iter_value(&it)->value.v_doc.data_len);
+    }
+    /* The $group. */
+    snprintf(key, sizeof key, "%d", (*k)++);
+    BSON_APPEND_DOCUMENT_BEGIN(arr, key, &d);
+    BSON_APPEND_DOCUMENT_BEGIN(&d, "$group", &in);
+    if (s->kind == S_SORTBYCOUNT) {
+        explain_operand(&in, "_id", bson_iter_value(&it));
+        explain_count_one(&in, "count");
+    } else if (s->kind == S_BUCKET) {
+        explain_bucket_id(&in, &spec);
+        if (bson_iter_init_find(&si, &spec, "output") && BSON_ITER_HOLDS_DOCUMENT(&si)) {
+            bson_t out;
+            bson_init_static(&out, bson_iter_value(&si)->value.v_doc.data, bson_iter_value(&si)->value.v_doc.data_len);
+            explain_accs(&in, &out);
+        } else {
+            explain_count_one(&in, "count");
+        }
+    } else {
+        BSON_APPEND_DOCUMENT_BEGIN(&in, "_id", &sub);
+        BSON_APPEND_NULL(&sub, "$const");
+        bson_append_document_end(&in, &sub);
+        explain_count_one(&in, s->field);
+    }
+    BSON_APPEND_BOOL(&in, "$willBeMerged", false);
+    bson_append_document_end(&d, &in);
+    if (nd != NULL) {
+        BSON_APPEND_DOCUMENT_BEGIN(&d, "maxAccumulatorMemoryUsageBytes", &sub);
+        if (s->kind == S_COUNT) {
+            BSON_APPEND_INT64(&sub, s->field, nd->n_out > 0 ? (int64_t)sizeof(accst_t) : 0);
+        } else {
+            const stage_t *g = s->kind == S_SORTBYCOUNT ? &nd->sbc : s;
+            for (size_t a = 0; a < g->naccs; a++)
+                BSON_APPEND_INT64(&sub, g->accs[a].field, nd->acc_max != NULL ? nd->acc_max[a] : 0);
+        }
+        bson_append_document_end(&d, &sub);
+        explain_spills(nd->gspill, &spills, &sdocs, &sbytes);
+        BSON_APPEND_INT64(&d, "totalOutputDataSizeBytes", s->kind == S_COUNT ? 0 : nd->data_bytes);
+        BSON_APPEND_BOOL(&d, "usedDisk", spills > 0);
+        BSON_APPEND_INT64(&d, "spills", spills);
+        BSON_APPEND_INT64(&d, "spilledDataStorageSize", sbytes);
+        BSON_APPEND_INT64(&d, "numBytesSpilledEstimate", sbytes);
+        BSON_APPEND_INT64(&d, "spilledRecords", sdocs);
+        BSON_APPEND_INT64(&d, "nReturned", nd->n_out);
+        BSON_APPEND_INT64(&d, "executionTimeMillisEstimate", nd->time_us / 1000);
+    }
+    bson_append_document_end(arr, &d);
+    /* The $sort, or $count's $project. */
+    snprintf(key, sizeof key, "%d", (*k)++);
+    BSON_APPEND_DOCUMENT_BEGIN(arr, key, &d);
+    if (s->kind == S_COUNT) {
+        BSON_APPEND_DOCUMENT_BEGIN(&d, "$project", &in);
+        BSON_APPEND_BOOL(&in, s->field, true);
+        BSON_APPEND_BOOL(&in, "_id", false);
+        bson_append_document_end(&d, &in);
+    } else {
+        BSON_APPEND_DOCUMENT_BEGIN(&d, "$sort", &in);
+        BSON_APPEND_DOCUMENT_BEGIN(&in, "sortKey", &sub);
+        BSON_APPEND_INT32(&sub, s->kind == S_SORTBYCOUNT ? "count" : "_id", s->kind == S_SORTBYCOUNT ? -1 : 1);
+        bson_append_document_end(&in, &sub);
+        bson_append_document_end(&d, &in);
+        if (nd != NULL) {
+            explain_spills(nd->sorter, &spills, &sdocs, &sbytes);
+            BSON_APPEND_INT64(&d, "totalDataSizeSortedBytesEstimate", nd->data_bytes);
+            BSON_APPEND_BOOL(&d, "usedDisk", spills > 0);
+            BSON_APPEND_INT64(&d, "spills", spills);
+            BSON_APPEND_INT64(&d, "spilledDataStorageSize", sbytes);
+        }
+    }
+    if (nd != NULL) {
+        BSON_APPEND_INT64(&d, "nReturned", nd->n_out);
+        BSON_APPEND_INT64(&d, "executionTimeMillisEstimate", nd->time_us / 1000);
+    }
+    bson_append_document_end(arr, &d);
+}
+
 /* explain_current_op: a $currentOp's options in DocumentSourceCurrentOp::serialize's order, those given only. */
 static void
 explain_current_op(const stage_t *s, bson_t *d)
@@ -7019,6 +7209,10 @@ mf_pipeline_explain(const mf_pipeline_t *p, size_t first, const mf_agg_stream_t 
             continue;
         if (s->kind == S_DOCUMENTS) {
             explain_documents(s, nd, arr, k);
+            continue;
+        }
+        if (s->kind == S_SORTBYCOUNT || s->kind == S_BUCKET || s->kind == S_COUNT) {
+            explain_desugared(s, nd, arr, k);
             continue;
         }
         snprintf(key, sizeof key, "%d", (*k)++);
