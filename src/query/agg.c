@@ -5873,8 +5873,8 @@ struct mf_agg_stream {
     char *tmp_dir; /* owned, may be NULL */
     int64_t spills;
     bool stats;             /* collect statistics (explain) */
-    int64_t src_n, src_us;  /* the source's documents taken, and the time in env->pull / pull_count */
-    int64_t src_fed;        /* statistics: documents node 0 took from src (a facet's $internalFacetTeeConsumer) */
+    /* The source's documents node 0 took (or pull_count counted), and the time in env->pull / pull_count. */
+    int64_t src_n, src_us;
 };
 
 mf_agg_stream_t *
@@ -5998,7 +5998,7 @@ upstream(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, m
     for (;;) {
         if (st->src_pos < st->src.len) {
             *out = st->src.docs[st->src_pos++];
-            st->src_fed += st->stats;
+            st->src_n += st->stats; /* taken, not merely pulled: a $limit downstream stops it */
             return 0;
         }
         st->src.len = 0;
@@ -6009,10 +6009,8 @@ upstream(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, m
             return mf_err_set(err, MF_E_InternalError, "streaming aggregation needs a source");
         int64_t t0 = st->stats ? mf_mono_us() : 0;
         int pr = env->pull(env->ctx, 128, &st->src, &st->src_eof, err);
-        if (st->stats) {
+        if (st->stats)
             st->src_us += mf_mono_us() - t0;
-            st->src_n += (int64_t)st->src.len;
-        }
         if (pr < 0)
             return -1;
         if (st->src.len == 0 && !st->src_eof)
@@ -6897,7 +6895,7 @@ explain_facet(const stage_t *s, const snode_t *nd, const mf_agg_explain_hooks_t 
         BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &tee);
         BSON_APPEND_DOCUMENT(&tee, "$internalFacetTeeConsumer", &empty);
         if (fs != NULL) {
-            BSON_APPEND_INT64(&tee, "nReturned", fs->src_fed);
+            BSON_APPEND_INT64(&tee, "nReturned", fs->src_n);
             BSON_APPEND_INT64(&tee, "executionTimeMillisEstimate", 0); /* its documents were in hand */
         }
         bson_append_document_end(&arr, &tee);
