@@ -986,9 +986,13 @@ explain_alone(mf_op_t *op, const bson_t *cmd, const char *coll, const bson_value
         /* $collStats (DocumentSourceCollStats::serialize: the stage as given); its document is the rest's input. */
         bson_init_static(&lead, bson_iter_value(&it)->value.v_doc.data, bson_iter_value(&it)->value.v_doc.data_len);
         has_lead = true;
-        if (mf_cmd_coll_stats_doc(op, coll, &first, &stats_doc) != 0)
+        if (mf_cmd_coll_stats_doc(op, coll, &first, &stats_doc) == 0) {
+            has_stats = true;
+        } else if (exec || op->err.code != MF_E_NamespaceNotFound) {
             goto done;
-        has_stats = true;
+        } else {
+            mf_err_clear(&op->err); /* a valid stage over a missing collection: only running it fails */
+        }
         for (int n = 0; bson_iter_next(&it); n++) {
             char key[16];
             snprintf(key, sizeof key, "%d", n);

@@ -222,6 +222,12 @@ h.test('{aggregate: 1} with $currentOp (admin): its options in mongod\'s order; 
   const es = await explain(db, cmd, 'executionStats');
   assert.deepEqual(names(es.stages), ['$collStats', '$project']);
   assert.deepEqual(counts(es.stages), [1, 1]);
+  // Over a missing collection only running it fails (26); queryPlanner does not run it. A bad spec is 40415 either way.
+  const none = { aggregate: 'none', pipeline: [{ $collStats: { count: {} } }], cursor: {} };
+  assert.deepEqual((await explain(db, none, 'queryPlanner')).stages, [{ $collStats: { count: {} } }]);
+  await h.expectCode(explain(db, none, 'executionStats'), 26);
+  await h.expectCode(explain(db, { aggregate: 'a', pipeline: [{ $collStats: { bogus: 1 } }], cursor: {} }, 'queryPlanner'),
+    40415);
 });
 
 h.test('$sortByCount, $bucket and $count explain as the $group + $sort / $project they desugar to', async () => {
