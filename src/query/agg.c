@@ -7080,7 +7080,8 @@ explain_bucket_id(bson_t *d, const bson_t *spec)
  * explain_desugared: a $sortByCount, $bucket or $count as the two stages
  * it desugars to (DocumentSourceSortByCount / DocumentSourceBucket /
  * DocumentSourceCount::createFromBson), appended to arr: a $group ({$sum:
- * 1} counts, constants as {$const}, $willBeMerged false), then a $sort
+ * 1} counts, constants as {$const}; no $willBeMerged, which mongod writes
+ * only under featureFlagShardFilteringDistinctScan), then a $sort
  * ({count: -1}; {_id: 1}) or, for $count, a $project of the count. With
  * nd (statistics) each carries the counters a $group / $sort has, from the
  * one node that runs both.
@@ -7122,7 +7123,6 @@ explain_desugared(const stage_t *s, const snode_t *nd, bson_t *arr, int *k)
         bson_append_document_end(&in, &sub);
         explain_count_one(&in, s->field);
     }
-    BSON_APPEND_BOOL(&in, "$willBeMerged", false);
     bson_append_document_end(&d, &in);
     if (nd != NULL) {
         BSON_APPEND_DOCUMENT_BEGIN(&d, "maxAccumulatorMemoryUsageBytes", &sub);

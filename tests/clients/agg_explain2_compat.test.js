@@ -241,7 +241,7 @@ h.test('$sortByCount, $bucket and $count explain as the $group + $sort / $projec
   };
   const qp = await explain(db, cmd, 'queryPlanner');
   assert.deepEqual(qp.stages.slice(1), [
-    { $group: { _id: '$x', count: { $sum: { $const: 1 } }, $willBeMerged: false } },
+    { $group: { _id: '$x', count: { $sum: { $const: 1 } } } },
     { $sort: { sortKey: { count: -1 } } },
     { $group: {
       _id: { $switch: {
@@ -252,10 +252,9 @@ h.test('$sortByCount, $bucket and $count explain as the $group + $sort / $projec
         default: { $const: 'big' },
       } },
       count: { $sum: { $const: 1 } },
-      $willBeMerged: false,
     } },
     { $sort: { sortKey: { _id: 1 } } },
-    { $group: { _id: { $const: null }, n: { $sum: { $const: 1 } }, $willBeMerged: false } },
+    { $group: { _id: { $const: null }, n: { $sum: { $const: 1 } } } },
     { $project: { n: true, _id: false } },
   ]);
   const es = await explain(db, cmd, 'executionStats');
@@ -272,7 +271,7 @@ h.test('$sortByCount, $bucket and $count explain as the $group + $sort / $projec
     cursor: {},
   }, 'queryPlanner');
   const g = o.stages[1].$group;
-  assert.deepEqual(Object.keys(g), ['_id', 's', 'm', '$willBeMerged']);
+  assert.deepEqual(Object.keys(g), ['_id', 's', 'm']);
   assert.deepEqual(g.s, { $sum: { $const: 1 } });
   assert.deepEqual(g.m, { $max: '$x' });
   assert.deepEqual(o.stages[2], { $sort: { sortKey: { _id: 1 } } });

@@ -424,7 +424,7 @@ h.test('explain of a count on a view is the aggregate it runs: the view\'s colle
   assert.equal(cursor.executionStats.totalDocsExamined, 4);
   // $count explains as the $group + $project it desugars to (DocumentSourceCount::createFromBson).
   const [group, last] = ex.stages.slice(-2);
-  assert.deepEqual(group.$group, { _id: { $const: null }, count: { $sum: { $const: 1 } }, $willBeMerged: false });
+  assert.deepEqual(group.$group, { _id: { $const: null }, count: { $sum: { $const: 1 } } });
   assert.deepEqual(last.$project, { count: true, _id: false });
   assert.equal(last.nReturned, 1); // executionStats: the stage's own count
   // A collation other than the view's is 167, explained or run.
