@@ -6912,7 +6912,7 @@ explain_facet(const stage_t *s, const snode_t *nd, const mf_agg_explain_hooks_t 
  * serialize writes it: with run (at queryPlanner, or once the run read
  * the sub-pipeline) the sub-pipeline explained by hooks ([{$cursor ...},
  * ...], or the desugared $documents first), else (or when the hook fails)
- * its stages as written.
+ * its stages as explain shows them, with no $cursor.
  */
 static void
 explain_union(const stage_t *s, const mf_agg_explain_hooks_t *hooks, bool run, bson_t *d)
@@ -6926,12 +6926,18 @@ explain_union(const stage_t *s, const mf_agg_explain_hooks_t *hooks, bool run, b
     BSON_APPEND_DOCUMENT_BEGIN(d, "$unionWith", &in);
     if (s->from != NULL)
         BSON_APPEND_UTF8(&in, "coll", s->from);
-    if (ok)
+    if (ok) {
         BSON_APPEND_ARRAY(&in, "pipeline", &stages);
-    else if (pv != NULL)
-        bson_append_value(&in, "pipeline", -1, pv);
-    else
+    } else if (s->sub != NULL) {
+        /* _pipeline->serialize(explain): each stage as explain shows it, with no $cursor and no counters. */
+        bson_t arr;
+        int k = 0;
+        BSON_APPEND_ARRAY_BEGIN(&in, "pipeline", &arr);
+        mf_pipeline_explain(s->sub, 0, NULL, NULL, &arr, &k);
+        bson_append_array_end(&in, &arr);
+    } else {
         BSON_APPEND_ARRAY(&in, "pipeline", &empty);
+    }
     bson_append_document_end(d, &in);
     bson_destroy(&stages);
     bson_destroy(&empty);
