@@ -2872,6 +2872,8 @@ distinct_plan(const mf_coll_t *c, const mf_plan_request_t *req, mf_index_t *hint
 {
     const char *key = req->distinct_key;
     const bson_t *proj = req->shown.projection;
+    bool group = req->distinct_group, flip = group && req->distinct_last;
+    bool has_sort = group && req->sort != NULL && !bson_empty(req->sort);
     bool allowed[MF_MAX_INDEXES], cands[MF_MAX_INDEXES];
     bool filtered = false, any = false;
     mf_stage_t *top = NULL;
@@ -2881,10 +2883,18 @@ distinct_plan(const mf_coll_t *c, const mf_plan_request_t *req, mf_index_t *hint
     }
     for (int i = 0; i < c->nindexes && i < MF_MAX_INDEXES; i++) {
         const mf_index_t *ix = c->indexes[i];
+        int f = kp_field(ix, key);
         cands[i] = !ix->building && ix->key_types && !ix->kp.is_text && !ix->kp.is_wildcard &&
-                   !ix->kp.wildcard_compound && !ix->kp.has_geo && kp_field(ix, key) >= 0 &&
+                   !ix->kp.wildcard_compound && !ix->kp.has_geo && f >= 0 &&
                    (hinted != NULL ? ix == hinted : !mf_plan_index_hidden(ix) && (!filtered || allowed[i])) &&
-                   !(c->clustered && ix->is_id);
+                   !(c->clustered && ix->is_id) &&
+                   /*
+                    * $groupByDistinctScan (getIndexEntriesForDistinct): STRICT_DISTINCT_ONLY leaves out an
+                    * index multikey on the key's path (its keys unwind arrays a $group keys whole), and a
+                    * flipped scan ($last) any multikey index (a reversed scan does not reverse the order
+                    * of arrays, which sort by their least / greatest element).
+                    */
+                   !(group && field_mk(ix, f) != 0) && !(flip && atomic_load(&ix->multikey));
         any = any || cands[i];
     }
     /* "a.0": keys hold one reading of the path (the position), distinct walks both: left to the documents. */
@@ -2895,7 +2905,7 @@ distinct_plan(const mf_coll_t *c, const mf_plan_request_t *req, mf_index_t *hint
     collect_preds(req->filter, ps, 0, 0);
     cand_t *k = mf_malloc(sizeof(*k));
     bool have = false;
-    if (req->filter == NULL || bson_empty(req->filter)) {
+    if ((req->filter == NULL || bson_empty(req->filter)) && !has_sort) {
         /* getDistinctNodeIndex: the key leads, same collation, not partial, not hashed; fewest fields wins. */
         mf_index_t *pick = NULL;
         for (int i = 0; i < c->nindexes && i < MF_MAX_INDEXES; i++) {
@@ -2912,14 +2922,22 @@ distinct_plan(const mf_coll_t *c, const mf_plan_request_t *req, mf_index_t *hint
             analyse(pick, ps, k);
             bounds_index(NULL);
             have = true;
+            /* Forward even for $last: with no filter nor sort the direction does not matter (createDistinctScanSolution). */
             mf_stage_t *st = ixscan_stage(k, 1);
-            /* DistinctNode provides the key's field (multikey too: distinct unwinds arrays anyway). */
-            bool covered = pick->kp.collation == NULL;
+            bool covered;
+            if (group) {
+                /* The group's dependencies from the keys alone (analyzeDataAccess), else FETCH. */
+                covered = proj != NULL && projection_coverable(pick, proj, &p->cover_fields);
+                p->distinct_whole = covered;
+            } else {
+                /* DistinctNode provides the key's field (multikey too: distinct unwinds arrays anyway). */
+                covered = pick->kp.collation == NULL;
+            }
             top = distinct_stages(p, st, 0, covered, true, proj);
         }
     } else {
-        /* turnIxscanIntoDistinctIxscan over the plan rule 3 makes of the candidates. */
-        cand_t *best = best_candidate(c, ps, NULL, hinted, cands);
+        /* turnIxscanIntoDistinctIxscan over the plan rule 3 makes of the candidates (in the sort's order). */
+        cand_t *best = best_candidate(c, ps, has_sort ? req->sort : NULL, hinted, cands);
         if (best != NULL) {
             *k = *best;
             free(best);
@@ -2931,18 +2949,30 @@ distinct_plan(const mf_coll_t *c, const mf_plan_request_t *req, mf_index_t *hint
                 if (k->mk_only[j] && distinct_mk_exact(&ps->p[j].v))
                     k->inexact[j] = false;
             bson_t *residual = residual_filter(req->filter, ps, k);
-            bool ok = residual == NULL && (hinted != NULL || cand_bounded(k)) && !k->empty && field_mk(ix, f) == 0 &&
+            bool ok = residual == NULL && (hinted != NULL || cand_bounded(k) || (has_sort && k->sort_dir != 0)) &&
+                      !k->empty && field_mk(ix, f) == 0 && (!has_sort || k->sort_dir != 0) &&
                       mf_collation_equal(ix->kp.collation, mf_collation_current());
+            /*
+             * STRICT_DISTINCT_ONLY: one point on each field before the key, or a value of the key
+             * would come once per value of those fields.
+             */
+            for (int i = 0; ok && group && i < f; i++)
+                ok = i < k->nbounded && !k->f[i].all && k->f[i].n == 1 && is_point(&k->f[i].v[0]);
             if (residual != NULL)
                 bson_destroy(residual);
-            mf_stage_t *st = ok ? ixscan_stage(k, 1) : NULL;
+            int dir = has_sort && k->sort_dir < 0 ? -1 : 1;
+            mf_stage_t *st = ok ? ixscan_stage(k, flip ? -dir : dir) : NULL;
             if (st != NULL && st->loose) {
                 stage_free(st);
                 st = NULL;
             }
             if (st != NULL) {
-                uint32_t fields;
+                uint32_t fields = 0;
                 bool covered = proj != NULL && projection_coverable(ix, proj, &fields);
+                if (group) {
+                    p->cover_fields = fields;
+                    p->distinct_whole = covered;
+                }
                 top = distinct_stages(p, st, f, covered, false, proj);
             }
         }
