@@ -2914,6 +2914,9 @@ distinct_plan(const mf_coll_t *c, const mf_plan_request_t *req, mf_index_t *hint
                 !mf_collation_equal(ix->kp.collation, mf_collation_current()) ||
                 (ix->kp.has_hashed && ix->kp.hashed_field == 0))
                 continue;
+            /* A $group's null group holds the documents missing the key, which a sparse index leaves out. */
+            if (group && ix->sparse && hinted == NULL)
+                continue;
             if (pick == NULL || ix->kp.nfields < pick->kp.nfields)
                 pick = ix;
         }

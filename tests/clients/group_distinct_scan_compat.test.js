@@ -321,6 +321,23 @@ h.test('falls back to the pipeline as it was: multikey, $last on a multikey inde
     '{"_id":{"$numberInt":"2"},"f":{"$numberInt":"2"}}']);
 });
 
+h.test('a sparse index leaves out the documents missing the key: no DISTINCT_SCAN without a filter', async () => {
+  const db = srv.freshDb();
+  const coll = db.collection('sp');
+  await coll.insertMany([{ _id: 1, a: 1 }, { _id: 2 }, { _id: 3, a: 2 }, { _id: 4, a: null }]);
+  await coll.createIndex({ a: 1 }, { sparse: true });
+  const p = [{ $group: { _id: '$a', n: { $first: '$_id' } } }];
+  const r = await both(coll, p);
+  assert.deepEqual(r.viaIndex, r.viaScan);
+  assert.equal(r.viaIndex.length, 3);
+  await assertNoDistinct(coll, p);
+  /* a filter that excludes null: the sparse index holds every match */
+  const q = [{ $match: { a: { $gte: 1 } } }, { $group: { _id: '$a' } }];
+  const r2 = await both(coll, q);
+  assert.deepEqual(r2.viaIndex, r2.viaScan);
+  await assertDistinct(coll, q);
+});
+
 h.test('collation: the index and the query must have the same one', async () => {
   const db = srv.freshDb();
   const coll = db.collection('s');
