@@ -256,10 +256,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         mf_docvec_destroy(&out);
     }
     /*
-     * (4) the same stages with a barrier after each one ({$redact: "$$KEEP"},
-     * which passes every document unchanged): the pipeline's rewrites
-     * (agg_optimize.c: $match moved ahead and split, $skip / $limit joined,
-     * $lookup absorbing $unwind and $match) may not change what it returns.
+     * (4) the same stages with a barrier after each one ([{$facet: {d:
+     * [{$match: {}}]}}, {$unwind: "$d"}, {$replaceWith: "$d"}], which passes
+     * every document unchanged, in order, and which no stage moves past; a
+     * $redact no longer is one): the pipeline's rewrites (agg_optimize.c
+     * and optimize_pipeline: $match moved ahead and split, $skip / $limit
+     * joined, $lookup / $graphLookup absorbing $unwind, stages copied into
+     * $unionWith) may not change what it returns.
      * A pipeline that needs a stage first or last may not parse this way;
      * it is then not compared.
      */
@@ -272,13 +275,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             while (bson_iter_next(&it)) {
                 char buf[16];
                 const char *key;
-                bson_t bar;
                 bson_uint32_to_string(k++, &key, buf, sizeof buf);
                 bson_append_value(&arr, key, -1, bson_iter_value(&it));
-                bson_uint32_to_string(k++, &key, buf, sizeof buf);
-                bson_append_document_begin(&arr, key, -1, &bar);
-                bson_append_utf8(&bar, "$redact", 7, "$$KEEP", 6);
-                bson_append_document_end(&arr, &bar);
+                for (int b = 0; b < 3; b++) {
+                    bson_t *bar = b == 0   ? BCON_NEW("$facet", "{", "d", "[", "{", "$match", "{", "}", "}", "]", "}")
+                                  : b == 1 ? BCON_NEW("$unwind", BCON_UTF8("$d"))
+                                           : BCON_NEW("$replaceWith", BCON_UTF8("$d"));
+                    bson_uint32_to_string(k++, &key, buf, sizeof buf);
+                    bson_append_document(&arr, key, -1, bar);
+                    bson_destroy(bar);
+                }
             }
         }
         bson_value_t bv = {.value_type = BSON_TYPE_ARRAY};

@@ -533,15 +533,36 @@ agg_pull_count(void *ctx, int64_t max, int64_t *n, bool *eof, mf_error_t *err)
     return rc;
 }
 
+/* mf_crud_agg_cover_tail: see crud.h. */
+void
+mf_crud_agg_cover_tail(const mf_pipeline_t *pl, const mf_agg_pushdown_t *pd, const bson_t *out_proj,
+                       const mf_projection_t *out_parsed, mf_plan_request_t *req)
+{
+    const bson_t *sort, *proj;
+    const mf_projection_t *parsed;
+    if (pd->sort == NULL && pd->project_spec == NULL &&
+        mf_pipeline_sort_tail(pl, pd->nstages, &sort, &proj, &parsed) && (proj != NULL || out_proj != NULL)) {
+        req->cover_sort = sort;
+        req->cover_projection = proj != NULL ? proj : out_proj;
+        req->cover_parsed = proj != NULL ? parsed : out_parsed;
+    }
+}
+
 /*
  * mf_crud_agg_plan_prefix: plans pl's pushed-down prefix over c (may be NULL) as
  * find would: the leading $sort is pushed down only when the chosen plan
- * provides its order (else the pipeline's own spilling $sort runs it).
- * Sets *pd and *plan (owned by the caller). Catalog lock held. 0 or -1.
+ * provides its order (else the pipeline's own spilling $sort runs it, over
+ * the decoded keys of a covered scan when mf_crud_agg_cover_tail allows:
+ * out_proj, may be NULL, is the find projection applied to the results).
+ * A $group mongod runs as $groupByDistinctScan (pd->group_key) is planned
+ * first as a strict DISTINCT_SCAN, kept only when that is the plan
+ * (pd->group_distinct). Sets *pd and *plan (owned by the caller). Catalog
+ * lock held. 0 or -1.
  */
 int
 mf_crud_agg_plan_prefix(mf_op_t *op, const mf_coll_t *c, const mf_pipeline_t *pl, const bson_value_t *hint,
-                mf_agg_pushdown_t *pd, mf_plan_t **plan)
+                        const bson_t *out_proj, const mf_projection_t *out_parsed, mf_agg_pushdown_t *pd,
+                        mf_plan_t **plan)
 {
     mf_pipeline_pushdown(pl, true, pd);
     if (c != NULL && pd->group_key != NULL) {
@@ -568,7 +589,10 @@ mf_crud_agg_plan_prefix(mf_op_t *op, const mf_coll_t *c, const mf_pipeline_t *pl
         mf_plan_request_t req = {.filter = pd->filter, .sort = pd->sort, .hint = hint, .skip = pd->skip,
                                  .limit = pd->limit, .projection = pd->project_spec, .count_only = pd->count_only,
                                  /* a $project of key fields only may be covered, as find's projection (mf_plan_t.covered) */
-                                 .cover_projection = pd->project_spec};
+                                 .cover_projection = pd->project_spec, .cover_parsed = pd->project};
+        /* A $sort left to the pipeline, then a projection of key fields: it may sort the decoded keys. */
+        if (attempt > 0)
+            mf_crud_agg_cover_tail(pl, pd, out_proj, out_parsed, &req);
         if (mf_plan_build(c, &req, plan, &op->err) != 0)
             return -1;
         if (pd->sort == NULL || (*plan)->sort == NULL)
@@ -795,14 +819,14 @@ agg_limits(mf_op_t *op, bool allow_disk)
 
 static agg_stream_t *
 agg_stream_new(mf_op_t *op, const char *coll, mf_pipeline_t *pl, const bson_value_t *hint, bool allow_disk,
-               int view_depth)
+               int view_depth, const bson_t *out_proj, const mf_projection_t *out_parsed)
 {
     mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, coll);
     mf_agg_pushdown_t pd;
     mf_plan_t *plan = NULL;
     mf_matcher_t *m = NULL;
 
-    if (mf_crud_agg_plan_prefix(op, c, pl, hint, &pd, &plan) != 0 ||
+    if (mf_crud_agg_plan_prefix(op, c, pl, hint, out_proj, out_parsed, &pd, &plan) != 0 ||
         (m = mf_matcher_new(pd.filter, &op->err)) == NULL) {
         mf_plan_free(plan);
         mf_pipeline_free(pl);
@@ -843,7 +867,7 @@ mf_crud_agg_explain_run(mf_op_t *op, const char *coll, mf_pipeline_t *pl, const 
     *stream = NULL;
     if (bson_iter_init_find(&it, cmd, "allowDiskUse") && BSON_ITER_HOLDS_BOOL(&it))
         allow_disk = bson_iter_bool(&it);
-    if (mf_crud_agg_plan_prefix(op, c, pl, hint, pd, plan) != 0 ||
+    if (mf_crud_agg_plan_prefix(op, c, pl, hint, NULL, NULL, pd, plan) != 0 ||
         (m = mf_matcher_new(pd->filter, &op->err)) == NULL) {
         mf_plan_free(*plan);
         *plan = NULL;
@@ -954,7 +978,7 @@ ts_hint_to_buckets(mf_op_t *op, const char *base, const bson_value_t *hint, bson
 
 static agg_stream_t *
 view_stream(mf_op_t *op, const char *name, const bson_value_t *stages, int depth, const bson_value_t *hint,
-            bool allow_disk, mf_error_t *err)
+            bool allow_disk, const bson_t *out_proj, const mf_projection_t *out_parsed, mf_error_t *err)
 {
     char *base = NULL;
     bson_t stats;
@@ -992,7 +1016,8 @@ view_stream(mf_op_t *op, const char *name, const bson_value_t *stages, int depth
             hint = &bhint_v;
             translated = true;
         }
-        x = agg_stream_new(op, base, pl, hint, allow_disk, depth); /* plans now: the hint is not kept */
+        /* plans now: the hint and out_proj are not kept */
+        x = agg_stream_new(op, base, pl, hint, allow_disk, depth, out_proj, out_parsed);
         if (x == NULL && err != &op->err)
             *err = op->err;
     }
@@ -1007,7 +1032,7 @@ static int
 view_each(mf_op_t *op, const char *name, const bson_value_t *stages, int depth, const bson_value_t *hint,
           mf_agg_scan_stats_t *sink, mf_agg_visit_fn visit, void *arg, mf_error_t *err)
 {
-    agg_stream_t *x = view_stream(op, name, stages, depth, hint, allow_disk_default(op), err);
+    agg_stream_t *x = view_stream(op, name, stages, depth, hint, allow_disk_default(op), NULL, NULL, err);
     mf_agg_env_t env;
     int rc = 0;
 
@@ -1045,7 +1070,7 @@ static void *
 agg_sub_open(void *ctx, const char *coll, const bson_value_t *pipeline, mf_error_t *err)
 {
     agg_scan_ctx_t *x = ctx;
-    return view_stream(x->op, coll, pipeline, x->view_depth, NULL, allow_disk_default(x->op), err);
+    return view_stream(x->op, coll, pipeline, x->view_depth, NULL, allow_disk_default(x->op), NULL, NULL, err);
 }
 
 static int
@@ -1142,9 +1167,9 @@ agg_stream_start(mf_op_t *op, const char *name, mf_pipeline_t **plp, const bson_
     if ((mf_pipeline_writes(*plp) && !for_write) || mf_pipeline_is_collectionless(*plp))
         return 0;
     if (c != NULL && c->is_view) {
-        x = view_stream(op, name, pv, 0, hint, allow_disk, &op->err);
+        x = view_stream(op, name, pv, 0, hint, allow_disk, NULL, NULL, &op->err);
     } else {
-        x = agg_stream_new(op, name, *plp, hint, allow_disk, 0);
+        x = agg_stream_new(op, name, *plp, hint, allow_disk, 0, NULL, NULL);
         *plp = NULL;
     }
     if (x == NULL)
@@ -1416,10 +1441,10 @@ mf_crud_view_each(mf_op_t *op, const char *name, const bson_t *stages, const bso
 
 int
 mf_crud_view_cursor(mf_op_t *op, const char *name, const bson_t *stages, const bson_value_t *hint, bool allow_disk,
-                    mf_projection_t *proj, mf_matcher_t *m, mf_cursor_t *cur)
+                    mf_projection_t *proj, const bson_t *cover_proj, mf_matcher_t *m, mf_cursor_t *cur)
 {
     bson_value_t sv = array_value(stages);
-    agg_stream_t *x = view_stream(op, name, &sv, 0, hint, allow_disk, &op->err);
+    agg_stream_t *x = view_stream(op, name, &sv, 0, hint, allow_disk, cover_proj, cover_proj != NULL ? proj : NULL, &op->err);
 
     if (x == NULL) {
         if (proj)

@@ -968,7 +968,7 @@ mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
     }
     const bson_value_t *hint = c != NULL && base == NULL ? sub_hint(cmd, &hint_store) : NULL;
     if (prc == 0 && streams)
-        prc = mf_crud_agg_plan_prefix(op, c, pl, hint, &pd, &probe);
+        prc = mf_crud_agg_plan_prefix(op, c, pl, hint, NULL, NULL, &pd, &probe);
     mf_plan_free(probe);
     /*
      * executionStats / allPlansExecution with stages after the plan: the
@@ -1009,13 +1009,16 @@ mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
     mf_plan_request_t req = {.filter = has_filter ? &filter : NULL, .sort = pd.sort ? &sort : NULL,
                              .skip = pd.skip, .limit = pd.limit, .hint = base ? NULL : sub_hint(cmd, &hint_store),
                              .projection = pd.project_spec ? &proj : NULL, .count_only = pd.count_only,
-                             .cover_projection = pd.project_spec ? &proj : NULL}; /* as the aggregate runs it */
+                             .cover_projection = pd.project_spec ? &proj : NULL, /* as the aggregate runs it */
+                             .cover_parsed = pd.project_spec ? pd.project : NULL};
     if (agg.group_distinct) {
         /* $groupByDistinctScan: planned as mf_crud_agg_plan_prefix planned it. */
         req.distinct_key = pd.group_key;
         req.distinct_group = true;
         req.distinct_last = pd.group_last;
         req.shown.projection = pd.group_proj;
+    } else if (streams && pd.sort == NULL && pd.project_spec == NULL) { /* a $sort then a $project over decoded keys */
+        mf_crud_agg_cover_tail(pl, &pd, NULL, NULL, &req);
     }
     int rc = run_explain(op, coll, &req, 0, verbosity, cmd, &agg, NULL, false);
     mf_plan_free(agg.plan); /* when run_explain did not take it */
@@ -1056,6 +1059,7 @@ mf_cmd_explain(mf_op_t *op)
                           mf_type_name(bson_iter_type(&it)));
     const char *coll = bson_iter_utf8(&it, NULL);
     mf_plan_request_t req = {0};
+    mf_projection_t *cover_parsed = NULL; /* a find's projection with expressions, parsed (owned) */
     bson_t dproj = BSON_INITIALIZER; /* a distinct's projection (req.shown.projection) */
     int64_t limit_one = 0;
     const bson_t *write_stmt = NULL; /* an update or delete: its statement (findAndModify: the command) */
@@ -1119,6 +1123,13 @@ mf_cmd_explain(mf_op_t *op)
                      (bson_iter_init_find(&fi, &inner, "showRecordId") && bson_iter_as_bool(&fi)) ||
                      (req.min != NULL && !bson_empty(req.min)) || (req.max != NULL && !bson_empty(req.max));
         req.cover_projection = whole ? NULL : req.projection;
+        if (req.cover_projection != NULL && !bson_empty(req.cover_projection) &&
+            !mf_plan_projection_inclusions(req.cover_projection)) {
+            /* Expressions over key fields are covered too (mf_plan_request_t.cover_parsed); a bad one is not. */
+            mf_error_t perr = {0};
+            cover_parsed = mf_projection_new(req.cover_projection, &perr);
+            req.cover_parsed = cover_parsed;
+        }
     } else if (strcmp(kind, "count") == 0) {
         req.filter = sub_doc(&inner, "query", &filter) ? &filter : NULL;
         req.skip = sub_int(&inner, "skip");
@@ -1188,6 +1199,7 @@ mf_cmd_explain(mf_op_t *op)
     }
     if (write_stmt == NULL) {
         int rc = run_explain(op, coll, &req, limit_one, verbosity, &inner, NULL, NULL, find_express_ok(kind, &inner));
+        mf_projection_free(cover_parsed);
         bson_destroy(&dproj);
         return rc;
     }

@@ -910,7 +910,7 @@ mf_cmd_find(mf_op_t *op)
             cur = mf_cursor_new(MF_CURSOR_DOCS, op->db, name);
             near_run = true;
             near_batch = batch;
-            int vr = mf_crud_view_cursor(op, name, &stages, NULL, allow_disk, p, m, cur);
+            int vr = mf_crud_view_cursor(op, name, &stages, NULL, allow_disk, p, NULL, m, cur);
             p = NULL;
             m = NULL;
             bson_destroy(&stages);
@@ -934,6 +934,7 @@ mf_cmd_find(mf_op_t *op)
                                                              mf_projection_metas(p) == 0
                                                          ? &projection
                                                          : NULL,
+                                 .cover_parsed = p,
                                  .shown = {.limit = limit, .skip = skip, .batch_size = batch,
                                            .has_batch_size = bson_has_field(op->cmd, "batchSize"),
                                            .projection = has_proj ? &projection : NULL,
@@ -946,6 +947,8 @@ mf_cmd_find(mf_op_t *op)
     /* A record id or sort key in the projection ({$meta: ...}) is the plan's, as showRecordId's. */
     bool plan_results = minmax || return_key || show_rid ||
                         (mf_projection_metas(p) & (1u << MF_PROJ_META_RECORD_ID | 1u << MF_PROJ_META_SORT_KEY));
+    /* The find's plan is covered: the scan its blocking sort reads may be too (the same plan rules). */
+    bool covered = c != NULL && !c->is_view && plan != NULL && plan->covered;
     if (c != NULL && (c->is_view || (srt && !plan->sort_provided && !plan_results))) {
         /*
          * A find on a view is the view's pipeline followed by the find's own
@@ -967,7 +970,8 @@ mf_cmd_find(mf_op_t *op)
         mf_plan_free(plan);
         plan = NULL;
         cur = mf_cursor_new(MF_CURSOR_DOCS, op->db, name);
-        int vr = mf_crud_view_cursor(op, name, &stages, hint, allow_disk, p, m, cur);
+        /* A projection of key fields may cover the scan the $sort reads (mf_crud_agg_cover_tail), as the plan had it. */
+        int vr = mf_crud_view_cursor(op, name, &stages, hint, allow_disk, p, covered ? &projection : NULL, m, cur);
         p = NULL;
         m = NULL;
         bson_destroy(&stages);

@@ -184,11 +184,27 @@ int mf_crud_agg_views_collation(mf_op_t *op, const mf_pipeline_t *pl);
 /*
  * mf_crud_agg_plan_prefix: plans pl's pushed-down prefix over c (may be NULL) as
  * find would: the leading $sort is pushed down only when the chosen plan
- * provides its order (else the pipeline's own spilling $sort runs it).
- * Sets *pd and *plan (owned by the caller). Catalog lock held. 0 or -1.
+ * provides its order (else the pipeline's own spilling $sort runs it, over
+ * a covered scan's decoded keys when mf_crud_agg_cover_tail allows).
+ * out_proj (may be NULL): the find projection applied to the pipeline's
+ * results (a find's blocking sort), out_parsed its parsed form. Sets *pd
+ * and *plan (owned by the caller). Catalog lock held. 0 or -1.
  */
 int mf_crud_agg_plan_prefix(mf_op_t *op, const mf_coll_t *c, const mf_pipeline_t *pl, const bson_value_t *hint,
-                mf_agg_pushdown_t *pd, mf_plan_t **plan);
+                            const bson_t *out_proj, const mf_projection_t *out_parsed, mf_agg_pushdown_t *pd,
+                            mf_plan_t **plan);
+
+/*
+ * mf_crud_agg_cover_tail: when nothing but a $sort (then $skip / $limit)
+ * and a projection read what pl's pushed-down prefix pd yields, that
+ * projection (a $project after them, or out_proj at the end, may be NULL)
+ * (out_parsed its parsed form) and the sort become req's cover_projection,
+ * cover_parsed and cover_sort (a covered scan then hands the $sort decoded
+ * keys, mongod's SORT over an IXSCAN with no FETCH); else req is left as
+ * it is. Valid while pl and out_proj are.
+ */
+void mf_crud_agg_cover_tail(const mf_pipeline_t *pl, const mf_agg_pushdown_t *pd, const bson_t *out_proj,
+                            const mf_projection_t *out_parsed, mf_plan_request_t *req);
 
 /*
  * mf_crud_agg_explain_run: runs pl (borrowed: it must outlive *stream)
@@ -229,8 +245,10 @@ int mf_crud_agg_stream_fill(mf_op_t *op, mf_cursor_t *cur, int64_t max, int64_t 
  *   sort memory budget and spills, or answers 292 without allow_disk).
  *   hint: as for mf_crud_view_each. proj (find semantics, may be NULL)
  *   is applied to each result, with m (the find's filter, may be NULL) for
- *   the positional operator; both are stolen, even on failure. 0 or -1
- *   with op->err.
+ *   the positional operator; both are stolen, even on failure. cover_proj
+ *   (may be NULL, borrowed for the call): proj's spec, when a covered scan
+ *   may feed a trailing $sort (mf_crud_agg_cover_tail). 0 or -1 with
+ *   op->err.
  * mf_crud_view_resolve: (cmd_agg.c) the resolved pipeline and collection.
  *   A view whose definition starts with $collStats ends the resolution
  *   (mongod's resolveView): *base is its viewOn, even when that is a view.
@@ -242,7 +260,7 @@ int mf_crud_view_resolve(mf_op_t *op, const char *name, const bson_value_t *stag
 int mf_crud_view_each(mf_op_t *op, const char *name, const bson_t *stages, const bson_value_t *hint, mf_agg_visit_fn visit,
                       void *arg);
 int mf_crud_view_cursor(mf_op_t *op, const char *name, const bson_t *stages, const bson_value_t *hint, bool allow_disk,
-                        mf_projection_t *proj, mf_matcher_t *m, mf_cursor_t *cur);
+                        mf_projection_t *proj, const bson_t *cover_proj, mf_matcher_t *m, mf_cursor_t *cur);
 /*
  * mf_crud_cursor_set_geo_meta: the leading $geoNear of a cursor made by
  * mf_crud_view_cursor (a $near find) adds the hidden metadata fields its

@@ -2410,6 +2410,37 @@ mf_expr_reads_document(const mf_expr_t *e)
     }
 }
 
+bool
+mf_expr_doc_paths(const mf_expr_t *e, bool (*fn)(void *arg, const char *path), void *arg)
+{
+    if (e == NULL)
+        return true;
+    switch (e->kind) {
+    case K_LIT:
+        return true;
+    case K_FIELD: {
+        char buf[1024];
+        size_t n = 0;
+        for (size_t i = 0; i < e->npath; i++) {
+            int w = snprintf(buf + n, sizeof buf - n, "%s%s", i > 0 ? "." : "", e->path[i]);
+            if (w < 0 || (size_t)w >= sizeof buf - n)
+                return false; /* too long to name: as if it read the document */
+            n += (size_t)w;
+        }
+        return fn(arg, buf);
+    }
+    case K_VAR:
+        return !(e->var == VAR_ROOT || e->var == VAR_CURRENT);
+    default:
+        if (e->kind == K_OP && (e->op->id == OP_META || (e->op->id == OP_GETFIELD && e->args[1] == NULL)))
+            return false;
+        for (size_t i = 0; i < e->nargs; i++)
+            if (!mf_expr_doc_paths(e->args[i], fn, arg))
+                return false;
+        return true;
+    }
+}
+
 /* ------------------------------------------------------------------------ */
 /* Evaluation                                                               */
 /* ------------------------------------------------------------------------ */

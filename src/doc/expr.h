@@ -93,6 +93,16 @@ bool mf_expr_is_constant(const mf_expr_t *e);
 bool mf_expr_reads_document(const mf_expr_t *e);
 
 /*
+ * mf_expr_doc_paths: calls fn with each field path e reads from the
+ * document it runs on ("a.b" for "$a.b"; the string is valid during the
+ * call), as mongod's dependency analysis lists them. False when fn returns
+ * false, or when e reads the document some other way ($$ROOT, $$CURRENT,
+ * $meta, a $getField of the current document): the caller needs it whole.
+ * A $let that rebinds CURRENT reads its own variable, not the document.
+ */
+bool mf_expr_doc_paths(const mf_expr_t *e, bool (*fn)(void *arg, const char *path), void *arg);
+
+/*
  * mf_expr_num_add: *acc = *acc + v with $add's numeric promotion (int32 →
  * int64 on overflow → double; decimal128 wins). A non-numeric or missing
  * *acc counts as 0; a non-numeric v is ignored. *acc is owned by the caller

@@ -621,6 +621,59 @@ mf_projection_new(const bson_t *spec, mf_error_t *err)
     return projection_new(spec, false, err);
 }
 
+/* reads_node: mf_projection_reads over node n, whose path from the root is prefix (plen bytes of buf). */
+static bool
+reads_node(const pnode_t *n, char *buf, size_t plen, size_t cap, bool root, bool (*fn)(void *arg, const char *path),
+           void *arg)
+{
+    size_t len = plen;
+    if (n->name != NULL) {
+        int w = snprintf(buf + plen, cap - plen, "%s%s", plen > 0 ? "." : "", n->name);
+        if (w < 0 || (size_t)w >= cap - plen)
+            return false;
+        len += (size_t)w;
+    }
+    bool ok;
+    switch (n->kind) {
+    case P_INNER:
+        ok = true;
+        for (size_t i = 0; i < n->n && ok; i++)
+            ok = reads_node(n->kids[i], buf, len, cap, root && n->name == NULL, fn, arg);
+        break;
+    case P_INCLUDE:
+        ok = fn(arg, buf);
+        break;
+    case P_EXCLUDE:
+        ok = root && strcmp(buf, "_id") == 0; /* {_id: 0} in an inclusion projection */
+        break;
+    case P_EXPR: {
+        /* A value set at "x.y" depends on x too, which may be an array (mongod's DepsAnalysisVisitor). */
+        char *dot = strchr(buf, '.');
+        ok = mf_expr_doc_paths(n->expr, fn, arg);
+        if (ok && dot != NULL) {
+            *dot = '\0';
+            ok = fn(arg, buf);
+            *dot = '.';
+        }
+        break;
+    }
+    default:
+        ok = false; /* $slice, $elemMatch, positional, $meta: they need the document */
+        break;
+    }
+    buf[plen] = '\0';
+    return ok;
+}
+
+bool
+mf_projection_reads(const mf_projection_t *p, bool (*fn)(void *arg, const char *path), void *arg)
+{
+    char buf[1024] = "";
+    if (p == NULL || !p->inclusion || p->add_fields || p->positional || p->metas != 0 || p->expr_score)
+        return false;
+    return reads_node(p->root, buf, 0, sizeof buf, true, fn, arg);
+}
+
 bool
 mf_projection_is_positional(const mf_projection_t *p)
 {

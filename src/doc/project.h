@@ -48,6 +48,18 @@ mf_projection_t *mf_projection_new_add_fields(const bson_t *spec, const char *st
  */
 bool mf_projection_is_positional(const mf_projection_t *p);
 
+/*
+ * mf_projection_reads: for an inclusion projection whose parts are
+ * inclusions, expressions and an _id exclusion only, calls fn with every
+ * path it reads from the document (each included path, the implicit _id,
+ * each field path its expressions read, the first component of a path an
+ * expression sets below the top level: mongod's getRequiredFields; the
+ * string is valid during the call) and returns true; false when fn does, or
+ * when p needs the whole document (an exclusion projection, $slice,
+ * $elemMatch, positional, $meta, an expression reading $$ROOT).
+ */
+bool mf_projection_reads(const mf_projection_t *p, bool (*fn)(void *arg, const char *path), void *arg);
+
 /* The {$meta: ...} kinds a find projection may name (bits 1 << kind in mf_projection_metas). */
 enum {
     MF_PROJ_META_TEXT_SCORE = 0,

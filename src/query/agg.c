@@ -6995,6 +6995,25 @@ mf_pipeline_len(const mf_pipeline_t *p)
     return p->n;
 }
 
+bool
+mf_pipeline_sort_tail(const mf_pipeline_t *p, size_t i, const bson_t **sort, const bson_t **project,
+                      const struct mf_projection **parsed)
+{
+    *sort = NULL;
+    *project = NULL;
+    *parsed = NULL;
+    if (i >= p->n || p->stages[i].kind != S_SORT || (i + 1 < p->n && p->stages[i + 1].kind == S_DENSIFY))
+        return false;
+    *sort = p->stages[i++].spec;
+    while (i < p->n && (p->stages[i].kind == S_SKIP || p->stages[i].kind == S_LIMIT))
+        i++;
+    if (i < p->n && p->stages[i].kind == S_PROJECT) {
+        *project = p->stages[i].spec;
+        *parsed = p->stages[i].projection;
+    }
+    return i == p->n || *project != NULL;
+}
+
 void
 mf_agg_stream_collect_stats(mf_agg_stream_t *st)
 {

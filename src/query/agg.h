@@ -75,6 +75,8 @@
 #include "common/docvec.h"
 #include "common/error.h"
 
+struct mf_projection; /* doc/project.h */
+
 /* Visitor for mf_agg_env_t.scan: return 0 to continue, 1 to stop early, -1 on error. */
 typedef int (*mf_agg_visit_fn)(void *arg, const bson_t *doc);
 
@@ -325,6 +327,16 @@ bool mf_pipeline_geo_meta(const mf_pipeline_t *p);
 
 /* mf_pipeline_len: how many stages p runs (after parsing's desugaring and reordering). */
 size_t mf_pipeline_len(const mf_pipeline_t *p);
+
+/*
+ * mf_pipeline_sort_tail: whether p's stages from i on are a $sort, then
+ * only $skip and $limit, then either the end or a $project (*project its
+ * spec, *parsed its parsed form, else both NULL): what reads the documents
+ * stage i gets is the sort and that projection (or the caller's, at the
+ * end). *sort gets the $sort's spec. All valid while p lives.
+ */
+bool mf_pipeline_sort_tail(const mf_pipeline_t *p, size_t i, const bson_t **sort, const bson_t **project,
+                           const struct mf_projection **parsed);
 
 /* mf_pipeline_first_match: the filter of a leading $match stage, or NULL (valid while p lives). */
 const bson_t *mf_pipeline_first_match(const mf_pipeline_t *p);

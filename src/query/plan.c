@@ -39,6 +39,7 @@
 #include "index/keystring.h"
 #include "doc/text.h"
 #include "doc/collation.h"
+#include "doc/project.h"
 #include "doc/geo.h"
 #include "query/index_filter.h"
 #include "doc/value.h"
@@ -1813,6 +1814,61 @@ mf_plan_projection_simple(const bson_t *proj)
 }
 
 /*
+ * Whether proj holds inclusions and exclusions only (a true or false number
+ * or boolean for each field): no operator, expression or literal.
+ */
+bool
+mf_plan_projection_inclusions(const bson_t *proj)
+{
+    bson_iter_t it;
+    if (!bson_iter_init(&it, proj))
+        return false;
+    while (bson_iter_next(&it)) {
+        bson_type_t t = bson_iter_type(&it);
+        if (!(t == BSON_TYPE_BOOL || t == BSON_TYPE_INT32 || t == BSON_TYPE_INT64 || t == BSON_TYPE_DOUBLE))
+            return false;
+    }
+    return true;
+}
+
+/* The key fields a projection reads (key_read, over mf_projection_reads): their positions in fields. */
+typedef struct key_reads {
+    const mf_index_t *ix;
+    uint32_t fields;
+} key_reads_t;
+
+/*
+ * The position of path among ix's key pattern fields when a covered scan
+ * can give it (projection_coverable), or -1: not hashed, its path never
+ * held an array, no numeric component ("a.0": the key holds one reading of
+ * the path, a projection another).
+ */
+static int
+key_field_readable(const mf_index_t *ix, const char *path)
+{
+    const mf_keypattern_t *kp = &ix->kp;
+    int f = -1;
+    for (int i = 0; i < kp->nfields && f < 0; i++)
+        if (strcmp(kp->fields[i], path) == 0)
+            f = i;
+    if (f < 0 || (kp->has_hashed && f == kp->hashed_field) || field_mk(ix, f) != 0 || path_positional(path))
+        return -1;
+    return f;
+}
+
+/* mf_projection_reads' visitor: each path read must be a readable key field. */
+static bool
+key_read(void *arg, const char *path)
+{
+    key_reads_t *r = arg;
+    int f = key_field_readable(r->ix, path);
+    if (f < 0)
+        return false;
+    r->fields |= UINT32_C(1) << f;
+    return true;
+}
+
+/*
  * Whether an index scan of ix can cover the find projection proj (mongod's
  * analyzeProjection: an inclusion projection whose required fields the
  * IXSCAN provides, IndexScanNode::getFieldAvailability). proj: only
@@ -1822,11 +1878,13 @@ mf_plan_projection_simple(const bson_t *proj)
  * which keys read as an array position and a projection does not). ix: a
  * btree (or compound hashed, the hashed field not projected) index without
  * collation whose entries hold type bits, no key pattern field a prefix of
- * another, and no projected field whose path held an array. *fields gets
- * the projected positions.
+ * another, and no projected field whose path held an array. With parsed
+ * (proj parsed, may be NULL), a projection with expressions is covered
+ * too when every path it reads is such a key field (mf_projection_reads).
+ * *fields gets the positions read.
  */
 static bool
-projection_coverable(const mf_index_t *ix, const bson_t *proj, uint32_t *fields)
+projection_coverable(const mf_index_t *ix, const bson_t *proj, const struct mf_projection *parsed, uint32_t *fields)
 {
     const mf_keypattern_t *kp = &ix->kp;
     bson_iter_t it;
@@ -1840,6 +1898,19 @@ projection_coverable(const mf_index_t *ix, const bson_t *proj, uint32_t *fields)
         for (int b = 0; b < kp->nfields; b++)
             if (a != b && strncmp(kp->fields[a], kp->fields[b], al) == 0 && kp->fields[b][al] == '.')
                 return false; /* {a: 1, "a.b": 1}: no one document holds both as keys give them */
+    }
+    if (parsed != NULL && !mf_plan_projection_inclusions(proj)) {
+        /*
+         * Expressions: covered when every path the projection reads is a key
+         * field a covered scan gives (mongod's analyzeProjection:
+         * getRequiredFields all provided, no requiresDocument); the
+         * projection then runs on the decoded keys (PROJECTION_DEFAULT).
+         */
+        key_reads_t r = {.ix = ix};
+        if (!mf_projection_reads(parsed, key_read, &r))
+            return false;
+        *fields = r.fields;
+        return true;
     }
     if (!bson_iter_init(&it, proj))
         return false;
@@ -1862,27 +1933,119 @@ projection_coverable(const mf_index_t *ix, const bson_t *proj, uint32_t *fields)
             id_out = true;
             continue;
         }
-        int f = -1;
-        for (int i = 0; i < kp->nfields && f < 0; i++)
-            if (strcmp(kp->fields[i], k) == 0)
-                f = i;
-        if (f < 0 || (kp->has_hashed && f == kp->hashed_field) || field_mk(ix, f) != 0)
+        int f = key_field_readable(ix, k);
+        if (f < 0)
             return false;
-        if (path_positional(k))
-            return false; /* "a.0": the key holds one reading of the path, a projection another */
         *fields |= UINT32_C(1) << f;
         any = true;
     }
     if (!id_out) {
-        int f = -1;
-        for (int i = 0; i < kp->nfields && f < 0; i++)
-            if (strcmp(kp->fields[i], "_id") == 0)
-                f = i;
-        if (f < 0 || (kp->has_hashed && f == kp->hashed_field) || field_mk(ix, f) != 0)
+        int f = key_field_readable(ix, "_id");
+        if (f < 0)
             return false;
         *fields |= UINT32_C(1) << f;
     }
     return any || !id_out;
+}
+
+/*
+ * Whether a sort no scan of ix provides can run over the keys a covered
+ * scan decodes (mongod's analyzeSort: every sort field available from the
+ * IXSCAN, IndexScanNode::getFieldAvailability): each field of sort is one
+ * of ix's key pattern fields exactly, with an ascending or descending
+ * number (no $meta), not hashed, no numeric component, and its path never
+ * held an array. *fields gets their positions. sort NULL or empty: true.
+ */
+static bool
+sort_coverable(const mf_index_t *ix, const bson_t *sort, uint32_t *fields)
+{
+    const mf_keypattern_t *kp = &ix->kp;
+    bson_iter_t it;
+    *fields = 0;
+    if (sort == NULL || bson_empty(sort))
+        return true;
+    if (kp->nfields > 32 || !bson_iter_init(&it, sort))
+        return false;
+    while (bson_iter_next(&it)) {
+        int f;
+        if (!BSON_ITER_HOLDS_NUMBER(&it))
+            return false; /* {$meta: ...} */
+        if ((f = key_field_readable(ix, bson_iter_key(&it))) < 0 || kp->geo[f] != MF_GEO_IX_NONE)
+            return false;
+        *fields |= UINT32_C(1) << f;
+    }
+    return true;
+}
+
+/* Whether path a is a proper prefix of path b at a component boundary ("a" of "a.b"). */
+static bool
+path_prefix_of(const char *a, const char *b)
+{
+    size_t n = strlen(a);
+    return strncmp(a, b, n) == 0 && b[n] == '.';
+}
+
+/*
+ * Whether find projection proj keeps path as the document has it (mongod's
+ * Projection::isFieldRetainedExactly), for a projection of inclusions and
+ * exclusions only (false for any operator, expression or positional path):
+ * _id unless excluded; else, for an inclusion, a path included or under
+ * one; for an exclusion, a path neither excluded nor over or under an
+ * excluded one.
+ */
+static bool
+projection_keeps(const bson_t *proj, const char *path)
+{
+    bson_iter_t it;
+    bool inclusion = false, id_out = false;
+    if (!bson_iter_init(&it, proj))
+        return false;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        if (!(v->value_type == BSON_TYPE_BOOL || v->value_type == BSON_TYPE_INT32 ||
+              v->value_type == BSON_TYPE_INT64 || v->value_type == BSON_TYPE_DOUBLE) ||
+            strchr(k, '$') != NULL)
+            return false;
+        bool truthy = v->value_type == BSON_TYPE_BOOL ? v->value.v_bool : mf_value_as_double(v) != 0;
+        if (strcmp(k, "_id") == 0)
+            id_out = !truthy;
+        else if (truthy)
+            inclusion = true;
+    }
+    if (strcmp(path, "_id") == 0 || path_prefix_of("_id", path))
+        return !id_out;
+    bson_iter_init(&it, proj);
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        const bson_value_t *v = bson_iter_value(&it);
+        bool truthy = v->value_type == BSON_TYPE_BOOL ? v->value.v_bool : mf_value_as_double(v) != 0;
+        if (strcmp(k, "_id") == 0)
+            continue;
+        if (inclusion && truthy && (strcmp(k, path) == 0 || path_prefix_of(k, path)))
+            return true;
+        if (!inclusion && !truthy && (strcmp(k, path) == 0 || path_prefix_of(k, path) || path_prefix_of(path, k)))
+            return false;
+    }
+    return !inclusion;
+}
+
+/*
+ * Whether the projection stage goes below a blocking sort (mongod's
+ * tryPushdownProjectBeneathSort): the sort has no limit (a top-k sort
+ * would project documents it then drops), and proj has no expression and
+ * keeps every field sort sorts by as it is.
+ */
+static bool
+projection_below_sort(const bson_t *proj, const bson_t *sort, int64_t limit)
+{
+    bson_iter_t it;
+    if (limit > 0 || !bson_iter_init(&it, sort))
+        return false;
+    while (bson_iter_next(&it))
+        if (!projection_keeps(proj, bson_iter_key(&it)))
+            return false;
+    return true;
 }
 
 /*
@@ -2930,7 +3093,7 @@ distinct_plan(const mf_coll_t *c, const mf_plan_request_t *req, mf_index_t *hint
             bool covered;
             if (group) {
                 /* The group's dependencies from the keys alone (analyzeDataAccess), else FETCH. */
-                covered = proj != NULL && projection_coverable(pick, proj, &p->cover_fields);
+                covered = proj != NULL && projection_coverable(pick, proj, NULL, &p->cover_fields);
                 p->distinct_whole = covered;
             } else {
                 /* DistinctNode provides the key's field (multikey too: distinct unwinds arrays anyway). */
@@ -2971,7 +3134,7 @@ distinct_plan(const mf_coll_t *c, const mf_plan_request_t *req, mf_index_t *hint
             }
             if (st != NULL) {
                 uint32_t fields = 0;
-                bool covered = proj != NULL && projection_coverable(ix, proj, &fields);
+                bool covered = proj != NULL && projection_coverable(ix, proj, NULL, &fields);
                 if (group) {
                     p->cover_fields = fields;
                     p->distinct_whole = covered;
@@ -3244,6 +3407,69 @@ filter_always_false(const bson_t *filter)
     return filter != NULL && filter_always_false_at(bson_get_data(filter), filter->len, 0);
 }
 
+/*
+ * Whether a find over best's scan ix, with FETCH filter residual (may be
+ * NULL), is covered (mf_plan_t.covered): the residual is left to the keys
+ * (key_filter_ok), the bounds are not loose, no $text, the sort is the
+ * index's or sorts by key fields (sort_coverable, also req's cover_sort),
+ * and the projection reads key fields only (projection_coverable). *fields
+ * gets the key fields read (cover_fields).
+ */
+static bool
+find_covered(const mf_coll_t *c, const mf_plan_request_t *req, const mf_plan_t *p, const cand_t *best,
+             const mf_stage_t *ix, const bson_t *residual, bool has_sort, uint32_t *fields)
+{
+    uint32_t sort_fields = 0, cover_sort_fields = 0;
+    *fields = 0;
+    if (req->cover_projection == NULL || req->root != MF_PLAN_ROOT_NONE ||
+        (residual != NULL && !key_filter_ok(best->ix, residual)) || ix->loose || p->text != NULL ||
+        p->text_false != NULL || (c->clustered && best->ix->is_id))
+        return false;
+    /* A sort the index does not give is run over the decoded keys when it sorts by key fields only. */
+    if (has_sort && best->sort_dir == 0 && !sort_coverable(best->ix, req->sort, &sort_fields))
+        return false;
+    if (!sort_coverable(best->ix, req->cover_sort, &cover_sort_fields) ||
+        !projection_coverable(best->ix, req->cover_projection, req->cover_parsed, fields))
+        return false;
+    *fields |= sort_fields | cover_sort_fields;
+    return true;
+}
+
+/*
+ * Marks (take) or unmarks as exact the predicates of best that are inexact
+ * only because their field's path held an array and that one bound answers
+ * all the same (mk_only, distinct_mk_exact). Returns whether there was any.
+ */
+static bool
+mk_exact_take(cand_t *best, const preds_t *ps, bool take)
+{
+    bool any = false;
+    for (int j = 0; j < ps->n; j++) {
+        if (best->mk_only[j] && distinct_mk_exact(&ps->p[j].v)) {
+            best->inexact[j] = !take;
+            any = true;
+        }
+    }
+    return any;
+}
+
+/*
+ * The projection stage of proj over child: PROJECTION_COVERED for a simple
+ * projection of a covered plan, PROJECTION_SIMPLE for another simple one,
+ * else PROJECTION_DEFAULT (mongod's analyzeProjection). Owned by the tree.
+ */
+static mf_stage_t *
+projection_stage(const bson_t *proj, bool covered, mf_stage_t *child)
+{
+    bool simple = mf_plan_projection_simple(proj);
+    mf_stage_t *s = stage_new(simple && covered ? MF_ST_PROJECTION_COVERED
+                              : simple          ? MF_ST_PROJECTION_SIMPLE
+                                                : MF_ST_PROJECTION_DEFAULT,
+                              child);
+    s->spec = bson_copy(proj);
+    return s;
+}
+
 int
 mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out, mf_error_t *err)
 {
@@ -3424,12 +3650,30 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
             /* A count the bounds answer exactly reads keys only (mf_plan_t.keys_only). */
             p->keys_only = (req->root == MF_PLAN_ROOT_COUNT || req->count_only) && p->fetch->filter == NULL &&
                            p->text == NULL && p->text_false == NULL && !has_sort && req->projection == NULL;
-            /* A find the bounds answer exactly, in the index's order, projecting key fields only (mf_plan_t.covered). */
-            p->covered = !p->keys_only && req->cover_projection != NULL && req->root == MF_PLAN_ROOT_NONE &&
-                         (p->fetch->filter == NULL || key_filter_ok(best->ix, p->fetch->filter)) && !ix->loose &&
-                         p->text == NULL && p->text_false == NULL && (!has_sort || best->sort_dir != 0) &&
-                         !(c->clustered && best->ix->is_id) &&
-                         projection_coverable(best->ix, req->cover_projection, &p->cover_fields);
+            /* A find the bounds answer exactly, sorted by key fields, projecting what key fields give (mf_plan_t.covered). */
+            p->covered = !p->keys_only && find_covered(c, req, p, best, ix, p->fetch->filter, has_sort, &p->cover_fields);
+            if (!p->covered && !p->keys_only && req->cover_projection != NULL && p->fetch->filter != NULL &&
+                mk_exact_take(best, ps, true)) {
+                /*
+                 * One bound on a field whose path held an array answers its
+                 * predicate all the same (mongod's planner takes it as exact:
+                 * some element meets it when some key does), so a scan that
+                 * gives no such field may still be covered, its record ids
+                 * de-duplicated; the FETCH filter is the rest. Only then: a
+                 * fetching plan keeps re-checking them.
+                 */
+                bson_t *rest = residual_filter(req->filter, ps, best);
+                if (find_covered(c, req, p, best, ix, rest, has_sort, &p->cover_fields)) {
+                    if (p->fetch->filter != NULL)
+                        bson_destroy(p->fetch->filter);
+                    p->fetch->filter = rest;
+                    p->covered = true;
+                } else {
+                    if (rest != NULL)
+                        bson_destroy(rest);
+                    mk_exact_take(best, ps, false);
+                }
+            }
             if (p->covered && p->fetch->filter != NULL) {
                 /* Evaluated on the decoded keys (mongod's IXSCAN filter): the IXSCAN shows it. */
                 ix->filter = p->fetch->filter;
@@ -3443,7 +3687,13 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
     }
     if (c == NULL)
         p->sort_provided = true;
-    if (has_sort && !p->sort_provided) {
+    bool has_proj = req->projection != NULL && !bson_empty(req->projection);
+    bool blocking = has_sort && !p->sort_provided;
+    /* The projection goes below a blocking sort when it keeps what the sort reads (projection_below_sort). */
+    bool proj_below = has_proj && blocking && projection_below_sort(req->projection, req->sort, req->limit);
+    if (proj_below)
+        top = projection_stage(req->projection, p->covered, top);
+    if (blocking) {
         top = stage_new(MF_ST_SORT, top);
         top->spec = bson_copy(req->sort);
         top->amount = req->limit > 0 ? req->limit + req->skip : 0;
@@ -3457,14 +3707,8 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
         top = stage_new(MF_ST_LIMIT, top);
         top->amount = req->limit;
     }
-    if (req->projection != NULL && !bson_empty(req->projection)) {
-        bool simple = mf_plan_projection_simple(req->projection);
-        top = stage_new(simple && p->covered ? MF_ST_PROJECTION_COVERED
-                        : simple             ? MF_ST_PROJECTION_SIMPLE
-                                             : MF_ST_PROJECTION_DEFAULT,
-                        top);
-        top->spec = bson_copy(req->projection);
-    }
+    if (has_proj && !proj_below)
+        top = projection_stage(req->projection, p->covered, top);
     switch (req->root) {
     case MF_PLAN_ROOT_COUNT:
         top = stage_new(MF_ST_COUNT, top);
@@ -3564,7 +3808,8 @@ explain_stage(const mf_plan_t *p, const mf_stage_t *s, bool stats, bson_t *out)
         BSON_APPEND_INT64(out, "memLimit", 104857600);
         if (s->amount > 0)
             BSON_APPEND_INT64(out, "limitAmount", s->amount);
-        BSON_APPEND_UTF8(out, "type", "simple");
+        /* mongod's SortNodeSimple needs fetched documents; a covered plan sorts index keys (SortNodeDefault). */
+        BSON_APPEND_UTF8(out, "type", p->covered ? "default" : "simple");
         break;
     case MF_ST_SKIP:
         BSON_APPEND_INT64(out, "skipAmount", s->amount);

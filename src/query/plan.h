@@ -78,7 +78,11 @@
  * A find (or an aggregate's pushed-down $project) whose IXSCAN answers the
  * whole filter exactly and in the sort's order, projecting key fields only,
  * is covered (mf_plan_t.covered): PROJECTION_COVERED over the IXSCAN, no
- * FETCH, the documents decoded from the keys.
+ * FETCH, the documents decoded from the keys. A sort no index provides is
+ * covered too when it sorts by such key fields only: a SORT (type
+ * "default") over the IXSCAN. A projection with no expression that keeps
+ * every sorted field as it is goes below a SORT without a limit (mongod's
+ * tryPushdownProjectBeneathSort): SORT over PROJECTION_*.
  *
  * A distinct (mf_plan_request_t.distinct_key) first tries mongod's
  * DISTINCT_SCAN (get_executor.cpp tryGetExecutorDistinct): over the
@@ -220,6 +224,20 @@ typedef struct mf_plan_request {
      */
     const bson_t *cover_projection;
     /*
+     * cover_projection parsed (find or $project semantics), or NULL: with
+     * it, a projection with expressions is covered too when every field
+     * path it reads is a key field (mongod's PROJECTION_DEFAULT over an
+     * IXSCAN with no FETCH); it then runs on the decoded keys.
+     */
+    const struct mf_projection *cover_parsed;
+    /*
+     * A blocking sort the caller runs itself over what the scan yields (an
+     * aggregate's $sort left after its pushed-down prefix), or NULL: a
+     * covered plan must then give every field it sorts by too, as it must
+     * for a sort in sort that its index does not provide. Not a SORT stage.
+     */
+    const bson_t *cover_sort;
+    /*
      * A distinct command's key, or NULL: the planner first tries a
      * DISTINCT_SCAN over an index holding that field (see mf_plan_build),
      * whose projection stage shows shown.projection.
@@ -288,6 +306,16 @@ typedef struct mf_plan {
      * key pattern order; a missing field reads as null, as mongod's covered
      * plans give it. Should a covered field's path hold an array since
      * planning, the scan fetches documents again. Explain leaves the FETCH out.
+     * A sort the index does not provide (a blocking SORT, or the request's
+     * cover_sort) keeps the plan covered when every field it sorts by is
+     * such a key field too (cover_fields has them as well): the caller sorts
+     * the decoded keys, as mongod's SORT over an IXSCAN with no FETCH
+     * (planner_analysis.cpp analyzeSort), whose explain type is "default".
+     * A projection with expressions is covered when every path it reads is
+     * such a key field (cover_parsed): PROJECTION_DEFAULT on the decoded
+     * keys. One bound on a field whose path held an array counts as exact
+     * here (mongod's planner), so other key fields are covered with record
+     * ids de-duplicated.
      */
     bool covered;
     uint32_t cover_fields;
@@ -351,6 +379,9 @@ bool mf_plan_id_equality(const bson_t *filter, bson_value_t *v);
 
 /* mf_plan_projection_simple: whether a find projection runs as PROJECTION_SIMPLE (top-level fields, 0/1 values only). */
 bool mf_plan_projection_simple(const bson_t *proj);
+
+/* mf_plan_projection_inclusions: whether proj holds only inclusions and exclusions (numbers or booleans), no expression. */
+bool mf_plan_projection_inclusions(const bson_t *proj);
 
 /* mf_plan_hint_index: the index hint designates in c (by name or key pattern), or NULL. */
 mf_index_t *mf_plan_hint_index(const mf_coll_t *c, const bson_value_t *hint);
