@@ -118,6 +118,15 @@ h.test('$group by an indexed field with no accumulators: DISTINCT_SCAN, covered,
   assert.equal(es.totalDocsExamined, 0);
   assert.ok(es.totalKeysExamined <= 7, `one key per group, got ${es.totalKeysExamined}`);
   assert.equal(e.stages[1].nReturned, 5);
+  /* queryPlanner: the same stages, no counters */
+  const q = await explain(coll, p, {}, 'queryPlanner');
+  assert.deepEqual(q.stages.map((s) => Object.keys(s)[0]), ['$cursor', '$groupByDistinctScan']);
+  assert.equal(q.stages[1].nReturned, undefined);
+  assert.equal(findStage(winning(q), 'DISTINCT_SCAN').indexName, 'a_1_b_1_c_1');
+  /* the simple rule without a covered projection: PROJECTION_SIMPLE over FETCH over DISTINCT_SCAN */
+  const f = await assertDistinct(coll, [{ $group: { _id: '$a', z: { $first: '$z' } } }]);
+  assert.deepEqual(planStages(winning(f)), ['PROJECTION_SIMPLE', 'FETCH', 'DISTINCT_SCAN']);
+  assert.deepEqual(winning(f).transformBy, { a: 1, z: 1, _id: 0 });
 });
 
 h.test('$sort + $group $first: the first document in the sort order, covered and fetched', async () => {
