@@ -628,6 +628,19 @@ run_distinct(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf
     if (ix == NULL || ix->building || (st->index_ident != NULL && strcmp(ix->ident, st->index_ident) != 0))
         return mf_err_set(err, MF_E_QueryPlanKilled, "query plan killed :: caused by :: index '%s' dropped",
                           st->index_name);
+    /*
+     * A $group's scan keys each value once only while the key's path holds no
+     * array: should one have come since planning (a getMore after a write),
+     * its groups would split by element, so the plan ends instead.
+     */
+    bool paths_known = false;
+    for (int f = 0; f < ix->kp.nfields && !paths_known; f++)
+        paths_known = atomic_load(&ix->mk_paths[f]) != 0;
+    if (p->distinct_strict && atomic_load(&ix->multikey) &&
+        (!paths_known || atomic_load(&ix->mk_paths[st->field_no]) != 0 || (p->distinct_whole && !still_covered(p, ix))))
+        return mf_err_set(err, MF_E_QueryPlanKilled,
+                          "query plan killed :: caused by :: index '%s' became multikey on the group key",
+                          st->index_name);
     bool resume = p->started && p->last_key_len > 0;
     p->started = true;
     if (st->niv == 0 || p->done) {

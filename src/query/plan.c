@@ -3143,6 +3143,7 @@ distinct_plan(const mf_coll_t *c, const mf_plan_request_t *req, mf_index_t *hint
             }
         }
     }
+    p->distinct_strict = group && top != NULL;
     if (have)
         cand_destroy(k);
     free(k);

@@ -321,6 +321,8 @@ typedef struct mf_plan {
     uint32_t cover_fields;
     /* A covered DISTINCT_SCAN hands out all the key fields ($groupByDistinctScan), not {key: value} (distinct). */
     bool distinct_whole;
+    /* A strict DISTINCT_SCAN ($groupByDistinctScan): planned while the key's path held no array. */
+    bool distinct_strict;
     struct mf_text_query *text; /* owned: a $text query's terms and checks (doc/text.h), or NULL */
     /*
      * owned: a $text under $or (text_or_plan): the filter with $text false,

@@ -347,6 +347,28 @@ h.test('a sparse index leaves out the documents missing the key: no DISTINCT_SCA
   await assertDistinct(coll, q);
 });
 
+h.test('the key turning into an array while the cursor is open ends the plan rather than split a group', async () => {
+  const db = srv.freshDb();
+  const coll = db.collection('mid');
+  const docs = [];
+  for (let i = 0; i < 5000; i++) docs.push({ _id: i, a: i, b: i });
+  await coll.insertMany(docs);
+  await coll.createIndex({ a: 1, b: 1 });
+  const p = [{ $sort: { a: 1, b: 1 } }, { $group: { _id: '$a', f: { $first: '$b' } } }];
+  await assertDistinct(coll, p);
+  const cur = coll.aggregate(p, { batchSize: 5 });
+  const got = [];
+  for (let i = 0; i < 5; i++) got.push(await cur.next());
+  assert.equal(got[4]._id, 4);
+  await coll.insertOne({ _id: 10000, a: [4900, 4901], b: 0 });
+  await assert.rejects(async () => { while (await cur.next()); }, (e) => e.code === 175, 'QueryPlanKilled');
+  await cur.close();
+  /* planned again: no DISTINCT_SCAN over an index multikey on the key, results as a scan's */
+  await assertNoDistinct(coll, p);
+  const r = await both(coll, p);
+  assert.deepEqual(r.viaIndex, r.viaScan);
+});
+
 h.test('collation: the index and the query must have the same one', async () => {
   const db = srv.freshDb();
   const coll = db.collection('s');
