@@ -1905,10 +1905,16 @@ group_distinct_prepare(stage_t *s, const bson_value_t *spec)
                 if (bson_iter_next(&sub))
                     goto out;
             }
-            if (kv->value_type != BSON_TYPE_UTF8 || kv->value.v_utf8.str[0] != '$' || kv->value.v_utf8.str[1] == '$' ||
-                kv->value.v_utf8.str[1] == '\0')
+            if (kv->value_type != BSON_TYPE_UTF8 || kv->value.v_utf8.str[0] != '$')
                 goto out;
+            /* "$x", or "$$ROOT.x" / "$$CURRENT.x" (a path under the document, not a user variable's) */
             key = kv->value.v_utf8.str + 1;
+            if (strncmp(key, "$ROOT.", 6) == 0)
+                key += 6;
+            else if (strncmp(key, "$CURRENT.", 9) == 0)
+                key += 9;
+            if (key[0] == '\0' || key[0] == '$')
+                goto out;
             gd_deps(kv, &d);
             continue;
         }
@@ -6044,7 +6050,12 @@ mf_pipeline_group_distinct_explain(const mf_pipeline_t *p, size_t stage, bson_t 
         while (bson_iter_next(&gi)) {
             const char *k = bson_iter_key(&gi);
             bool id = strcmp(k, "_id") == 0;
-            if (pass == 0 && id)
+            if (pass == 0 && id && BSON_ITER_HOLDS_UTF8(&gi)) {
+                /* the key as the path it names (ExpressionFieldPath::deprecatedCreate(groupId)) */
+                char *path = bson_strdup_printf("$%s", s->gd_key);
+                BSON_APPEND_UTF8(&nr, "_id", path);
+                bson_free(path);
+            } else if (pass == 0 && id)
                 bson_append_value(&nr, k, -1, bson_iter_value(&gi));
             else if (pass == 1 && !id && BSON_ITER_HOLDS_DOCUMENT(&gi) && bson_iter_recurse(&gi, &ai) &&
                      bson_iter_next(&ai))

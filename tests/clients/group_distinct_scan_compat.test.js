@@ -139,6 +139,7 @@ h.test('$sort + $group $first: the first document in the sort order, covered and
     [{ $sort: { a: -1, b: -1 } }, { $group: { _id: '$a', doc: { $first: '$$ROOT' } } }],
     [{ $sort: { a: 1, b: 1 } }, { $group: { _id: '$a', s: { $first: { $add: ['$b', '$c'] } } } }],
     [{ $sort: { a: 1, b: 1 } }, { $group: { _id: { v: '$a' }, f: { $first: '$b' } } }],
+    [{ $sort: { a: 1, b: 1 } }, { $group: { _id: '$$ROOT.a', f: { $first: '$$CURRENT.b' } } }],
   ];
   for (const p of cases) {
     const r = await both(coll, p);
@@ -155,6 +156,9 @@ h.test('$sort + $group $first: the first document in the sort order, covered and
   assert.deepEqual(planStages(winning(e)), ['FETCH', 'DISTINCT_SCAN']);
   assert.equal(winning(e).inputStage.direction, 'backward');
   assert.deepEqual(e.stages[1].$groupByDistinctScan, { newRoot: { _id: '$a', doc: '$$ROOT' } });
+  const er = await explain(coll, cases[6]);
+  assert.deepEqual(er.stages[1].$groupByDistinctScan, { newRoot: { _id: '$a', f: '$$CURRENT.b' } });
+  assert.deepEqual(winning(er).transformBy, { a: 1, b: 1, _id: 0 });
 });
 
 h.test('$last scans the index the other way: the last document in the sort order', async () => {
