@@ -3023,6 +3023,81 @@ distinct_mk_exact(const bson_value_t *v)
 }
 
 /*
+ * group_sort_dir: the direction candidate k gives sort in, as check_sort
+ * finds it, but where a field whose path held an array may sort too when its
+ * bounds are [MinKey, MaxKey] (mongod's planner gives such a sort: a scan of
+ * every key reaches each document first at its least element forward, at its
+ * greatest backward, where an ascending / descending $sort puts it; an empty
+ * array's undefined key before null, as the $sort puts []). 0: none.
+ */
+static int
+group_sort_dir(const cand_t *k, const bson_t *sort)
+{
+    bson_iter_t it;
+    bool foreign = !mf_collation_equal(k->ix->kp.collation, mf_collation_current());
+    for (int off = 0; off <= k->nsingle; off++) {
+        int dir = 0, pos = off;
+        bool ok = bson_iter_init(&it, sort);
+        while (ok && bson_iter_next(&it)) {
+            const bson_value_t *v = bson_iter_value(&it);
+            if (pos >= k->ix->kp.nfields || !mf_value_is_number(v) ||
+                (field_mk(k->ix, pos) != 0 && !(pos >= k->nbounded || k->f[pos].all)) ||
+                (k->ix->kp.has_hashed && pos == k->ix->kp.hashed_field) ||
+                strcmp(bson_iter_key(&it), k->ix->kp.fields[pos]) != 0 ||
+                (foreign && vlist_may_collate(&k->f[pos]))) {
+                ok = false;
+                break;
+            }
+            int d = (mf_value_as_double(v) < 0) == k->ix->kp.desc[pos] ? 1 : -1;
+            if (dir != 0 && d != dir)
+                ok = false;
+            dir = d;
+            pos++;
+        }
+        if (ok && dir != 0)
+            return dir;
+    }
+    return 0;
+}
+
+/*
+ * group_sort_candidate: among the indexes cands marks (hinted: that one),
+ * the best that gives sort by group_sort_dir, or NULL; owned by the caller
+ * (cand_destroy, free). The candidates best_candidate would skip are
+ * skipped.
+ */
+static cand_t *
+group_sort_candidate(const mf_coll_t *c, const preds_t *ps, const bson_t *sort, mf_index_t *hinted,
+                     const bool *cands)
+{
+    cand_t *best = NULL, *tmp = mf_malloc(sizeof(*tmp));
+    int best_score = 0;
+    for (int i = 0; i < c->nindexes && i < MF_MAX_INDEXES; i++) {
+        mf_index_t *ix = c->indexes[i];
+        if (!cands[i] || (hinted == NULL && ix->partial && !partial_implied(ix, ps)))
+            continue;
+        bounds_index(&ix->kp);
+        analyse(ix, ps, tmp);
+        bounds_index(NULL);
+        tmp->sort_dir = group_sort_dir(tmp, sort);
+        int sc = tmp->sort_dir == 0 || (hinted == NULL && ix->sparse && !tmp->null_ok) ? 0 : score(tmp);
+        if (sc > best_score) {
+            if (best) {
+                cand_destroy(best);
+                free(best);
+            }
+            best = tmp;
+            best_score = sc;
+            tmp = mf_malloc(sizeof(*tmp));
+        } else {
+            cand_destroy(tmp);
+        }
+    }
+    free(tmp);
+    return best;
+}
+
+/*
  * distinct_plan: mongod 8.0's DISTINCT_SCAN for a distinct command on c
  * (get_executor.cpp tryGetExecutorDistinct, see plan.h), hinted the hinted
  * index (NULL: none). Only indexes whose entries hold type bits (keyFormat
@@ -3104,6 +3179,17 @@ distinct_plan(const mf_coll_t *c, const mf_plan_request_t *req, mf_index_t *hint
     } else {
         /* turnIxscanIntoDistinctIxscan over the plan rule 3 makes of the candidates (in the sort's order). */
         cand_t *best = best_candidate(c, ps, has_sort ? req->sort : NULL, hinted, cands);
+        if (has_sort && (best == NULL || best->sort_dir == 0)) {
+            /* A sort on a field whose path held an array, which no bound narrows. */
+            cand_t *alt = group_sort_candidate(c, ps, req->sort, hinted, cands);
+            if (alt != NULL) {
+                if (best != NULL) {
+                    cand_destroy(best);
+                    free(best);
+                }
+                best = alt;
+            }
+        }
         if (best != NULL) {
             *k = *best;
             free(best);

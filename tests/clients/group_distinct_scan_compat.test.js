@@ -334,6 +334,44 @@ h.test('falls back to the pipeline as it was: multikey, $last on a multikey inde
     '{"_id":{"$numberInt":"2"},"f":{"$numberInt":"2"}}']);
 });
 
+h.test('a $sort on a later multikey field with no bound on it: DISTINCT_SCAN over FETCH, as mongod gives that sort', async () => {
+  const db = srv.freshDb();
+  const coll = db.collection('mks');
+  await coll.insertMany([
+    { _id: 7, aa: 1, mkB: 2, bb: 2 },
+    { _id: 8, aa: 1, mkB: [1, 3], bb: 1 },
+    { _id: 9, aa: 2, mkB: [], bb: 3 },
+    { _id: 10, aa: 2, mkB: [5, 0], bb: 4 },
+    { _id: 11, mkB: 4 },
+    { _id: 12, aa: 3, mkB: [6, 7] },
+    { _id: 13, aa: 3, mkB: 6.5 },
+  ]);
+  await coll.createIndex({ aa: 1, mkB: 1, c: 1 });
+  for (const p of [
+    [{ $sort: { aa: 1, mkB: 1 } }, { $group: { _id: '$aa', accum: { $first: '$mkB' }, id: { $first: '$_id' } } }],
+    [{ $sort: { aa: -1, mkB: -1 } }, { $group: { _id: '$aa', accum: { $first: '$mkB' }, id: { $first: '$_id' } } }],
+    [{ $match: { aa: { $gte: 2 } } }, { $sort: { aa: 1, mkB: 1 } }, { $group: { _id: '$aa', id: { $first: '$_id' } } }],
+  ]) {
+    const r = await both(coll, p);
+    assert.deepEqual(r.viaIndex, r.viaScan, JSON.stringify(p));
+    const e = await assertDistinct(coll, p);
+    assert.deepEqual(planStages(winning(e)), ['FETCH', 'DISTINCT_SCAN']);
+  }
+  const ids = (await run(coll, [{ $sort: { aa: 1, mkB: 1 } }, { $group: { _id: '$aa', id: { $first: '$_id' } } }]))
+    .map((d) => JSON.parse(d).id.$numberInt);
+  assert.deepEqual(ids, ['11', '8', '9', '12']); /* [] (undefined) before 0; [1, 3] at 1 before 2 */
+  /* a bound on the multikey field, or $last: no DISTINCT_SCAN */
+  for (const p of [
+    [{ $match: { mkB: { $ne: 9999 } } }, { $sort: { aa: 1, mkB: 1 } }, { $group: { _id: '$aa', f: { $first: '$mkB' } } }],
+    [{ $match: { mkB: { $gt: -5 } } }, { $sort: { aa: 1, mkB: 1 } }, { $group: { _id: '$aa', f: { $first: '$mkB' } } }],
+    [{ $sort: { aa: -1, mkB: -1 } }, { $group: { _id: '$aa', l: { $last: '$mkB' } } }],
+  ]) {
+    const r = await both(coll, p);
+    assert.deepEqual(r.viaIndex, r.viaScan, JSON.stringify(p));
+    await assertNoDistinct(coll, p);
+  }
+});
+
 h.test('a sparse index leaves out the documents missing the key: no DISTINCT_SCAN without a filter', async () => {
   const db = srv.freshDb();
   const coll = db.collection('sp');
