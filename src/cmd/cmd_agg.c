@@ -569,7 +569,9 @@ mf_crud_agg_plan_prefix(mf_op_t *op, const mf_coll_t *c, const mf_pipeline_t *pl
         /* $groupByDistinctScan (prepareExecutor): a strict DISTINCT_SCAN, or the pipeline as it is. */
         mf_plan_request_t req = {.filter = pd->filter, .sort = pd->group_sort, .hint = hint,
                                  .distinct_key = pd->group_key, .distinct_group = true,
-                                 .distinct_last = pd->group_last, .shown = {.projection = pd->group_proj}};
+                                 .distinct_last = pd->group_last, .shown = {.projection = pd->group_proj},
+                                 /* the query shape index filters match: the projection of the group's fields */
+                                 .shape_projection = pd->group_proj};
         if (mf_plan_build(c, &req, plan, &op->err) != 0)
             return -1;
         if ((*plan)->leaf->kind == MF_ST_DISTINCT_SCAN) {

@@ -1017,6 +1017,7 @@ mf_crud_explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity)
         req.distinct_group = true;
         req.distinct_last = pd.group_last;
         req.shown.projection = pd.group_proj;
+        req.shape_projection = pd.group_proj;
     } else if (streams && pd.sort == NULL && pd.project_spec == NULL) { /* a $sort then a $project over decoded keys */
         mf_crud_agg_cover_tail(pl, &pd, NULL, NULL, &req);
     }

@@ -319,6 +319,15 @@ h.test('falls back to the pipeline as it was: multikey, $last on a multikey inde
   await assertNoDistinct(coll, [{ $group: { _id: '$a' } }], { hint: { mk: 1, b: 1 } });
   /* a hint naming an index that holds it */
   await assertDistinct(coll, [{ $group: { _id: '$a' } }], { hint: 'a_1_b_1_c_1' });
+  /* an index filter on the query's shape (its projection is the group's fields, as mongod's) */
+  await coll.createIndex({ a: 1 });
+  let e = await assertDistinct(coll, [{ $group: { _id: '$a' } }]);
+  assert.equal(findStage(winning(e), 'DISTINCT_SCAN').indexName, 'a_1'); /* fewest fields */
+  await db.command({ planCacheSetFilter: 'f', query: {}, projection: { a: 1, _id: 0 }, indexes: ['a_1_b_1_c_1'] });
+  e = await assertDistinct(coll, [{ $group: { _id: '$a' } }]);
+  assert.equal(findStage(winning(e), 'DISTINCT_SCAN').indexName, 'a_1_b_1_c_1');
+  assert.equal(e.stages[0].$cursor.queryPlanner.indexFilterSet, true);
+  await db.command({ planCacheClearFilters: 'f' });
   /*
    * $first on a multikey index (not on the key) is still a DISTINCT_SCAN. The
    * $sort on aa alone leaves aa: 1 tied; the scan takes the first in the
