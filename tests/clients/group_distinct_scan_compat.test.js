@@ -151,6 +151,12 @@ h.test('$sort + $group $first: the first document in the sort order, covered and
   const asc = await ids(cases[0]);
   assert.deepEqual(asc, [null, { $numberInt: '1' }, { $numberInt: '2' }, { $numberDouble: '3.5' }, 'x']);
   assert.deepEqual(await ids(cases[1]), asc.slice().reverse());
+  /* the command's let variables in an accumulator, over getMore batches too */
+  const lp = [{ $sort: { a: 1, b: 1 } }, { $group: { _id: '$a', s: { $first: { $add: ['$b', '$$x'] } } } }];
+  const lr = await both(coll, lp, { opts: { let: { x: 10 }, batchSize: 2 } });
+  assert.deepEqual(lr.viaIndex, lr.viaScan);
+  assert.ok(lr.viaIndex.includes('{"_id":{"$numberInt":"1"},"s":{"$numberInt":"11"}}'), lr.viaIndex.join());
+  await assertDistinct(coll, lp, { let: { x: 10 } });
   /* The whole document: FETCH over DISTINCT_SCAN, no projection. */
   const e = await explain(coll, cases[3]);
   assert.deepEqual(planStages(winning(e)), ['FETCH', 'DISTINCT_SCAN']);
