@@ -30,7 +30,8 @@
  * scan goes back to fetching.
  *
  * DISTINCT_SCAN (run_distinct) seeks past each distinct prefix of the key
- * fields up to the distinct one, reading one key per value.
+ * fields up to the distinct one, reading one key per value, forward or
+ * backward, and resumes where it stopped (an aggregate's $group over it).
  *
  * Time limits: a thread-local deadline (monotonic ms, 0 = none) set by the
  * command layer; the scan loops look at the clock every kDeadlineEvery

@@ -101,7 +101,9 @@
  * over DISTINCT_SCAN, the documents decoded from the keys ({key: value}, a
  * missing field read as null, an empty array as undefined, as mongod's);
  * else FETCH over DISTINCT_SCAN (under a projection when the filter is
- * empty). Anything else plans by the rules above.
+ * empty). Anything else plans by the rules above. An aggregate's $group
+ * (distinct_group) asks for a strict DISTINCT_SCAN in its $sort's order
+ * (see mf_plan_request_t.distinct_group).
  *
  * A plan also carries its execution position (last key / record id), so a
  * find cursor keeps its plan across getMore and resumes the scan.
