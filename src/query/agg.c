@@ -79,8 +79,8 @@
  * source is the plan (env->pull). A $group by a field path with only $first
  * or only $last accumulators, after them, may be run by a DISTINCT_SCAN
  * (mongod's $groupByDistinctScan: group_distinct_prepare, pd->group_key),
- * each document it returns becoming the group's output. Blocking stages hold a memory budget and
- * spill to disk through agg_spill.c. mf_pipeline_run (materialising) is
+ * each document it returns becoming the group's output. Blocking stages
+ * hold a memory budget and spill to disk through agg_spill.c. mf_pipeline_run (materialising) is
  * still used for views, $lookup/$facet sub-pipelines, collectionless
  * pipelines and $out/$merge.
  */
