@@ -80,9 +80,9 @@
  * or only $last accumulators, after them, may be run by a DISTINCT_SCAN
  * (mongod's $groupByDistinctScan: group_distinct_prepare, pd->group_key),
  * each document it returns becoming the group's output. Blocking stages
- * hold a memory budget and spill to disk through agg_spill.c. mf_pipeline_run (materialising) is
- * still used for views, $lookup/$facet sub-pipelines, collectionless
- * pipelines and $out/$merge.
+ * hold a memory budget and spill to disk through agg_spill.c.
+ * mf_pipeline_run (materialising) is still used for views, $lookup/$facet
+ * sub-pipelines, collectionless pipelines and $out/$merge.
  */
 #include "query/agg.h"
 #include "doc/dec128.h"
