@@ -331,6 +331,8 @@ typedef struct agg_stream {
     mf_matcher_t *m;          /* owned: the pushed-down filter */
     int64_t skip_left, limit_left; /* pushed-down $skip / $limit still to apply (limit < 0: none) */
     const mf_projection_t *proj;   /* pushed-down $project (owned by pl), or NULL */
+    bool group_distinct;           /* the plan runs pl's $group as $groupByDistinctScan (stage group_stage) */
+    size_t group_stage;
     char *db, *coll;          /* owned */
     /* A find's own projection, applied to each result (find semantics: positional, $slice, $elemMatch). */
     mf_projection_t *out_proj; /* owned, or NULL */
@@ -394,6 +396,17 @@ agg_pull_push(agg_pull_ctx_t *pc, const bson_t *doc, const mf_match_details_t *d
     if (doc == NULL) {
         /* A plan over keys only (mf_plan_t.keys_only): the next stage counts and reads no field. */
         mf_docvec_push_steal(pc->out, bson_new());
+    } else if (pc->x->group_distinct) {
+        /* The first document of its group, as the group's output ($groupByDistinctScan). */
+        bson_t o;
+        int rc = mf_pipeline_group_distinct_apply(pc->x->pl, pc->x->group_stage, doc, &o, pc->err);
+        if (rc == 0)
+            mf_docvec_push_steal(pc->out, bson_copy(&o));
+        bson_destroy(&o);
+        if (scored)
+            bson_destroy(scored);
+        if (rc != 0)
+            return -1;
     } else if (pc->x->proj != NULL) {
         bson_t *o = bson_new();
         if (mf_projection_apply(pc->x->proj, doc, NULL, o, pc->err) != 0) {
@@ -543,7 +556,10 @@ mf_crud_agg_cover_tail(const mf_pipeline_t *pl, const mf_agg_pushdown_t *pd, con
  * provides its order (else the pipeline's own spilling $sort runs it, over
  * the decoded keys of a covered scan when mf_crud_agg_cover_tail allows:
  * out_proj, may be NULL, is the find projection applied to the results).
- * Sets *pd and *plan (owned by the caller). Catalog lock held. 0 or -1.
+ * A $group mongod runs as $groupByDistinctScan (pd->group_key) is planned
+ * first as a strict DISTINCT_SCAN, kept only when that is the plan
+ * (pd->group_distinct). Sets *pd and *plan (owned by the caller). Catalog
+ * lock held. 0 or -1.
  */
 int
 mf_crud_agg_plan_prefix(mf_op_t *op, const mf_coll_t *c, const mf_pipeline_t *pl, const bson_value_t *hint,
@@ -551,6 +567,28 @@ mf_crud_agg_plan_prefix(mf_op_t *op, const mf_coll_t *c, const mf_pipeline_t *pl
                         mf_plan_t **plan)
 {
     mf_pipeline_pushdown(pl, true, pd);
+    if (c != NULL && pd->group_key != NULL) {
+        /* $groupByDistinctScan (prepareExecutor): a strict DISTINCT_SCAN, or the pipeline as it is. */
+        mf_plan_request_t req = {.filter = pd->filter, .sort = pd->group_sort, .hint = hint,
+                                 .distinct_key = pd->group_key, .distinct_group = true,
+                                 .distinct_last = pd->group_last, .shown = {.projection = pd->group_proj},
+                                 /* the query shape index filters match: the projection of the group's fields */
+                                 .shape_projection = pd->group_proj};
+        if (mf_plan_build(c, &req, plan, &op->err) != 0)
+            return -1;
+        if ((*plan)->leaf->kind == MF_ST_DISTINCT_SCAN) {
+            pd->sort = pd->group_sort;
+            pd->skip = pd->limit = 0;
+            pd->project_spec = NULL;
+            pd->project = NULL;
+            pd->count_only = false;
+            pd->nstages = pd->group_stage + 1;
+            pd->group_distinct = true;
+            return 0;
+        }
+        mf_plan_free(*plan);
+        *plan = NULL;
+    }
     for (int attempt = 0; attempt < 2; attempt++) {
         mf_plan_request_t req = {.filter = pd->filter, .sort = pd->sort, .hint = hint, .skip = pd->skip,
                                  .limit = pd->limit, .projection = pd->project_spec, .count_only = pd->count_only,
@@ -808,6 +846,8 @@ agg_stream_new(mf_op_t *op, const char *coll, mf_pipeline_t *pl, const bson_valu
     x->skip_left = pd.skip;
     x->limit_left = pd.limit > 0 ? pd.limit : -1;
     x->proj = pd.project;
+    x->group_distinct = pd.group_distinct;
+    x->group_stage = pd.group_stage;
     x->db = mf_strdup(op->db);
     x->coll = mf_strdup(coll);
     mf_agg_limits_t lim = agg_limits(op, allow_disk);
@@ -847,6 +887,8 @@ mf_crud_agg_explain_run(mf_op_t *op, const char *coll, mf_pipeline_t *pl, const 
     x->skip_left = pd->skip;
     x->limit_left = pd->limit > 0 ? pd->limit : -1;
     x->proj = pd->project;
+    x->group_distinct = pd->group_distinct;
+    x->group_stage = pd->group_stage;
     x->db = mf_strdup(op->db);
     x->coll = mf_strdup(coll);
     mf_agg_limits_t lim = agg_limits(op, allow_disk);

@@ -336,7 +336,8 @@ typedef struct explain_agg {
     size_t first;
     mf_plan_t *plan;           /* the run's plan (taken by run_explain), or NULL: plan (and run) it here */
     const mf_agg_stream_t *st; /* the run's stages, or NULL */
-    bool sub; /* a $unionWith's sub-pipeline: {$cursor} first even when nothing follows it */
+    bool sub;                  /* a $unionWith's sub-pipeline: {$cursor} first even when nothing follows it */
+    bool group_distinct;       /* the plan runs stage first - 1, a $group, as $groupByDistinctScan */
 } explain_agg_t;
 
 static int explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity, bool sub);
@@ -402,7 +403,7 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
     bool clustered = false;
     bool exec = strcmp(verbosity, "queryPlanner") != 0;
     /* Stages after $cursor: the reply is mongod's pipeline explain (Explain::explainPipeline). */
-    bool staged = agg != NULL && (agg->first < mf_pipeline_len(agg->pl) || agg->sub);
+    bool staged = agg != NULL && (agg->first < mf_pipeline_len(agg->pl) || agg->sub || agg->group_distinct);
     mf_plan_t *p = staged ? agg->plan : NULL; /* taken: freed here */
     if (staged)
         agg->plan = NULL;
@@ -534,6 +535,21 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
             BSON_APPEND_INT64(&first, "executionTimeMillisEstimate", elapsed);
         }
         bson_append_document_end(&arr, &first);
+        if (agg->group_distinct) {
+            /* The $group the plan runs (pipeline_d.cpp's DocumentSourceSingleDocumentTransformation). */
+            bson_t gd;
+            BSON_APPEND_DOCUMENT_BEGIN(&arr, "1", &gd);
+            mf_pipeline_group_distinct_explain(agg->pl, agg->first - 1, &gd);
+            if (exec) {
+                int64_t n = p->root->n_returned, us = p->exec_ms * 1000;
+                if (agg->st != NULL)
+                    mf_agg_stream_source_stats(agg->st, &n, &us);
+                BSON_APPEND_INT64(&gd, "nReturned", n);
+                BSON_APPEND_INT64(&gd, "executionTimeMillisEstimate", us / 1000);
+            }
+            bson_append_document_end(&arr, &gd);
+            k++;
+        }
         explain_sub_ctx_t sx = {op, verbosity};
         mf_agg_explain_hooks_t hooks = {explain_sub, &sx};
         mf_pipeline_explain(agg->pl, agg->first, agg->st, &hooks, &arr, &k);
@@ -1145,6 +1161,7 @@ explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity, bool su
         bson_init_static(&sort, bson_get_data(pd.sort), pd.sort->len);
     agg.first = pd.nstages;
     agg.st = ran;
+    agg.group_distinct = prc == 0 && streams && pd.group_distinct;
     bson_t proj;
     if (pd.project_spec != NULL)
         bson_init_static(&proj, bson_get_data(pd.project_spec), pd.project_spec->len);
@@ -1153,8 +1170,16 @@ explain_aggregate(mf_op_t *op, const bson_t *cmd, const char *verbosity, bool su
                              .projection = pd.project_spec ? &proj : NULL, .count_only = pd.count_only,
                              .cover_projection = pd.project_spec ? &proj : NULL, /* as the aggregate runs it */
                              .cover_parsed = pd.project_spec ? pd.project : NULL};
-    if (streams && pd.sort == NULL && pd.project_spec == NULL) /* a $sort then a $project over decoded keys */
+    if (agg.group_distinct) {
+        /* $groupByDistinctScan: planned as mf_crud_agg_plan_prefix planned it. */
+        req.distinct_key = pd.group_key;
+        req.distinct_group = true;
+        req.distinct_last = pd.group_last;
+        req.shown.projection = pd.group_proj;
+        req.shape_projection = pd.group_proj;
+    } else if (streams && pd.sort == NULL && pd.project_spec == NULL) { /* a $sort then a $project over decoded keys */
         mf_crud_agg_cover_tail(pl, &pd, NULL, NULL, &req);
+    }
     int rc = run_explain(op, coll, &req, 0, verbosity, cmd, &agg, NULL, false);
     mf_plan_free(agg.plan); /* when run_explain did not take it */
     mf_agg_stream_free(ran);

@@ -76,10 +76,13 @@
  * asks mf_pipeline_pushdown which leading stages ($match, an index-provided
  * $sort, $skip, $limit) the query planner can run, plans them as find
  * would, and pulls the rest through a chain of per-stage iterators whose
- * source is the plan (env->pull). Blocking stages hold a memory budget and
- * spill to disk through agg_spill.c. mf_pipeline_run (materialising) is
- * still used for views, $lookup/$facet sub-pipelines, collectionless
- * pipelines and $out/$merge.
+ * source is the plan (env->pull). A $group by a field path with only $first
+ * or only $last accumulators, after them, may be run by a DISTINCT_SCAN
+ * (mongod's $groupByDistinctScan: group_distinct_prepare, pd->group_key),
+ * each document it returns becoming the group's output. Blocking stages
+ * hold a memory budget and spill to disk through agg_spill.c.
+ * mf_pipeline_run (materialising) is still used for views, $lookup/$facet
+ * sub-pipelines, collectionless pipelines and $out/$merge.
  */
 #include "query/agg.h"
 #include "doc/dec128.h"
@@ -243,6 +246,16 @@ typedef struct stage {
     bool geo_meta;          /* $geoNear: add the hidden metadata fields (MF_GEO_DIST_FIELD ...) to its output */
     mf_densify_t *densify;  /* $_internalDensify, what $densify desugars to (agg_densify.c) */
     bson_t *raw;            /* the stage as it runs, {name: argument} (explain: mf_pipeline_explain) */
+    /*
+     * $group that mongod 8.0 may run as $groupByDistinctScan (group_distinct_prepare):
+     * gd_key its field path (owned, NULL: not eligible), gd_last for $last accumulators,
+     * gd_proj the fields it reads as mongod's dependency projection (owned; NULL: the
+     * whole document).
+     */
+    char *gd_key;
+    bool gd_last;
+    bson_t *gd_proj;
+    char *id_field; /* $group: _id's one field when it is {f: expr} (a missing value groups as {f: null}) */
 } stage_t;
 
 struct mf_pipeline {
@@ -1352,6 +1365,20 @@ gt_group_of(gtable_t *t, const stage_t *s, const bson_t *doc, mf_error_t *err)
         return NULL;
     if (key.value_type == BSON_TYPE_EOD)
         key.value_type = BSON_TYPE_NULL;
+    if (s->id_field != NULL && key.value_type == BSON_TYPE_DOCUMENT && key.value.v_doc.data_len <= 5) {
+        /*
+         * {_id: {f: "$x"}}: one key expression whose missing value is null
+         * (DocumentSourceGroup::computeId, then expandId), not an empty object.
+         */
+        bson_t one = BSON_INITIALIZER;
+        BSON_APPEND_NULL(&one, s->id_field);
+        mf_value_free(&key);
+        key.value_type = BSON_TYPE_DOCUMENT;
+        key.value.v_doc.data_len = one.len;
+        key.value.v_doc.data = bson_malloc(one.len);
+        memcpy(key.value.v_doc.data, bson_get_data(&one), one.len);
+        bson_destroy(&one);
+    }
     group_t *g = gt_find(t, s, &key);
     mf_value_free(&key);
     return g;
@@ -1611,6 +1638,10 @@ stage_free(stage_t *s)
         bson_free(s->accs[i].ps);
     }
     bson_free(s->accs);
+    bson_free(s->gd_key);
+    bson_free(s->id_field);
+    if (s->gd_proj != NULL)
+        bson_destroy(s->gd_proj);
     bson_free(s->field);
     bson_free(s->index_field);
     bson_free(s->from);
@@ -1770,6 +1801,158 @@ parse_acc_multi(acc_def_t *a, const char *op, const bson_value_t *arg, mf_error_
     return a->expr ? 0 : -1;
 }
 
+/* ---- $groupByDistinctScan ---- */
+
+/* The field paths an expression reads (gd_deps): a sorted set of strings. */
+typedef struct gd_paths {
+    char **v;
+    size_t n;
+    bool whole;  /* reads the whole document ($$ROOT, $$CURRENT, $getField ...) */
+    bool refuse; /* reads metadata ($meta): not rewritten here */
+} gd_paths_t;
+
+static void
+gd_paths_add(gd_paths_t *d, const char *path, size_t len)
+{
+    d->v = bson_realloc(d->v, (d->n + 1) * sizeof *d->v);
+    d->v[d->n++] = bson_strndup(path, len);
+}
+
+/*
+ * gd_deps: adds the document paths expression v (as written) reads to d, as
+ * mongod's Expression::addDependencies would: "$a.b" reads a.b, "$$ROOT.a"
+ * and "$$CURRENT.a" read a, "$$ROOT" / "$$CURRENT" the whole document; other
+ * variables ($$NOW, a $let's or $map's) read none themselves; $literal
+ * nothing. $getField / $setField / $unsetField name fields by value, so
+ * they count as the whole document; $meta is refused.
+ */
+static void
+gd_deps(const bson_value_t *v, gd_paths_t *d)
+{
+    bson_iter_t it;
+    if (v->value_type == BSON_TYPE_UTF8 && v->value.v_utf8.str[0] == '$') {
+        const char *str = v->value.v_utf8.str;
+        if (str[1] != '$') {
+            gd_paths_add(d, str + 1, strlen(str + 1));
+            return;
+        }
+        const char *var = str + 2, *dot = strchr(var, '.');
+        size_t vl = dot != NULL ? (size_t)(dot - var) : strlen(var);
+        if ((vl == 4 && strncmp(var, "ROOT", 4) == 0) || (vl == 7 && strncmp(var, "CURRENT", 7) == 0)) {
+            if (dot == NULL)
+                d->whole = true;
+            else
+                gd_paths_add(d, dot + 1, strlen(dot + 1));
+        }
+        return;
+    }
+    if (v->value_type != BSON_TYPE_DOCUMENT && v->value_type != BSON_TYPE_ARRAY)
+        return;
+    if (!bson_iter_init_from_data(&it, v->value.v_doc.data, v->value.v_doc.data_len))
+        return;
+    while (bson_iter_next(&it)) {
+        const char *k = bson_iter_key(&it);
+        if (v->value_type == BSON_TYPE_DOCUMENT && strcmp(k, "$literal") == 0)
+            continue;
+        if (v->value_type == BSON_TYPE_DOCUMENT && strcmp(k, "$meta") == 0)
+            d->refuse = true;
+        if (v->value_type == BSON_TYPE_DOCUMENT &&
+            (strcmp(k, "$getField") == 0 || strcmp(k, "$setField") == 0 || strcmp(k, "$unsetField") == 0))
+            d->whole = true;
+        gd_deps(bson_iter_value(&it), d);
+    }
+}
+
+static int
+gd_str_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * group_distinct_prepare: whether $group s (argument spec) is one mongod
+ * 8.0 may run over a DISTINCT_SCAN (DocumentSourceGroupBase::
+ * rewriteGroupAsTransformOnFirstDocument): _id a field path "$x" or a
+ * one-field document {f: "$x"}, and every accumulator $first, or every one
+ * $last, or none (accsNeedSameDoc). Sets s->gd_key (x), gd_last and
+ * gd_proj, the projection mongod pushes down for the fields the group
+ * reads (DepsTracker::toProjectionWithoutMetadata: the paths in order, one
+ * under another left out, then _id: 0 unless a path is _id or under it).
+ */
+static void
+group_distinct_prepare(stage_t *s, const bson_value_t *spec)
+{
+    bson_iter_t it, sub;
+    const char *key = NULL;
+    int first = 0, last = 0;
+    gd_paths_t d = {0};
+
+    for (size_t a = 0; a < s->naccs; a++) {
+        first += s->accs[a].kind == AC_FIRST;
+        last += s->accs[a].kind == AC_LAST;
+    }
+    if ((size_t)first != s->naccs && (size_t)last != s->naccs)
+        return;
+    if (!bson_iter_init_from_data(&it, spec->value.v_doc.data, spec->value.v_doc.data_len))
+        return;
+    while (bson_iter_next(&it)) {
+        const bson_value_t *v = bson_iter_value(&it);
+        if (strcmp(bson_iter_key(&it), "_id") == 0) {
+            const bson_value_t *kv = v;
+            if (v->value_type == BSON_TYPE_DOCUMENT) {
+                /* {f: "$x"}: one field, not an operator. */
+                if (!bson_iter_init_from_data(&sub, v->value.v_doc.data, v->value.v_doc.data_len) ||
+                    !bson_iter_next(&sub) || bson_iter_key(&sub)[0] == '$')
+                    goto out;
+                kv = bson_iter_value(&sub);
+                if (bson_iter_next(&sub))
+                    goto out;
+            }
+            if (kv->value_type != BSON_TYPE_UTF8 || kv->value.v_utf8.str[0] != '$')
+                goto out;
+            /* "$x", or "$$ROOT.x" / "$$CURRENT.x" (a path under the document, not a user variable's) */
+            key = kv->value.v_utf8.str + 1;
+            if (strncmp(key, "$ROOT.", 6) == 0)
+                key += 6;
+            else if (strncmp(key, "$CURRENT.", 9) == 0)
+                key += 9;
+            if (key[0] == '\0' || key[0] == '$')
+                goto out;
+            gd_deps(kv, &d);
+            continue;
+        }
+        /* {acc: {$first: expr}} */
+        if (v->value_type == BSON_TYPE_DOCUMENT && bson_iter_init_from_data(&sub, v->value.v_doc.data, v->value.v_doc.data_len) &&
+            bson_iter_next(&sub))
+            gd_deps(bson_iter_value(&sub), &d);
+    }
+    if (key == NULL || d.refuse)
+        goto out;
+    s->gd_key = bson_strdup(key);
+    s->gd_last = last > 0;
+    if (d.whole)
+        goto out;
+    qsort(d.v, d.n, sizeof *d.v, gd_str_cmp);
+    s->gd_proj = bson_new();
+    bool id = false;
+    const char *prev = NULL;
+    for (size_t i = 0; i < d.n; i++) {
+        const char *f = d.v[i];
+        if (strncmp(f, "_id", 3) == 0 && (f[3] == '\0' || f[3] == '.'))
+            id = true;
+        if (prev != NULL && strncmp(f, prev, strlen(prev)) == 0 && (f[strlen(prev)] == '.' || f[strlen(prev)] == '\0'))
+            continue; /* under (or the same as) the path before it */
+        BSON_APPEND_INT32(s->gd_proj, f, 1);
+        prev = f;
+    }
+    if (!id)
+        BSON_APPEND_INT32(s->gd_proj, "_id", 0);
+out:
+    for (size_t i = 0; i < d.n; i++)
+        bson_free(d.v[i]);
+    bson_free(d.v);
+}
+
 static int
 parse_group(stage_t *s, const bson_value_t *v, mf_error_t *err)
 {
@@ -1789,6 +1972,11 @@ parse_group(stage_t *s, const bson_value_t *v, mf_error_t *err)
             s->expr = mf_expr_parse(fv, err);
             if (s->expr == NULL)
                 return -1;
+            bson_iter_t fi, fi2;
+            if (fv->value_type == BSON_TYPE_DOCUMENT &&
+                bson_iter_init_from_data(&fi, fv->value.v_doc.data, fv->value.v_doc.data_len) &&
+                bson_iter_next(&fi) && bson_iter_key(&fi)[0] != '$' && (fi2 = fi, !bson_iter_next(&fi2)))
+                s->id_field = bson_strdup(bson_iter_key(&fi));
             continue;
         }
         if (k[0] == '$')
@@ -1850,6 +2038,7 @@ parse_group(stage_t *s, const bson_value_t *v, mf_error_t *err)
     }
     if (!have_id)
         return mf_err_set(err, MF_E_Location15955, "a group specification must include an _id");
+    group_distinct_prepare(s, v);
     return 0;
 }
 
@@ -5816,6 +6005,68 @@ mf_pipeline_pushdown(const mf_pipeline_t *p, bool sort_ok, mf_agg_pushdown_t *pd
     }
     pd->nstages = i;
     pd->count_only = pd->sort == NULL && pd->project_spec == NULL && i < p->n && counts_only(&p->stages[i]);
+    /* tryDistinctGroupRewrite: [$match] [$sort] $group, the $sort with no $limit after it. */
+    size_t g = pd->filter != NULL ? 1 : 0;
+    const bson_t *gsort = NULL;
+    if (sort_ok && g + 1 < p->n && p->stages[g].kind == S_SORT)
+        gsort = p->stages[g++].spec;
+    if (sort_ok && g < p->n && p->stages[g].kind == S_GROUP && p->stages[g].gd_key != NULL) {
+        pd->group_key = p->stages[g].gd_key;
+        pd->group_last = p->stages[g].gd_last;
+        pd->group_proj = p->stages[g].gd_proj;
+        pd->group_sort = gsort;
+        pd->group_stage = g;
+    }
+}
+
+int
+mf_pipeline_group_distinct_apply(const mf_pipeline_t *p, size_t stage, const bson_t *doc, bson_t *out,
+                                 mf_error_t *err)
+{
+    const stage_t *s = &p->stages[stage];
+    bson_value_t v;
+    bson_init(out);
+    for (size_t a = 0; a <= s->naccs; a++) {
+        const mf_expr_t *e = a == 0 ? s->expr : s->accs[a - 1].expr;
+        if (mf_expr_eval(e, doc, &v, err) < 0)
+            return -1;
+        if (v.value_type == BSON_TYPE_EOD)
+            v.value_type = BSON_TYPE_NULL;
+        bson_append_value(out, a == 0 ? "_id" : s->accs[a - 1].field, -1, &v);
+        mf_value_free(&v);
+    }
+    return 0;
+}
+
+void
+mf_pipeline_group_distinct_explain(const mf_pipeline_t *p, size_t stage, bson_t *out)
+{
+    const stage_t *s = &p->stages[stage];
+    bson_iter_t it, gi, ai;
+    bson_t d, nr;
+    BSON_APPEND_DOCUMENT_BEGIN(out, "$groupByDistinctScan", &d);
+    BSON_APPEND_DOCUMENT_BEGIN(&d, "newRoot", &nr);
+    /* The $group as written: _id, then each accumulator's expression (the raw spec keeps their order). */
+    for (int pass = 0; pass < 2; pass++) {
+        if (!bson_iter_init(&it, s->raw) || !bson_iter_next(&it) || !bson_iter_recurse(&it, &gi))
+            break;
+        while (bson_iter_next(&gi)) {
+            const char *k = bson_iter_key(&gi);
+            bool id = strcmp(k, "_id") == 0;
+            if (pass == 0 && id && BSON_ITER_HOLDS_UTF8(&gi)) {
+                /* the key as the path it names (ExpressionFieldPath::deprecatedCreate(groupId)) */
+                char *path = bson_strdup_printf("$%s", s->gd_key);
+                BSON_APPEND_UTF8(&nr, "_id", path);
+                bson_free(path);
+            } else if (pass == 0 && id)
+                bson_append_value(&nr, k, -1, bson_iter_value(&gi));
+            else if (pass == 1 && !id && BSON_ITER_HOLDS_DOCUMENT(&gi) && bson_iter_recurse(&gi, &ai) &&
+                     bson_iter_next(&ai))
+                bson_append_value(&nr, k, -1, bson_iter_value(&ai));
+        }
+    }
+    bson_append_document_end(&d, &nr);
+    bson_append_document_end(out, &d);
 }
 
 /*

@@ -366,9 +366,40 @@ typedef struct mf_agg_pushdown {
      */
     bool count_only;
     size_t nstages;
+    /*
+     * mongod 8.0's $groupByDistinctScan (pipeline_d.cpp tryDistinctGroupRewrite):
+     * a $group after the $match and a $sort (no $limit between), by a field
+     * path with only $first or only $last accumulators. mf_pipeline_pushdown
+     * names the candidate (group_key, NULL: none; group_sort the $sort
+     * before it or NULL; group_proj the fields it reads, NULL: the whole
+     * document; group_stage its position); the caller plans it as a strict
+     * DISTINCT_SCAN (mf_plan_request_t.distinct_group) and, when that is the
+     * plan, sets group_distinct: the stages up to the $group are absorbed
+     * (nstages), and each document the plan returns becomes the group's
+     * output (mf_pipeline_group_distinct_apply).
+     */
+    const char *group_key;
+    bool group_last;
+    const bson_t *group_proj;
+    const bson_t *group_sort;
+    size_t group_stage;
+    bool group_distinct;
 } mf_agg_pushdown_t;
 
 void mf_pipeline_pushdown(const mf_pipeline_t *p, bool sort_ok, mf_agg_pushdown_t *pd);
+
+/*
+ * mf_pipeline_group_distinct_apply: the $groupByDistinctScan output of doc,
+ * the first document of its group (GroupFromFirstDocumentTransformation):
+ * {_id: the group key, each accumulator's field: its expression on doc}, a
+ * missing value as null. stage is pd->group_stage. out is initialised here
+ * (the caller destroys it, on error too). 0, or -1 with err.
+ */
+int mf_pipeline_group_distinct_apply(const mf_pipeline_t *p, size_t stage, const bson_t *doc, bson_t *out,
+                                     mf_error_t *err) MF_WUR;
+
+/* mf_pipeline_group_distinct_explain: appends {$groupByDistinctScan: {newRoot: {_id, fields...}}} to out. */
+void mf_pipeline_group_distinct_explain(const mf_pipeline_t *p, size_t stage, bson_t *out);
 
 /*
  * Streaming execution: stages first.. of p pull documents one at a time

@@ -30,7 +30,8 @@
  * scan goes back to fetching.
  *
  * DISTINCT_SCAN (run_distinct) seeks past each distinct prefix of the key
- * fields up to the distinct one, reading one key per value.
+ * fields up to the distinct one, reading one key per value, forward or
+ * backward, and resumes where it stopped (an aggregate's $group over it).
  *
  * Time limits: a thread-local deadline (monotonic ms, 0 = none) set by the
  * command layer; the scan loops look at the clock every kDeadlineEvery
@@ -572,18 +573,45 @@ out:
 }
 
 /*
+ * Where a DISTINCT_SCAN goes after handing out an entry whose first
+ * components (the distinct prefix) take the first used bytes of key: past
+ * every key sharing them. Forward, that is the first key at or after the
+ * prefix followed by 0xff bytes (above any continuation); backward, the last
+ * key before the prefix itself (every key holding it sorts at or after it).
+ */
+static int
+distinct_skip(mf_cur_t *icur, const uint8_t *key, size_t used, bool fwd, uint8_t *tmp)
+{
+    memcpy(tmp, key, used);
+    if (fwd) {
+        memset(tmp + used, 0xff, 9);
+        return mf_cur_seek_bytes_ge(icur, tmp, used + 9);
+    }
+    int ret = mf_cur_seek_bytes_ge(icur, tmp, used);
+    if (ret == MF_NOTFOUND) {
+        mf_cur_reset(icur);
+        return mf_cur_prev(icur);
+    }
+    return ret != 0 ? ret : mf_cur_prev(icur);
+}
+
+/*
  * DISTINCT_SCAN (mongod's DistinctScan): walks the leaf's intervals with one
- * index cursor, handing out the first entry of each distinct prefix of
- * fields 0..field_no and then seeking past every key that shares that
- * prefix, so it reads one key per distinct value (per combination of the
- * fields before it), not one per document. Each seek that lands on a key
- * counts as a key examined, the one found past the last interval too (as
- * mongod's checker counts the key that ends the scan). A key before the next
- * interval seeks to that interval. Covered (no FETCH): the visitor gets
- * {key: value}, the value decoded with the entry's type bits, dotted keys
- * nested; else the fetched document, re-checked by the matcher (a document
- * that fails it, or is gone, moves the scan to the next key, not past the
- * value). Runs to the end in one call (distinct has no cursor).
+ * index cursor in the stage's direction, handing out the first entry (in
+ * that direction) of each distinct prefix of fields 0..field_no and then
+ * seeking past every key that shares that prefix (distinct_skip), so it
+ * reads one key per distinct value (per combination of the fields before
+ * it), not one per document. Each seek that lands on a key counts as a key
+ * examined, the one found past the last interval too (as mongod's checker
+ * counts the key that ends the scan). A key before the next interval seeks
+ * to that interval. Covered (no FETCH): the visitor gets {key: value}, the
+ * value decoded with the entry's type bits, dotted keys nested, or with
+ * mf_plan_t.distinct_whole every key field ($groupByDistinctScan); else
+ * the fetched document, re-checked by the matcher (a document that fails
+ * it, or is gone, moves the scan to the next key, not past the value).
+ * When the visitor stops the scan, the position (where the next seek goes:
+ * p->last_key, p->cur_iv) is kept, and the next call resumes there (an
+ * aggregate's getMore); a distinct runs it to the end in one call.
  */
 static int
 run_distinct(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf_exec_visit_fn visit, void *arg,
@@ -593,17 +621,33 @@ run_distinct(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf
     mf_index_t *ix = mf_coll_index_by_name(c, st->index_name);
     mf_cur_t *icur = NULL, *ccur = NULL;
     uint8_t *tmp = NULL;
-    size_t tmpcap = 64, iv = 0;
+    size_t tmpcap = 64, iv = p->cur_iv;
+    bool fwd = st->direction >= 0;
     bson_t vals = BSON_INITIALIZER, doc = BSON_INITIALIZER;
     int ret, rc = 0;
 
     if (ix == NULL || ix->building || (st->index_ident != NULL && strcmp(ix->ident, st->index_ident) != 0))
         return mf_err_set(err, MF_E_QueryPlanKilled, "query plan killed :: caused by :: index '%s' dropped",
                           st->index_name);
+    /*
+     * A $group's scan keys each value once only while the key's path holds no
+     * array: should one have come since planning (a getMore after a write),
+     * its groups would split by element, so the plan ends instead.
+     */
+    bool paths_known = false;
+    for (int f = 0; f < ix->kp.nfields && !paths_known; f++)
+        paths_known = atomic_load(&ix->mk_paths[f]) != 0;
+    if (p->distinct_strict && atomic_load(&ix->multikey) &&
+        (!paths_known || atomic_load(&ix->mk_paths[st->field_no]) != 0 || (p->distinct_whole && !still_covered(p, ix))))
+        return mf_err_set(err, MF_E_QueryPlanKilled,
+                          "query plan killed :: caused by :: index '%s' became multikey on the group key",
+                          st->index_name);
+    bool resume = p->started && p->last_key_len > 0;
     p->started = true;
-    p->done = true;
-    if (st->niv == 0)
+    if (st->niv == 0 || p->done) {
+        p->done = true;
         goto out;
+    }
     if (mf_cur_open(s, ix->uri, &icur, err) != 0 || (fetch != NULL && mf_cur_open(s, c->uri, &ccur, err) != 0)) {
         rc = -1;
         goto out;
@@ -613,8 +657,15 @@ run_distinct(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf
         if (need > tmpcap)
             tmpcap = need;
     }
+    if (p->last_key_len + 16 > tmpcap)
+        tmpcap = p->last_key_len + 16;
     tmp = mf_malloc(tmpcap);
-    ret = seek_interval(icur, &st->iv[0], true, tmp);
+    /* Intervals are kept in ascending byte order: a backward scan takes them from the last. */
+#define DS_IV(n) (&st->iv[fwd ? (n) : st->niv - 1 - (n)])
+    if (resume)
+        ret = distinct_skip(icur, p->last_key, p->last_key_len, fwd, tmp);
+    else
+        ret = seek_interval(icur, DS_IV(0), fwd, tmp);
     while (ret == 0) {
         const uint8_t *key, *val;
         size_t klen, vlen, used = 0;
@@ -627,16 +678,19 @@ run_distinct(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf
         }
         /* Past the interval: on to the first one that may hold the key, or done. */
         while (iv < st->niv) {
-            int r = mf_interval_key_cmp(key, klen, st->iv[iv].hi, st->iv[iv].hilen);
-            if (r < 0 || (r == 0 && st->iv[iv].hi_incl))
+            const mf_interval_t *x = DS_IV(iv);
+            int r = fwd ? mf_interval_key_cmp(key, klen, x->hi, x->hilen)
+                        : -mf_interval_key_cmp(key, klen, x->lo, x->lolen);
+            if (r < 0 || (r == 0 && (fwd ? x->hi_incl : x->lo_incl)))
                 break;
             iv++;
         }
         if (iv == st->niv)
             break;
-        int lr = mf_interval_key_cmp(key, klen, st->iv[iv].lo, st->iv[iv].lolen);
-        if (lr < 0 || (lr == 0 && !st->iv[iv].lo_incl)) {
-            ret = seek_interval(icur, &st->iv[iv], true, tmp);
+        const mf_interval_t *x = DS_IV(iv);
+        int lr = fwd ? mf_interval_key_cmp(key, klen, x->lo, x->lolen) : -mf_interval_key_cmp(key, klen, x->hi, x->hilen);
+        if (lr < 0 || (lr == 0 && !(fwd ? x->lo_incl : x->hi_incl))) {
+            ret = seek_interval(icur, x, fwd, tmp);
             continue;
         }
         int64_t rid;
@@ -661,7 +715,16 @@ run_distinct(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf
         }
         mf_match_details_t d = {.array_pos = -1};
         int r = 0;
-        if (fetch == NULL) {
+        if (fetch == NULL && p->distinct_whole) {
+            /* Covered, every key field (the $group reads them): as a covered IXSCAN decodes its keys. */
+            size_t kl = ix->rid_in_key && klen >= 8 ? klen - 8 : klen;
+            if (covered_doc(ix, key, kl, tb, tblen, &vals, &doc, err) != 0) {
+                rc = -1;
+                goto out;
+            }
+            st->n_returned++;
+            r = visit(arg, rid, &doc, &d);
+        } else if (fetch == NULL) {
             /* Covered: {key: value} from the key (nested for a dotted key, as rehydrateIndexKey sets it). */
             bson_iter_t it;
             int n = 0;
@@ -701,7 +764,7 @@ run_distinct(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf
             }
             if (!ok) {
                 /* Gone, or not a match: another document may hold this value. */
-                ret = mf_cur_next(icur);
+                ret = fwd ? mf_cur_next(icur) : mf_cur_prev(icur);
                 continue;
             }
             st->n_returned++;
@@ -712,17 +775,20 @@ run_distinct(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf
             rc = -1;
             goto out;
         }
-        if (r > 0)
+        if (r > 0) {
+            /* Stopped: the next call goes on past this prefix. */
+            save_key(p, key, used);
+            p->cur_iv = iv;
             goto out;
-        /* Past every key that shares the prefix: the prefix's bytes then 0xff, above any continuation. */
+        }
         if (used + 9 > tmpcap) {
             tmpcap = used + 16;
             tmp = mf_realloc(tmp, tmpcap);
         }
-        memcpy(tmp, key, used);
-        memset(tmp + used, 0xff, 9);
-        ret = mf_cur_seek_bytes_ge(icur, tmp, used + 9);
+        ret = distinct_skip(icur, key, used, fwd, tmp);
     }
+#undef DS_IV
+    p->done = true;
     if (ret != 0 && ret != MF_NOTFOUND)
         rc = storage_err(ret, c, err);
 out:

@@ -3023,6 +3023,81 @@ distinct_mk_exact(const bson_value_t *v)
 }
 
 /*
+ * group_sort_dir: the direction candidate k gives sort in, as check_sort
+ * finds it, but where a field whose path held an array may sort too when its
+ * bounds are [MinKey, MaxKey] (mongod's planner gives such a sort: a scan of
+ * every key reaches each document first at its least element forward, at its
+ * greatest backward, where an ascending / descending $sort puts it; an empty
+ * array's undefined key before null, as the $sort puts []). 0: none.
+ */
+static int
+group_sort_dir(const cand_t *k, const bson_t *sort)
+{
+    bson_iter_t it;
+    bool foreign = !mf_collation_equal(k->ix->kp.collation, mf_collation_current());
+    for (int off = 0; off <= k->nsingle; off++) {
+        int dir = 0, pos = off;
+        bool ok = bson_iter_init(&it, sort);
+        while (ok && bson_iter_next(&it)) {
+            const bson_value_t *v = bson_iter_value(&it);
+            if (pos >= k->ix->kp.nfields || !mf_value_is_number(v) ||
+                (field_mk(k->ix, pos) != 0 && !(pos >= k->nbounded || k->f[pos].all)) ||
+                (k->ix->kp.has_hashed && pos == k->ix->kp.hashed_field) ||
+                strcmp(bson_iter_key(&it), k->ix->kp.fields[pos]) != 0 ||
+                (foreign && vlist_may_collate(&k->f[pos]))) {
+                ok = false;
+                break;
+            }
+            int d = (mf_value_as_double(v) < 0) == k->ix->kp.desc[pos] ? 1 : -1;
+            if (dir != 0 && d != dir)
+                ok = false;
+            dir = d;
+            pos++;
+        }
+        if (ok && dir != 0)
+            return dir;
+    }
+    return 0;
+}
+
+/*
+ * group_sort_candidate: among the indexes cands marks (hinted: that one),
+ * the best that gives sort by group_sort_dir, or NULL; owned by the caller
+ * (cand_destroy, free). The candidates best_candidate would skip are
+ * skipped.
+ */
+static cand_t *
+group_sort_candidate(const mf_coll_t *c, const preds_t *ps, const bson_t *sort, mf_index_t *hinted,
+                     const bool *cands)
+{
+    cand_t *best = NULL, *tmp = mf_malloc(sizeof(*tmp));
+    int best_score = 0;
+    for (int i = 0; i < c->nindexes && i < MF_MAX_INDEXES; i++) {
+        mf_index_t *ix = c->indexes[i];
+        if (!cands[i] || (hinted == NULL && ix->partial && !partial_implied(ix, ps)))
+            continue;
+        bounds_index(&ix->kp);
+        analyse(ix, ps, tmp);
+        bounds_index(NULL);
+        tmp->sort_dir = group_sort_dir(tmp, sort);
+        int sc = tmp->sort_dir == 0 || (hinted == NULL && ix->sparse && !tmp->null_ok) ? 0 : score(tmp);
+        if (sc > best_score) {
+            if (best) {
+                cand_destroy(best);
+                free(best);
+            }
+            best = tmp;
+            best_score = sc;
+            tmp = mf_malloc(sizeof(*tmp));
+        } else {
+            cand_destroy(tmp);
+        }
+    }
+    free(tmp);
+    return best;
+}
+
+/*
  * distinct_plan: mongod 8.0's DISTINCT_SCAN for a distinct command on c
  * (get_executor.cpp tryGetExecutorDistinct, see plan.h), hinted the hinted
  * index (NULL: none). Only indexes whose entries hold type bits (keyFormat
@@ -3035,6 +3110,8 @@ distinct_plan(const mf_coll_t *c, const mf_plan_request_t *req, mf_index_t *hint
 {
     const char *key = req->distinct_key;
     const bson_t *proj = req->shown.projection;
+    bool group = req->distinct_group, flip = group && req->distinct_last;
+    bool has_sort = group && req->sort != NULL && !bson_empty(req->sort);
     bool allowed[MF_MAX_INDEXES], cands[MF_MAX_INDEXES];
     bool filtered = false, any = false;
     mf_stage_t *top = NULL;
@@ -3044,10 +3121,18 @@ distinct_plan(const mf_coll_t *c, const mf_plan_request_t *req, mf_index_t *hint
     }
     for (int i = 0; i < c->nindexes && i < MF_MAX_INDEXES; i++) {
         const mf_index_t *ix = c->indexes[i];
+        int f = kp_field(ix, key);
         cands[i] = !ix->building && ix->key_types && !ix->kp.is_text && !ix->kp.is_wildcard &&
-                   !ix->kp.wildcard_compound && !ix->kp.has_geo && kp_field(ix, key) >= 0 &&
+                   !ix->kp.wildcard_compound && !ix->kp.has_geo && f >= 0 &&
                    (hinted != NULL ? ix == hinted : !mf_plan_index_hidden(ix) && (!filtered || allowed[i])) &&
-                   !(c->clustered && ix->is_id);
+                   !(c->clustered && ix->is_id) &&
+                   /*
+                    * $groupByDistinctScan (getIndexEntriesForDistinct): STRICT_DISTINCT_ONLY leaves out an
+                    * index multikey on the key's path (its keys unwind arrays a $group keys whole), and a
+                    * flipped scan ($last) any multikey index (a reversed scan does not reverse the order
+                    * of arrays, which sort by their least / greatest element).
+                    */
+                   !(group && field_mk(ix, f) != 0) && !(flip && atomic_load(&ix->multikey));
         any = any || cands[i];
     }
     /* "a.0": keys hold one reading of the path (the position), distinct walks both: left to the documents. */
@@ -3058,7 +3143,7 @@ distinct_plan(const mf_coll_t *c, const mf_plan_request_t *req, mf_index_t *hint
     collect_preds(req->filter, ps, 0, 0);
     cand_t *k = mf_malloc(sizeof(*k));
     bool have = false;
-    if (req->filter == NULL || bson_empty(req->filter)) {
+    if ((req->filter == NULL || bson_empty(req->filter)) && !has_sort) {
         /* getDistinctNodeIndex: the key leads, same collation, not partial, not hashed; fewest fields wins. */
         mf_index_t *pick = NULL;
         for (int i = 0; i < c->nindexes && i < MF_MAX_INDEXES; i++) {
@@ -3066,6 +3151,9 @@ distinct_plan(const mf_coll_t *c, const mf_plan_request_t *req, mf_index_t *hint
             if (!cands[i] || kp_field(ix, key) != 0 || ix->partial != NULL ||
                 !mf_collation_equal(ix->kp.collation, mf_collation_current()) ||
                 (ix->kp.has_hashed && ix->kp.hashed_field == 0))
+                continue;
+            /* A $group's null group holds the documents missing the key, which a sparse index leaves out. */
+            if (group && ix->sparse && hinted == NULL)
                 continue;
             if (pick == NULL || ix->kp.nfields < pick->kp.nfields)
                 pick = ix;
@@ -3075,14 +3163,33 @@ distinct_plan(const mf_coll_t *c, const mf_plan_request_t *req, mf_index_t *hint
             analyse(pick, ps, k);
             bounds_index(NULL);
             have = true;
+            /* Forward even for $last: with no filter nor sort the direction does not matter (createDistinctScanSolution). */
             mf_stage_t *st = ixscan_stage(k, 1);
-            /* DistinctNode provides the key's field (multikey too: distinct unwinds arrays anyway). */
-            bool covered = pick->kp.collation == NULL;
+            bool covered;
+            if (group) {
+                /* The group's dependencies from the keys alone (analyzeDataAccess), else FETCH. */
+                covered = proj != NULL && projection_coverable(pick, proj, NULL, &p->cover_fields);
+                p->distinct_whole = covered;
+            } else {
+                /* DistinctNode provides the key's field (multikey too: distinct unwinds arrays anyway). */
+                covered = pick->kp.collation == NULL;
+            }
             top = distinct_stages(p, st, 0, covered, true, proj);
         }
     } else {
-        /* turnIxscanIntoDistinctIxscan over the plan rule 3 makes of the candidates. */
-        cand_t *best = best_candidate(c, ps, NULL, hinted, cands);
+        /* turnIxscanIntoDistinctIxscan over the plan rule 3 makes of the candidates (in the sort's order). */
+        cand_t *best = best_candidate(c, ps, has_sort ? req->sort : NULL, hinted, cands);
+        if (has_sort && (best == NULL || best->sort_dir == 0)) {
+            /* A sort on a field whose path held an array, which no bound narrows. */
+            cand_t *alt = group_sort_candidate(c, ps, req->sort, hinted, cands);
+            if (alt != NULL) {
+                if (best != NULL) {
+                    cand_destroy(best);
+                    free(best);
+                }
+                best = alt;
+            }
+        }
         if (best != NULL) {
             *k = *best;
             free(best);
@@ -3094,22 +3201,35 @@ distinct_plan(const mf_coll_t *c, const mf_plan_request_t *req, mf_index_t *hint
                 if (k->mk_only[j] && distinct_mk_exact(&ps->p[j].v))
                     k->inexact[j] = false;
             bson_t *residual = residual_filter(req->filter, ps, k);
-            bool ok = residual == NULL && (hinted != NULL || cand_bounded(k)) && !k->empty && field_mk(ix, f) == 0 &&
+            bool ok = residual == NULL && (hinted != NULL || cand_bounded(k) || (has_sort && k->sort_dir != 0)) &&
+                      !k->empty && field_mk(ix, f) == 0 && (!has_sort || k->sort_dir != 0) &&
                       mf_collation_equal(ix->kp.collation, mf_collation_current());
+            /*
+             * STRICT_DISTINCT_ONLY: one point on each field before the key, or a value of the key
+             * would come once per value of those fields.
+             */
+            for (int i = 0; ok && group && i < f; i++)
+                ok = i < k->nbounded && !k->f[i].all && k->f[i].n == 1 && is_point(&k->f[i].v[0]);
             if (residual != NULL)
                 bson_destroy(residual);
-            mf_stage_t *st = ok ? ixscan_stage(k, 1) : NULL;
+            int dir = has_sort && k->sort_dir < 0 ? -1 : 1;
+            mf_stage_t *st = ok ? ixscan_stage(k, flip ? -dir : dir) : NULL;
             if (st != NULL && st->loose) {
                 stage_free(st);
                 st = NULL;
             }
             if (st != NULL) {
-                uint32_t fields;
+                uint32_t fields = 0;
                 bool covered = proj != NULL && projection_coverable(ix, proj, NULL, &fields);
+                if (group) {
+                    p->cover_fields = fields;
+                    p->distinct_whole = covered;
+                }
                 top = distinct_stages(p, st, f, covered, false, proj);
             }
         }
     }
+    p->distinct_strict = group && top != NULL;
     if (have)
         cand_destroy(k);
     free(k);

@@ -101,7 +101,9 @@
  * over DISTINCT_SCAN, the documents decoded from the keys ({key: value}, a
  * missing field read as null, an empty array as undefined, as mongod's);
  * else FETCH over DISTINCT_SCAN (under a projection when the filter is
- * empty). Anything else plans by the rules above.
+ * empty). Anything else plans by the rules above. An aggregate's $group
+ * (distinct_group) asks for a strict DISTINCT_SCAN in its $sort's order
+ * (see mf_plan_request_t.distinct_group).
  *
  * A plan also carries its execution position (last key / record id), so a
  * find cursor keeps its plan across getMore and resumes the scan.
@@ -243,6 +245,20 @@ typedef struct mf_plan_request {
      * whose projection stage shows shown.projection.
      */
     const char *distinct_key;
+    /*
+     * An aggregate's $group rewritten as mongod 8.0's $groupByDistinctScan
+     * (pipeline_d.cpp tryDistinctGroupRewrite; distinct_key is the group's
+     * field path): a strict DISTINCT_SCAN (STRICT_DISTINCT_ONLY: one entry
+     * per value, no index multikey on the key's path), in sort's order,
+     * whose entries are handed out whole (covered: every key field decoded,
+     * mf_plan_t.distinct_whole) when shown.projection (the group's
+     * dependencies; NULL: the whole document) names key fields only.
+     * distinct_last ($last accumulators) flips the scan where a filter or
+     * a sort planned it, and rules out multikey indexes. Anything else
+     * plans by the rules above; the caller keeps the plan only when its
+     * leaf is a DISTINCT_SCAN.
+     */
+    bool distinct_group, distinct_last;
 } mf_plan_request_t;
 
 /* A set of record ids (multikey de-duplication). */
@@ -305,6 +321,10 @@ typedef struct mf_plan {
      */
     bool covered;
     uint32_t cover_fields;
+    /* A covered DISTINCT_SCAN hands out all the key fields ($groupByDistinctScan), not {key: value} (distinct). */
+    bool distinct_whole;
+    /* A strict DISTINCT_SCAN ($groupByDistinctScan): planned while the key's path held no array. */
+    bool distinct_strict;
     struct mf_text_query *text; /* owned: a $text query's terms and checks (doc/text.h), or NULL */
     /*
      * owned: a $text under $or (text_or_plan): the filter with $text false,
