@@ -5529,6 +5529,27 @@ geonear_output(const stage_t *s, const bson_t *d, double dist, const bson_value_
     return cur;
 }
 
+/*
+ * run_join_unwind: a $lookup or $graphLookup (run, its materialising run) over
+ * in into out; with an absorbed $unwind of its `as` (s->unwind), each
+ * joined document is then unwound as that $unwind would.
+ */
+static int
+run_join_unwind(int (*run)(const stage_t *, const mf_agg_env_t *, mf_docvec_t *, mf_docvec_t *, mf_error_t *),
+                const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
+{
+    if (s->unwind == NULL)
+        return run(s, env, in, out, err);
+    mf_docvec_t joined;
+    mf_docvec_init(&joined);
+    if (run(s, env, in, &joined, err) < 0) {
+        mf_docvec_destroy(&joined);
+        return -1;
+    }
+    run_unwind(s->unwind, &joined, out);
+    return 0;
+}
+
 /* $geoNear: the selected documents, nearest first, with the distance and location fields set. */
 static int
 run_geonear(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_t *out, mf_error_t *err)
@@ -5717,36 +5738,16 @@ run_stage(const stage_t *s, const mf_agg_env_t *env, mf_docvec_t *in, mf_docvec_
         mf_docvec_destroy(in);
         return rc < 0 ? -1 : 0;
     }
-    case S_LOOKUP: {
-        if (s->unwind == NULL)
-            return run_lookup(s, env, in, out, err);
-        mf_docvec_t joined; /* each input document with its array, then unwound as the absorbed $unwind would */
-        mf_docvec_init(&joined);
-        if (run_lookup(s, env, in, &joined, err) < 0) {
-            mf_docvec_destroy(&joined);
-            return -1;
-        }
-        run_unwind(s->unwind, &joined, out);
-        return 0;
-    }
+    case S_LOOKUP:
+        return run_join_unwind(run_lookup, s, env, in, out, err);
     case S_UNPACK:
         return run_unpack(s, in, out, err);
     case S_REDACT:
         return run_redact(s, in, out, err);
     case S_BUCKETAUTO:
         return run_bucket_auto(s, in, out, err);
-    case S_GRAPHLOOKUP: {
-        if (s->unwind == NULL)
-            return run_graph_lookup(s, env, in, out, err);
-        mf_docvec_t found; /* each input document with its array, then unwound as the absorbed $unwind would */
-        mf_docvec_init(&found);
-        if (run_graph_lookup(s, env, in, &found, err) < 0) {
-            mf_docvec_destroy(&found);
-            return -1;
-        }
-        run_unwind(s->unwind, &found, out);
-        return 0;
-    }
+    case S_GRAPHLOOKUP:
+        return run_join_unwind(run_graph_lookup, s, env, in, out, err);
     case S_UNIONWITH:
         take_vec(out, in);
         return union_other(s, env, out, err);

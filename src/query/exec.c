@@ -307,6 +307,35 @@ covered_doc(const mf_index_t *ix, const uint8_t *key, size_t klen, const uint8_t
     return 0;
 }
 
+/*
+ * index_gone: true when st's index ix (NULL: not found) was dropped, is
+ * being built again or was dropped and rebuilt since planning: a resumed
+ * plan over it cannot go on.
+ */
+static bool
+index_gone(const mf_index_t *ix, const mf_stage_t *st)
+{
+    return ix == NULL || ix->building || (st->index_ident != NULL && strcmp(ix->ident, st->index_ident) != 0);
+}
+
+/*
+ * scratch_len: the bytes a seek key of index stage st's scan needs (its
+ * widest bound, or p's resume key, plus a record id), at least min.
+ */
+static size_t
+scratch_len(const mf_stage_t *st, const mf_plan_t *p, size_t min)
+{
+    size_t len = min;
+    for (size_t i = 0; i < st->niv; i++) {
+        size_t need = (st->iv[i].lolen > st->iv[i].hilen ? st->iv[i].lolen : st->iv[i].hilen) + 16;
+        if (need > len)
+            len = need;
+    }
+    if (p->last_key_len + 16 > len)
+        len = p->last_key_len + 16;
+    return len;
+}
+
 /* Whether a covered scan may go on reading keys only: no covered field's path has held an array since planning. */
 static bool
 still_covered(const mf_plan_t *p, mf_index_t *ix)
@@ -341,7 +370,7 @@ scan_index(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, mf_stage_t *st, mf_stage_t 
     int ret = MF_NOTFOUND, rc = 0;
 
     /* Dropped, or dropped and being (or been) built again: the resumed plan cannot go on. */
-    if (ix == NULL || ix->building || (st->index_ident != NULL && strcmp(ix->ident, st->index_ident) != 0))
+    if (index_gone(ix, st))
         return mf_err_set(err, MF_E_QueryPlanKilled, "query plan killed :: caused by :: index '%s' dropped",
                           st->index_name);
     bool dedup = ix->multikey || st->multikey || orst != NULL;
@@ -372,13 +401,7 @@ scan_index(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, mf_stage_t *st, mf_stage_t 
         mf_cur_close(icur);
         return -1;
     }
-    for (size_t i = 0; i < st->niv; i++) {
-        size_t need = (st->iv[i].lolen > st->iv[i].hilen ? st->iv[i].lolen : st->iv[i].hilen) + 16;
-        if (need > tmpcap)
-            tmpcap = need;
-    }
-    if (p->last_key_len + 16 > tmpcap)
-        tmpcap = p->last_key_len + 16;
+    tmpcap = scratch_len(st, p, tmpcap);
     tmp = mf_malloc(tmpcap);
     bson_t cvals = BSON_INITIALIZER, cdoc = BSON_INITIALIZER; /* a covered scan's scratch, reused per key */
 
@@ -626,7 +649,7 @@ run_distinct(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf
     bson_t vals = BSON_INITIALIZER, doc = BSON_INITIALIZER;
     int ret, rc = 0;
 
-    if (ix == NULL || ix->building || (st->index_ident != NULL && strcmp(ix->ident, st->index_ident) != 0))
+    if (index_gone(ix, st))
         return mf_err_set(err, MF_E_QueryPlanKilled, "query plan killed :: caused by :: index '%s' dropped",
                           st->index_name);
     /*
@@ -652,13 +675,7 @@ run_distinct(mf_sess_t *s, mf_coll_t *c, mf_plan_t *p, const mf_matcher_t *m, mf
         rc = -1;
         goto out;
     }
-    for (size_t i = 0; i < st->niv; i++) {
-        size_t need = (st->iv[i].lolen > st->iv[i].hilen ? st->iv[i].lolen : st->iv[i].hilen) + 16;
-        if (need > tmpcap)
-            tmpcap = need;
-    }
-    if (p->last_key_len + 16 > tmpcap)
-        tmpcap = p->last_key_len + 16;
+    tmpcap = scratch_len(st, p, tmpcap);
     tmp = mf_malloc(tmpcap);
     /* Intervals are kept in ascending byte order: a backward scan takes them from the last. */
 #define DS_IV(n) (&st->iv[fwd ? (n) : st->niv - 1 - (n)])

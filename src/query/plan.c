@@ -1097,6 +1097,27 @@ cand_destroy(cand_t *k)
 }
 
 /*
+ * keep_better: a candidate loop's step. When tmp's score sc beats
+ * *best_score, tmp becomes *best (the old one freed) and a fresh scratch
+ * candidate is returned; else tmp is emptied and returned for reuse.
+ */
+static cand_t *
+keep_better(cand_t **best, int *best_score, cand_t *tmp, int sc)
+{
+    if (sc <= *best_score) {
+        cand_destroy(tmp);
+        return tmp;
+    }
+    if (*best) {
+        cand_destroy(*best);
+        free(*best);
+    }
+    *best = tmp;
+    *best_score = sc;
+    return mf_malloc(sizeof(*tmp));
+}
+
+/*
  * Whether an interval of l has an end a collation compares (a string, or a
  * document or array holding one): such bounds mean nothing in an index of
  * another collation, whose keys hold its own sort keys for strings.
@@ -2193,17 +2214,7 @@ best_candidate(const mf_coll_t *c, const preds_t *ps, const bson_t *sort, mf_ind
             continue;
         }
         int sc = hinted ? 1 : score(tmp);
-        if (sc > best_score) {
-            if (best) {
-                cand_destroy(best);
-                free(best);
-            }
-            best = tmp;
-            best_score = sc;
-            tmp = mf_malloc(sizeof(*tmp));
-        } else {
-            cand_destroy(tmp);
-        }
+        tmp = keep_better(&best, &best_score, tmp, sc);
     }
     free(tmp);
     return best;
@@ -3081,17 +3092,7 @@ group_sort_candidate(const mf_coll_t *c, const preds_t *ps, const bson_t *sort, 
         bounds_index(NULL);
         tmp->sort_dir = group_sort_dir(tmp, sort);
         int sc = tmp->sort_dir == 0 || (hinted == NULL && ix->sparse && !tmp->null_ok) ? 0 : score(tmp);
-        if (sc > best_score) {
-            if (best) {
-                cand_destroy(best);
-                free(best);
-            }
-            best = tmp;
-            best_score = sc;
-            tmp = mf_malloc(sizeof(*tmp));
-        } else {
-            cand_destroy(tmp);
-        }
+        tmp = keep_better(&best, &best_score, tmp, sc);
     }
     free(tmp);
     return best;
