@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/params.h"
 #include "query/agg.h"
+#include "query/agg_spill.h"
 #include "query/batch.h"
 #include "query/exec.h"
 #include "query/write.h"
@@ -56,6 +57,15 @@ typedef struct explain_ctx {
     bson_t *best;
     mf_match_details_t best_d;
     int64_t matched, would_modify;
+    /*
+     * A read's blocking SORT, run as the find runs it (its memory budget,
+     * allowDiskUse, spills) for its executionStats: sorter (owned, NULL
+     * when not run) takes a copy of each document; sort_bytes counts their
+     * bytes; err is the op's (set when the sort fails).
+     */
+    mf_sorter_t *sorter;
+    int64_t sort_bytes;
+    mf_error_t *err;
 } explain_ctx_t;
 
 /* Counts doc as matched by the explained update or delete, and whether the update would change it. */
@@ -74,11 +84,22 @@ explain_count(explain_ctx_t *x, const bson_t *doc, const mf_match_details_t *d)
 }
 
 static int
+explain_sort_cmp(void *arg, const bson_t *a, const bson_t *b)
+{
+    return mf_sort_cmp((const mf_sort_t *)arg, a, b);
+}
+
+static int
 explain_visit(void *arg, int64_t rid, const bson_t *doc, const mf_match_details_t *d)
 {
     explain_ctx_t *x = arg;
     (void)rid;
     if (x->sorted) {
+        if (x->sorter != NULL) {
+            x->sort_bytes += doc->len;
+            if (mf_sorter_add(x->sorter, bson_copy(doc), x->err) != 0)
+                return -1;
+        }
         if (!x->counts)
             return 0;
         if (x->order == NULL || x->limit != 1) {
@@ -391,6 +412,40 @@ explain_sub(void *ctx, const char *coll, const bson_value_t *pipeline, bson_t *s
 }
 
 /*
+ * explain_sorter: the sorter a read's blocking SORT (p->sort) runs in, as
+ * the find would run it: the internalQueryMaxBlockingSortMemoryUsageBytes
+ * budget (also the stage's memLimit), allowDiskUse from inner (the
+ * explained command) or allowDiskUseByDefault. Sets x->sorter (owned by
+ * the caller, freed with mf_sorter_free) and *order (the comparator's
+ * state, freed with mf_sort_free after the sorter); leaves both NULL when
+ * mf_sort_new refuses the pattern: the stage then shows no sorter
+ * statistics.
+ */
+static void
+explain_sorter(mf_op_t *op, mf_plan_t *p, const bson_t *inner, explain_ctx_t *x, mf_sort_t **order)
+{
+    char msg[160];
+    bson_iter_t it;
+    mf_error_t e = {0};
+    int64_t budget = mf_param_get(op->eng->params, "internalQueryMaxBlockingSortMemoryUsageBytes");
+    bool allow_disk = mf_param_get(op->eng->params, "allowDiskUseByDefault") != 0;
+
+    *order = NULL;
+    p->sort->mem_limit = budget;
+    if (inner != NULL && bson_iter_init_find(&it, inner, "allowDiskUse") && BSON_ITER_HOLDS_BOOL(&it))
+        allow_disk = bson_iter_bool(&it);
+    /* e holds nothing to free. */
+    if ((*order = mf_sort_new(p->sort->spec, &e)) == NULL)
+        return;
+    snprintf(msg, sizeof msg, "Sort exceeded memory limit of %lld bytes, but did not opt in to external sorting.",
+             (long long)budget);
+    x->sorter = mf_sorter_new(explain_sort_cmp, *order, budget, allow_disk, msg, op->eng->tmp_dir);
+    if (p->sort->amount > 0)
+        mf_sorter_set_limit(x->sorter, p->sort->amount);
+    x->err = &op->err;
+}
+
+/*
  * run_explain: plans req over op->db.coll, executes it when verbosity asks,
  * and appends the explain reply. agg (may be NULL) is an aggregation's
  * rest after the pushed-down prefix; w (NULL for a read) the update or
@@ -440,8 +495,20 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
                     rc = -1;
                 x.order = order;
             }
+            mf_sort_t *sort_order = NULL;
+            if (rc == 0 && w == NULL && p->sort != NULL)
+                explain_sorter(op, p, inner, &x, &sort_order);
             if (rc == 0)
                 rc = mf_exec_run(op->sess, c, p, m, explain_visit, &x, &op->err);
+            if (x.sorter != NULL) {
+                int64_t sdocs;
+                p->sort->sort_ran = rc == 0;
+                p->sort->sort_bytes = x.sort_bytes;
+                p->sort->sort_spills = mf_sorter_spilled(x.sorter);
+                mf_sorter_spill_totals(x.sorter, &sdocs, &p->sort->sort_spilled_bytes);
+                mf_sorter_free(x.sorter);
+            }
+            mf_sort_free(sort_order);
             if (x.best != NULL) {
                 explain_count(&x, x.best, &x.best_d);
                 bson_destroy(x.best);
@@ -1283,6 +1350,7 @@ mf_cmd_explain(mf_op_t *op)
                      (bson_iter_init_find(&fi, &inner, "showRecordId") && bson_iter_as_bool(&fi)) ||
                      (req.min != NULL && !bson_empty(req.min)) || (req.max != NULL && !bson_empty(req.max));
         req.cover_projection = whole ? NULL : req.projection;
+        req.preserve_record_id = bson_iter_init_find(&fi, &inner, "showRecordId") && bson_iter_as_bool(&fi);
         if (req.cover_projection != NULL && !bson_empty(req.cover_projection) &&
             !mf_plan_projection_inclusions(req.cover_projection)) {
             /* Expressions over key fields are covered too (mf_plan_request_t.cover_parsed); a bad one is not. */

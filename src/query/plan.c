@@ -2052,6 +2052,37 @@ projection_keeps(const bson_t *proj, const char *path)
 }
 
 /*
+ * needs_metadata: whether spec (a sort or a projection; may be NULL) reads
+ * document metadata other than the sort key ({$meta: "textScore"},
+ * {$meta: "recordId"} ... at any depth): mongod's SORT_SIMPLE drops all
+ * metadata but the sort key, so such a sort is SORT_DEFAULT.
+ */
+static bool
+needs_metadata(const bson_t *spec)
+{
+    bson_iter_t it;
+    if (spec == NULL || !bson_iter_init(&it, spec))
+        return false;
+    while (bson_iter_next(&it)) {
+        if (strcmp(bson_iter_key(&it), "$meta") == 0 &&
+            !(BSON_ITER_HOLDS_UTF8(&it) && strcmp(bson_iter_utf8(&it, NULL), "sortKey") == 0))
+            return true;
+        if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
+            bson_t child;
+            uint32_t len;
+            const uint8_t *data;
+            if (BSON_ITER_HOLDS_DOCUMENT(&it))
+                bson_iter_document(&it, &len, &data);
+            else
+                bson_iter_array(&it, &len, &data);
+            if (bson_init_static(&child, data, len) && needs_metadata(&child))
+                return true;
+        }
+    }
+    return false;
+}
+
+/*
  * Whether the projection stage goes below a blocking sort (mongod's
  * tryPushdownProjectBeneathSort): the sort has no limit (a top-k sort
  * would project documents it then drops), and proj has no expression and
@@ -3785,6 +3816,9 @@ mf_plan_build(const mf_coll_t *c, const mf_plan_request_t *req, mf_plan_t **out,
         top = stage_new(MF_ST_SORT, top);
         top->spec = bson_copy(req->sort);
         top->amount = req->limit > 0 ? req->limit + req->skip : 0;
+        /* mongod's canUseSimpleSort: fetched input, no metadata but the sort key, record ids not kept. */
+        top->sort_default = p->covered || req->preserve_record_id || needs_metadata(req->sort) ||
+                            needs_metadata(req->projection);
         p->sort = top;
     }
     if (req->skip > 0) {
@@ -3893,11 +3927,11 @@ explain_stage(const mf_plan_t *p, const mf_stage_t *s, bool stats, bson_t *out)
         break;
     case MF_ST_SORT:
         BSON_APPEND_DOCUMENT(out, "sortPattern", s->spec);
-        BSON_APPEND_INT64(out, "memLimit", 104857600);
+        BSON_APPEND_INT64(out, "memLimit", s->mem_limit > 0 ? s->mem_limit : 104857600);
         if (s->amount > 0)
             BSON_APPEND_INT64(out, "limitAmount", s->amount);
-        /* mongod's SortNodeSimple needs fetched documents; a covered plan sorts index keys (SortNodeDefault). */
-        BSON_APPEND_UTF8(out, "type", p->covered ? "default" : "simple");
+        /* SortNodeSimple needs fetched documents and no metadata but the sort key (stage_t.sort_default). */
+        BSON_APPEND_UTF8(out, "type", s->sort_default || p->covered ? "default" : "simple");
         break;
     case MF_ST_SKIP:
         BSON_APPEND_INT64(out, "skipAmount", s->amount);
@@ -3944,6 +3978,13 @@ explain_stage(const mf_plan_t *p, const mf_stage_t *s, bool stats, bson_t *out)
         append_number(out, "nMatched", s->n_matched);
         append_number(out, "nWouldModify", s->n_would_modify);
         append_number(out, "nWouldUpsert", s->n_would_upsert);
+    }
+    /* plan_explainer_impl.cpp's SortStats at executionStats: only once explain ran the sort (sort_ran). */
+    if (stats && s->kind == MF_ST_SORT && s->sort_ran) {
+        append_number(out, "totalDataSizeSorted", s->sort_bytes);
+        BSON_APPEND_BOOL(out, "usedDisk", s->sort_spills > 0);
+        append_number(out, "spills", s->sort_spills);
+        append_number(out, "spilledDataStorageSize", s->sort_spilled_bytes);
     }
     if (stats && (s->kind == MF_ST_DELETE || s->kind == MF_ST_BATCHED_DELETE))
         append_number(out, "nWouldDelete", s->n_matched);

@@ -176,6 +176,15 @@ typedef struct mf_stage {
     int64_t dups_tested, dups_dropped;
     /* UPDATE (nMatched, nWouldModify, nWouldUpsert) and DELETE (nWouldDelete: n_matched), set by explain */
     int64_t n_matched, n_would_modify, n_would_upsert;
+    /*
+     * SORT: type "default" rather than "simple" (mongod's canUseSimpleSort:
+     * unfetched input, metadata other than sortKey, or record ids kept);
+     * memLimit (0: the default 100 MB); and, once explain ran the sort
+     * (sort_ran), what its sorter took: totalDataSizeSorted, spills and
+     * spilledDataStorageSize.
+     */
+    bool sort_default, sort_ran;
+    int64_t mem_limit, sort_bytes, sort_spills, sort_spilled_bytes;
 } mf_stage_t;
 
 /* What the plan's root is (the command around the scan). */
@@ -216,6 +225,8 @@ typedef struct mf_plan_request {
     bool count_only;
     /* a tailable find (with force_collscan): refused under notablescan (plan.c no_table_scan) */
     bool tailable;
+    /* a find's showRecordId: the plan keeps record ids (mongod's PRESERVE_RECORD_ID), so a SORT is "default" */
+    bool preserve_record_id;
     /* the command as a planner error shows it (see mf_plan_shown_t) */
     mf_plan_shown_t shown;
     /*
