@@ -412,14 +412,14 @@ explain_sub(void *ctx, const char *coll, const bson_value_t *pipeline, bson_t *s
 }
 
 /*
- * explain_sorter: the sorter a read's blocking SORT (p->sort) runs in, as
- * the find would run it: the internalQueryMaxBlockingSortMemoryUsageBytes
- * budget (also the stage's memLimit), allowDiskUse from inner (the
- * explained command) or allowDiskUseByDefault. Sets x->sorter (owned by
- * the caller, freed with mf_sorter_free) and *order (the comparator's
- * state, freed with mf_sort_free after the sorter); leaves both NULL when
- * mf_sort_new refuses the pattern: the stage then shows no sorter
- * statistics.
+ * explain_sorter: the sorter a blocking SORT (p->sort; a find's, or an
+ * update's or delete's with a sort) runs in, as the command would run it:
+ * the internalQueryMaxBlockingSortMemoryUsageBytes budget, allowDiskUse
+ * from inner (the explained command) or allowDiskUseByDefault. Sets
+ * x->sorter (owned by the caller, freed with mf_sorter_free) and *order
+ * (the comparator's state, freed with mf_sort_free after the sorter);
+ * leaves both NULL when mf_sort_new refuses the pattern: the stage then
+ * shows no sorter statistics.
  */
 static void
 explain_sorter(mf_op_t *op, mf_plan_t *p, const bson_t *inner, explain_ctx_t *x, mf_sort_t **order)
@@ -431,7 +431,6 @@ explain_sorter(mf_op_t *op, mf_plan_t *p, const bson_t *inner, explain_ctx_t *x,
     bool allow_disk = mf_param_get(op->eng->params, "allowDiskUseByDefault") != 0;
 
     *order = NULL;
-    p->sort->mem_limit = budget;
     if (inner != NULL && bson_iter_init_find(&it, inner, "allowDiskUse") && BSON_ITER_HOLDS_BOOL(&it))
         allow_disk = bson_iter_bool(&it);
     /* e holds nothing to free. */
@@ -496,7 +495,7 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
                 x.order = order;
             }
             mf_sort_t *sort_order = NULL;
-            if (rc == 0 && w == NULL && p->sort != NULL)
+            if (rc == 0 && p->sort != NULL)
                 explain_sorter(op, p, inner, &x, &sort_order);
             if (rc == 0)
                 rc = mf_exec_run(op->sess, c, p, m, explain_visit, &x, &op->err);
@@ -529,6 +528,9 @@ run_explain(mf_op_t *op, const char *coll, const mf_plan_request_t *req, int64_t
         }
         elapsed = mf_mono_ms() - t0;
     }
+    /* SortStats' memLimit: the budget the sort runs with, at every verbosity. */
+    if (p->sort != NULL)
+        p->sort->mem_limit = mf_param_get(op->eng->params, "internalQueryMaxBlockingSortMemoryUsageBytes");
     char ns[512];
     bson_t qp, wp, es, st, empty, arr, first, cd;
     bson_t *qp_parent = op->reply, *es_parent = op->reply;
@@ -1001,7 +1003,8 @@ near_explain_plan(mf_op_t *op, const bson_t *find, const bson_t *filter, const b
                     if (layer == 0 && has_sort) {
                         BSON_APPEND_UTF8(up, "stage", "SORT");
                         BSON_APPEND_DOCUMENT(up, "sortPattern", &sort);
-                        BSON_APPEND_INT64(up, "memLimit", 104857600);
+                        BSON_APPEND_INT64(up, "memLimit",
+                                          mf_param_get(op->eng->params, "internalQueryMaxBlockingSortMemoryUsageBytes"));
                         if (limit > 0)
                             BSON_APPEND_INT64(up, "limitAmount", limit + skip);
                         BSON_APPEND_UTF8(up, "type", meta_sort ? "default" : "simple");

@@ -3927,9 +3927,10 @@ explain_stage(const mf_plan_t *p, const mf_stage_t *s, bool stats, bson_t *out)
         break;
     case MF_ST_SORT:
         BSON_APPEND_DOCUMENT(out, "sortPattern", s->spec);
-        BSON_APPEND_INT64(out, "memLimit", s->mem_limit > 0 ? s->mem_limit : 104857600);
+        /* appendNumber, as mongod's: an int below 2^30. */
+        append_number(out, "memLimit", s->mem_limit > 0 ? s->mem_limit : 104857600);
         if (s->amount > 0)
-            BSON_APPEND_INT64(out, "limitAmount", s->amount);
+            append_number(out, "limitAmount", s->amount);
         /* SortNodeSimple needs fetched documents and no metadata but the sort key (stage_t.sort_default). */
         BSON_APPEND_UTF8(out, "type", s->sort_default || p->covered ? "default" : "simple");
         break;

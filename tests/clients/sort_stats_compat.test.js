@@ -153,3 +153,24 @@ h.test('aggregate $sort at executionStats: totalDataSizeSortedBytesEstimate, use
     assert.ok(num(s.spills) > 0, JSON.stringify(s));
   });
 });
+
+h.test('the SORT under a findAndModify or an update with a sort reports its statistics too', async () => {
+  const db = srv.freshDb('sst_write');
+  const c = await filled(db, 200);
+  const ex = await db.command({ explain: { findAndModify: 'c', query: { a: { $lt: 10 } }, sort: { b: -1 },
+    update: { $set: { z: 1 } } }, verbosity: 'executionStats' });
+  const s = findStage(ex.executionStats.executionStages, 'SORT');
+  assert.ok(s, JSON.stringify(ex.executionStats.executionStages));
+  assert.equal(s.type, 'simple');
+  assert.ok(num(s.totalDataSizeSorted) > 0, JSON.stringify(s));
+  assert.equal(s.usedDisk, false);
+  assert.equal(num(s.spills), 0);
+  assert.equal(num(s.spilledDataStorageSize), 0);
+  // Explain changed nothing.
+  assert.equal(await c.countDocuments({ z: 1 }), 0);
+  // The memLimit follows the parameter.
+  await withSortLimit(5000000, async () => {
+    const f = findStage((await c.find({}).sort({ b: 1 }).explain('queryPlanner')).queryPlanner.winningPlan, 'SORT');
+    assert.equal(num(f.memLimit), 5000000);
+  });
+});
