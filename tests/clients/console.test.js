@@ -23,7 +23,8 @@ const CREATE = 'form:has(input[name="field"])';
 /*
  * node:test does not wait for one root before() hook before starting the next,
  * so the HTTP port is chosen now, synchronously (a child asks the kernel for a
- * free port the same way harness.freePort does), and each hook stands alone.
+ * free port; the server is never restarted, so unlike harness.freePort it
+ * need not keep below the ephemeral range), and each hook stands alone.
  */
 function freePortSync() {
   const script = "const s = require('net').createServer(); s.listen(0, '127.0.0.1', " +

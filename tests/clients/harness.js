@@ -35,17 +35,39 @@ function binaryPath() {
   return path.isAbsolute(p) ? p : path.join(REPO_ROOT, p);
 }
 
-/* Returns a TCP port that was free a moment ago on 127.0.0.1. */
-function freePort() {
-  return new Promise((resolve, reject) => {
+/* The first port of the kernel's ephemeral range (outgoing connections' local ports). */
+function ephemeralLow() {
+  try {
+    const low = Number(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    if (low > 12000) return low;
+  } catch { /* not Linux: the IANA range's start */ }
+  return 49152;
+}
+
+function portFree(port) {
+  return new Promise((resolve) => {
     const s = net.createServer();
     s.unref();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
+    s.on('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
   });
+}
+
+/*
+ * Returns a TCP port that was free a moment ago on 127.0.0.1, and whose
+ * port + 1000 (a server's default HTTP console) was too. Ports come from
+ * below the ephemeral range: a port the kernel hands out (listen(0)) is also
+ * what it gives outgoing connections, so a server restarted on its port
+ * could find it taken by any process's client connection ("address already
+ * in use", seen in CI with three files running at once).
+ */
+async function freePort() {
+  const top = ephemeralLow() - 1001;
+  for (let i = 0; i < 200; i++) {
+    const p = 10000 + Math.floor(Math.random() * (top - 10000));
+    if (await portFree(p) && await portFree(p + 1000)) return p;
+  }
+  throw new Error('freePort: no free port found below the ephemeral range');
 }
 
 function sleep(ms) { return new Promise((r) => setTimeout(r, ms)); }
