@@ -863,14 +863,11 @@ mf_crud_agg_explain_run(mf_op_t *op, const char *coll, mf_pipeline_t *pl, const 
     mf_coll_t *c = mf_catalog_coll_find(op->eng->cat, op->db, coll);
     mf_matcher_t *m = NULL;
     mf_agg_env_t env;
-    bson_iter_t it;
-    bool allow_disk = mf_param_get(op->eng->params, "allowDiskUseByDefault") != 0;
+    bool allow_disk = mf_crud_allow_disk(op, cmd);
     int rc = 0;
 
     *plan = NULL;
     *stream = NULL;
-    if (bson_iter_init_find(&it, cmd, "allowDiskUse") && BSON_ITER_HOLDS_BOOL(&it))
-        allow_disk = bson_iter_bool(&it);
     if (mf_crud_agg_plan_prefix(op, c, pl, hint, NULL, NULL, pd, plan) != 0 ||
         (m = mf_matcher_new(pd->filter, &op->err)) == NULL) {
         mf_plan_free(*plan);
@@ -943,14 +940,11 @@ int
 mf_crud_agg_explain_run_alone(mf_op_t *op, mf_pipeline_t *pl, const bson_t *cmd, const bson_t *source,
                               mf_agg_stream_t **stream)
 {
-    bson_iter_t it;
-    bool allow_disk = mf_param_get(op->eng->params, "allowDiskUseByDefault") != 0;
+    bool allow_disk = mf_crud_allow_disk(op, cmd);
     agg_scan_ctx_t sc = {.op = op, .pull_doc = source};
     mf_agg_env_t env;
     int rc = 0;
 
-    if (bson_iter_init_find(&it, cmd, "allowDiskUse") && BSON_ITER_HOLDS_BOOL(&it))
-        allow_disk = bson_iter_bool(&it);
     mf_agg_limits_t lim = agg_limits(op, allow_disk);
     *stream = mf_agg_stream_new(pl, 0, &lim);
     mf_agg_stream_collect_stats(*stream);
@@ -1004,6 +998,16 @@ static bool
 allow_disk_default(mf_op_t *op)
 {
     return mf_param_get(op->eng->params, "allowDiskUseByDefault") != 0;
+}
+
+/* mf_crud_allow_disk: see crud.h. */
+bool
+mf_crud_allow_disk(mf_op_t *op, const bson_t *cmd)
+{
+    bson_iter_t it;
+    if (cmd != NULL && bson_iter_init_find(&it, cmd, "allowDiskUse") && BSON_ITER_HOLDS_BOOL(&it))
+        return bson_iter_bool(&it);
+    return allow_disk_default(op);
 }
 
 /*

@@ -424,21 +424,14 @@ explain_sub(void *ctx, const char *coll, const bson_value_t *pipeline, bson_t *s
 static void
 explain_sorter(mf_op_t *op, mf_plan_t *p, const bson_t *inner, explain_ctx_t *x, mf_sort_t **order)
 {
-    char msg[160];
-    bson_iter_t it;
     mf_error_t e = {0};
     int64_t budget = mf_param_get(op->eng->params, "internalQueryMaxBlockingSortMemoryUsageBytes");
-    bool allow_disk = mf_param_get(op->eng->params, "allowDiskUseByDefault") != 0;
 
     *order = NULL;
-    if (inner != NULL && bson_iter_init_find(&it, inner, "allowDiskUse") && BSON_ITER_HOLDS_BOOL(&it))
-        allow_disk = bson_iter_bool(&it);
     /* e holds nothing to free. */
     if ((*order = mf_sort_new(p->sort->spec, &e)) == NULL)
         return;
-    snprintf(msg, sizeof msg, "Sort exceeded memory limit of %lld bytes, but did not opt in to external sorting.",
-             (long long)budget);
-    x->sorter = mf_sorter_new(explain_sort_cmp, *order, budget, allow_disk, msg, op->eng->tmp_dir);
+    x->sorter = mf_sorter_new_sort(explain_sort_cmp, *order, budget, mf_crud_allow_disk(op, inner), op->eng->tmp_dir);
     if (p->sort->amount > 0)
         mf_sorter_set_limit(x->sorter, p->sort->amount);
     x->err = &op->err;

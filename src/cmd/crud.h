@@ -305,6 +305,14 @@ void mf_crud_stage_int(bson_t *stages, int *n, const char *stage, int64_t v);
 int mf_cmd_aggregate(mf_op_t *op);
 
 /*
+ * mf_crud_allow_disk: whether an explained or explaining command cmd (may
+ * be NULL) may spill to disk: its boolean allowDiskUse, else the
+ * allowDiskUseByDefault parameter. (Type errors are the command's own
+ * parsing's to report.)
+ */
+bool mf_crud_allow_disk(mf_op_t *op, const bson_t *cmd);
+
+/*
  * mf_crud_agg_explain_run_alone: runs pl (borrowed: it must outlive
  * *stream), a pipeline that reads no collection ({aggregate: 1}'s, or the
  * stages after a leading $collStats, whose document source (may be NULL)

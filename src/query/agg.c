@@ -6809,12 +6809,7 @@ node_step(mf_agg_stream_t *st, size_t i, const mf_agg_env_t *env, bson_t **out, 
         }
         case S_SORT:
             if (nd->sorter == NULL) {
-                char msg[160];
-                int64_t budget = st->sort_bytes;
-                snprintf(msg, sizeof msg,
-                         "Sort exceeded memory limit of %lld bytes, but did not opt in to external sorting.",
-                         (long long)budget);
-                nd->sorter = mf_sorter_new(sort_stage_cmp, s->sort, budget, st->allow_disk, msg, st->tmp_dir);
+                nd->sorter = mf_sorter_new_sort(sort_stage_cmp, s->sort, st->sort_bytes, st->allow_disk, st->tmp_dir);
                 mf_curop_note_sort(mf_curop_current());
                 /* $sort then [$skip...] $limit: a top-k sort (what MongoDB calls $sort with limit). */
                 int64_t k = 0;

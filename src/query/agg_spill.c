@@ -133,6 +133,15 @@ mf_sorter_new(mf_sorter_cmp_fn cmp, void *arg, int64_t budget, bool allow_disk, 
     return s;
 }
 
+mf_sorter_t *
+mf_sorter_new_sort(mf_sorter_cmp_fn cmp, void *arg, int64_t budget, bool allow_disk, const char *dir)
+{
+    char msg[160];
+    snprintf(msg, sizeof msg, "Sort exceeded memory limit of %lld bytes, but did not opt in to external sorting.",
+             (long long)budget);
+    return mf_sorter_new(cmp, arg, budget, allow_disk, msg, dir);
+}
+
 static void
 run_close(run_t *r)
 {

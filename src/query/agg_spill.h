@@ -57,6 +57,14 @@ char *mf_spill_dir_prepare(const char *dbpath);
 mf_sorter_t *mf_sorter_new(mf_sorter_cmp_fn cmp, void *arg, int64_t budget, bool allow_disk, const char *errmsg,
                            const char *dir);
 
+/*
+ * mf_sorter_new_sort: mf_sorter_new for a blocking sort ($sort, a find's
+ * SORT, $setWindowFields' partitions), failing past the budget without
+ * allow_disk with mongod's "Sort exceeded memory limit of <budget> bytes,
+ * but did not opt in to external sorting."
+ */
+mf_sorter_t *mf_sorter_new_sort(mf_sorter_cmp_fn cmp, void *arg, int64_t budget, bool allow_disk, const char *dir);
+
 /* mf_sorter_free: frees s, its documents, and closes and removes its temporary files. NULL is a no-op. */
 void mf_sorter_free(mf_sorter_t *s);
 

@@ -2549,14 +2549,11 @@ mf_window_stream_t *
 mf_window_stream_new(const mf_window_t *w, int64_t sort_bytes, int64_t part_bytes, bool allow_disk,
                      const char *tmp_dir)
 {
-    char msg[200];
     mf_window_stream_t *ws = bson_malloc0(sizeof *ws);
     ws->w = w;
     ws->part_bytes = part_bytes;
     ws->allow_disk = allow_disk;
-    snprintf(msg, sizeof msg, "Sort exceeded memory limit of %lld bytes, but did not opt in to external sorting.",
-             (long long)sort_bytes);
-    ws->sorter = mf_sorter_new(wrapped_cmp, (void *)w, sort_bytes, allow_disk, msg, tmp_dir);
+    ws->sorter = mf_sorter_new_sort(wrapped_cmp, (void *)w, sort_bytes, allow_disk, tmp_dir);
     return ws;
 }
 
